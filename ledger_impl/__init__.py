@@ -1,0 +1,1 @@
+"""Ledger's optimized implementation: classifier, edit detectors, indexed ledger, Runtime, CLI."""

@@ -1,0 +1,307 @@
+"""The reference semantics of Ledger's execution state.
+
+Theory of operation
+-------------------
+A session is a sequence of steps. At each step govern looks at the state and the proposed
+command and answers Allow, Reuse or Nudge. Then exactly one of two things is recorded:
+
+  reused     the command did not run; only the command record is added.
+  executed   the detector's report is added to the modification log (if it changed anything);
+             a read-only command whose step changed nothing becomes an observation,
+             snapshotting the counters; the command record is added.
+
+The counters are not stored. They are counts over the modification log:
+
+  G     = number of modifications                      (anything changed)
+  L[k]  = number of modifications whose keys include k (this file changed)
+  W     = number of modifications of unknown scope     (anything may have changed)
+
+which makes three invariants true by construction: counters never decrease, L[k] <= G and
+W <= G. An observation is *current* when the counters it depends on still hold the values it
+snapshotted: a file target depends on (L[key], W), a tree target on G. If the detector reports
+every change, a current observation's dependencies hold the content they held when it was
+recorded, so its output is what the command would print now. That conditional is the whole
+safety argument; the detector's completeness is checked elsewhere, on a real filesystem.
+
+Govern intervenes only under the rules in the tables below, at most `Policy.intervention_cap`
+times, and only Reuse withholds an execution.
+
+This module is written to be obviously right, not fast: every query scans the log. The
+optimized implementation in `ledger_impl` must reach the same answers.
+"""
+
+from __future__ import annotations
+
+from typing import Iterable
+
+import attrs
+
+from . import lines
+from .policy import Policy
+from .values import (
+    READ_ONLY,
+    SLICEABLE_VIEWS,
+    Allow,
+    Category,
+    Changes,
+    Command,
+    CommandRecord,
+    Decision,
+    FileTarget,
+    Modification,
+    Nudge,
+    Observation,
+    Reuse,
+    TreeTarget,
+    Verdict,
+    check_key,
+)
+
+# Which categories each verdict may apply to. Reuse is further limited to commands with a
+# target and a current observation that serves it; Nudge to repeats with nothing but
+# transient files changed since.
+REUSABLE: frozenset[Category] = READ_ONLY
+NUDGEABLE_ANY_TIME: frozenset[Category] = frozenset({Category.TEST})
+NUDGEABLE_IN_SHORT_LOOP: frozenset[Category] = frozenset(
+    {Category.READ, Category.SEARCH, Category.TEST, Category.EDIT, Category.RUN}
+)
+WITHHOLDING: frozenset[Verdict] = frozenset({Verdict.REUSE})
+INTERVENING: frozenset[Verdict] = frozenset({Verdict.REUSE, Verdict.NUDGE})
+
+
+@attrs.frozen
+class State:
+    """Everything the ledger knows: the step number and three append-only logs."""
+
+    step: int = 0
+    modifications: tuple[Modification, ...] = ()
+    observations: tuple[Observation, ...] = ()
+    history: tuple[CommandRecord, ...] = ()
+
+    @property
+    def total(self) -> int:
+        """G: how many modifications happened."""
+        return len(self.modifications)
+
+    @property
+    def wildcard(self) -> int:
+        """W: how many modifications had unknown scope."""
+        return sum(1 for m in self.modifications if m.changes.unknown)
+
+    def local(self, key: str) -> int:
+        """L[key]: how many modifications reported `key`. Unknown keys have L = 0."""
+        check_key(key)
+        return sum(1 for m in self.modifications if key in m.changes.paths)
+
+
+INITIAL: State = State()
+
+
+# --- events -------------------------------------------------------------------------------
+
+
+def modify(state: State, changes: Changes) -> State:
+    """Record a detector report. A report that changed nothing changes nothing.
+
+    post: __return__.total == state.total + (0 if changes.empty else 1)
+    """
+    if changes.empty:
+        return state
+    return attrs.evolve(state, modifications=state.modifications + (Modification(state.step, changes),))
+
+
+def observe(state: State, command: Command, output: str, exit_status: int) -> State:
+    """Record the completed result of a read-only command, with the counters it depends on.
+
+    A read-only command without a target (a file outside the root) is not recorded: nothing
+    could ever prove it current.
+    """
+    if not command.read_only:
+        raise ValueError(f"only read-only commands are observed; {command.category.value} is not")
+    if command.target is None:
+        return state
+    local = state.local(command.target.key) if isinstance(command.target, FileTarget) else 0
+    observation = Observation(
+        step=state.step,
+        command=command,
+        output=output,
+        exit_status=exit_status,
+        local=local,
+        wildcard=state.wildcard,
+        total=state.total,
+    )
+    return attrs.evolve(state, observations=state.observations + (observation,))
+
+
+def conclude(state: State, command: Command, verdict: Verdict, exit_status: int) -> State:
+    """Close the step: add the command record and move to the next step."""
+    record = CommandRecord(state.step, command, verdict, exit_status)
+    return attrs.evolve(state, step=state.step + 1, history=state.history + (record,))
+
+
+def advance(
+    state: State,
+    command: Command,
+    decision: Decision,
+    output: str,
+    exit_status: int,
+    changes: Changes,
+) -> State:
+    """One whole step, after govern returned `decision` and the command ran or was reused.
+
+    For a reused step `output`, `exit_status` and `changes` are ignored: nothing ran.
+    post: __return__.step == state.step + 1
+    """
+    if isinstance(decision, Reuse):
+        return conclude(state, command, Verdict.REUSE, decision.exit_status)
+    state = modify(state, changes)
+    if command.read_only and changes.empty:
+        state = observe(state, command, output, exit_status)
+    return conclude(state, command, decision.verdict, exit_status)
+
+
+def run(events: Iterable[tuple[Command, Decision, str, int, Changes]], state: State = INITIAL) -> State:
+    """Fold `advance` over a sequence of steps."""
+    for command, decision, output, exit_status, changes in events:
+        state = advance(state, command, decision, output, exit_status, changes)
+    return state
+
+
+# --- queries ------------------------------------------------------------------------------
+
+
+def current(observation: Observation, state: State) -> bool:
+    """Whether nothing `observation` depends on has changed since it was recorded."""
+    target = observation.command.target
+    if isinstance(target, FileTarget):
+        return state.local(target.key) == observation.local and state.wildcard == observation.wildcard
+    if isinstance(target, TreeTarget):
+        return state.total == observation.total
+    raise ValueError("an observation always has a target")
+
+
+def first_invalidation(observation: Observation, state: State) -> Modification | None:
+    """The earliest modification that made `observation` potentially stale, if any."""
+    target = observation.command.target
+    for modification in state.modifications:
+        if modification.step <= observation.step:
+            continue
+        if isinstance(target, TreeTarget):
+            return modification
+        if modification.changes.unknown or target.key in modification.changes.paths:
+            return modification
+    return None
+
+
+def interventions(state: State) -> int:
+    """How many times govern reused or nudged so far."""
+    return sum(1 for record in state.history if record.verdict in INTERVENING)
+
+
+def serve(observation: Observation, command: Command, policy: Policy) -> tuple[str, int] | None:
+    """What `observation` answers for `command`, as (output, exit status), if it can.
+
+    Same normalized command and target: the stored result, if it exited 0 or was typed the
+    same way (an error message may quote the path as typed). Same file and sliceable view:
+    the requested lines cut from a stored wider range that exited 0.
+    """
+    stored, requested = observation.command, command
+    if stored.normalized == requested.normalized and stored.target == requested.target:
+        if observation.exit_status == 0 or stored.text == requested.text:
+            return observation.output, observation.exit_status
+    if not policy.range_reuse or observation.exit_status != 0:
+        return None
+    if not (isinstance(stored.target, FileTarget) and isinstance(requested.target, FileTarget)):
+        return None
+    if stored.target.key != requested.target.key or stored.target.view != requested.target.view:
+        return None
+    if stored.target.view not in SLICEABLE_VIEWS:
+        return None
+    stored_lines, output = stored.target.lines, observation.output
+    if not (lines.consistent(stored_lines, output) and lines.can_serve(stored_lines, output, requested.target.lines)):
+        return None
+    return lines.serve(stored_lines, output, requested.target.lines), 0
+
+
+def last_execution(state: State, command: Command) -> CommandRecord | None:
+    """The latest step that ran a command with the same normalized text."""
+    for record in reversed(state.history):
+        if record.verdict not in WITHHOLDING and record.command.normalized == command.normalized:
+            return record
+    return None
+
+
+def only_transient_changes_since(state: State, step: int, policy: Policy) -> bool:
+    """Whether every modification from `step` on touched only transient files."""
+    for modification in state.modifications:
+        if modification.step < step:
+            continue
+        if modification.changes.unknown:
+            return False
+        if any(not policy.is_transient(key) for key in modification.changes.paths):
+            return False
+    return True
+
+
+# --- govern -------------------------------------------------------------------------------
+
+
+def govern(state: State, command: Command, policy: Policy) -> Decision:
+    """Allow, Reuse or Nudge `command`, by the rules in this module's header.
+
+    post: implies(isinstance(__return__, Reuse), command.category in REUSABLE)
+    """
+    if interventions(state) >= policy.intervention_cap:
+        return Allow()
+    reuse = _reuse(state, command, policy)
+    if reuse is not None:
+        return reuse
+    nudge = _nudge(state, command, policy)
+    if nudge is not None:
+        return nudge
+    return Allow()
+
+
+def _reuse(state: State, command: Command, policy: Policy) -> Reuse | None:
+    if command.category not in REUSABLE or command.target is None:
+        return None
+    for observation in reversed(state.observations):
+        if not current(observation, state):
+            continue
+        served = serve(observation, command, policy)
+        if served is None:
+            continue
+        output, exit_status = served
+        if policy.reuse_mode == "reference":
+            output = f"[ledger] output unchanged since step {observation.step}; see it there.\n"
+            note = f"reference to step {observation.step}"
+        else:
+            note = f"reused from step {observation.step}: nothing it reads has changed since"
+        return Reuse(observation=observation, output=output, exit_status=exit_status, note=note)
+    return None
+
+
+def _nudge(state: State, command: Command, policy: Policy) -> Nudge | None:
+    in_any_time = command.category in NUDGEABLE_ANY_TIME
+    in_short_loop = command.category in NUDGEABLE_IN_SHORT_LOOP and policy.short_loop_window > 0
+    if not (in_any_time or in_short_loop):
+        return None
+    for record in reversed(state.history):
+        if record.verdict is Verdict.NUDGE:
+            if state.step - record.step < policy.nudge_cooldown:
+                return None
+            break
+    previous = last_execution(state, command)
+    if previous is None or not only_transient_changes_since(state, previous.step, policy):
+        return None
+    if in_any_time:
+        return Nudge(
+            f"this test already ran at step {previous.step} (exit {previous.exit_status}) "
+            "and nothing but transient files changed since"
+        )
+    if state.step - previous.step <= policy.short_loop_window:
+        return Nudge(
+            f"this command already ran at step {previous.step} (exit {previous.exit_status}) "
+            "and nothing but transient files changed since"
+        )
+    return None
