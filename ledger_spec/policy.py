@@ -25,6 +25,7 @@ def _positive(instance: object, attribute: attrs.Attribute, value: int) -> None:
 
 
 DEFAULT_TRANSIENT_PATTERNS: tuple[str, ...] = (
+    ".git/",
     "__pycache__/",
     ".pytest_cache/",
     ".mypy_cache/",
