@@ -1,0 +1,38 @@
+"""The `ledger` command line. Each subcommand lives in `ledger_impl.commands.<name>`.
+
+A subcommand module exposes `register(subparsers)`, which adds its parser and sets
+`run=<callable(args) -> int>` as a default. Exit codes: 0 holds, 1 a violation, 2 bad usage.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from typing import Sequence
+
+COMMANDS: tuple[str, ...] = ("verify",)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="ledger",
+        description="Verification-first execution state for coding agents.",
+    )
+    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name in COMMANDS:
+        importlib.import_module(f"ledger_impl.commands.{name}").register(subparsers)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "run", None):
+        parser.print_help()
+        return 2
+    return int(args.run(args))
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,1 @@
+"""Subcommands of the `ledger` CLI, one module each."""
