@@ -1,0 +1,152 @@
+"""Running one shell command the way an agent harness does, with limits that always hold.
+
+bash runs in its own session so that a timeout can kill everything it started. stdout and
+stderr share one pipe, so the text is interleaved exactly as the agent would see it. We stop
+reading when bash exits rather than at end of file: a background child that keeps the pipe
+open must not hang the step (it is reported as still running instead).
+"""
+
+from __future__ import annotations
+
+import os
+import selectors
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import attrs
+
+TIMEOUT_EXIT_CODE = 124  # what coreutils `timeout` returns, so agents recognize it
+LAUNCH_FAILURE_EXIT_CODE = 127
+
+
+@attrs.frozen
+class Completed:
+    """What running a command produced, and whether it is the whole of it."""
+
+    output: str
+    exit_code: int
+    timed_out: bool
+    truncated: bool
+    background_group: int | None  # process group still alive after bash exited
+
+    @property
+    def complete(self) -> bool:
+        """Whether the output is everything the command printed, from a command that finished."""
+        return not (self.timed_out or self.truncated or self.background_group is not None)
+
+
+def decode(data: bytes) -> str:
+    """Bytes as the agent sees them: UTF-8, with undecodable bytes replaced.
+
+    The same bytes always decode to the same text, which is all Reuse needs.
+    """
+    return data.decode("utf-8", errors="replace")
+
+
+def group_alive(group: int) -> bool:
+    """Whether a live (not zombie) process of process group `group` remains.
+
+    Orphans are reparented to PID 1, which in a container may never reap them, so a signal
+    probe would see zombies as alive; /proc tells the states apart.
+    """
+    proc = Path("/proc")
+    if not proc.is_dir():  # pragma: no cover - non-Linux
+        try:
+            os.killpg(group, 0)
+        except ProcessLookupError:
+            return False
+        except PermissionError:
+            return True
+        return True
+    for entry in proc.iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue
+        # Fields after the parenthesised name: state, ppid, pgrp, ...
+        fields = stat[stat.rfind(")") + 2 :].split()
+        if len(fields) > 2 and int(fields[2]) == group and fields[0] not in ("Z", "X"):
+            return True
+    return False
+
+
+def kill_group(group: int) -> None:
+    try:
+        os.killpg(group, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def run_command(command: str, cwd: Path, timeout: float, output_limit: int) -> Completed:
+    """Run `command` with bash in `cwd`; at most `output_limit` bytes kept, `timeout` seconds."""
+    try:
+        process = subprocess.Popen(
+            ["bash", "-c", command],
+            cwd=cwd,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+    except (OSError, ValueError) as error:  # ValueError: NUL in the command
+        return Completed(f"ledger: could not start bash: {error}\n", LAUNCH_FAILURE_EXIT_CODE, False, False, None)
+    assert process.stdout is not None
+    group = process.pid
+    pipe = process.stdout
+    os.set_blocking(pipe.fileno(), False)
+    chunks: list[bytes] = []
+    kept = 0
+    dropped = 0
+    deadline = time.monotonic() + timeout
+    timed_out = False
+    with selectors.DefaultSelector() as selector:
+        selector.register(pipe, selectors.EVENT_READ)
+        open_pipe = True
+        while True:
+            exited = process.poll() is not None
+            remaining = deadline - time.monotonic()
+            if remaining <= 0 and not exited:
+                timed_out = True
+                kill_group(group)
+                process.wait()
+                exited = True
+            if open_pipe:
+                events = selector.select(timeout=0 if exited else min(0.05, max(remaining, 0)))
+                data = _read_available(pipe) if events else None
+                if data is not None:
+                    if data == b"":
+                        selector.unregister(pipe)
+                        open_pipe = False
+                    room = max(0, output_limit - kept)
+                    chunks.append(data[:room])
+                    kept += min(len(data), room)
+                    dropped += max(0, len(data) - room)
+                    if data:
+                        continue
+            if exited:
+                break
+            if not open_pipe:
+                try:
+                    process.wait(timeout=max(remaining, 0.001))
+                except subprocess.TimeoutExpired:
+                    pass
+    pipe.close()
+    exit_code = process.returncode if not timed_out else TIMEOUT_EXIT_CODE
+    text = decode(b"".join(chunks))
+    if dropped:
+        text += f"\n[ledger] output truncated: {dropped} more bytes not shown\n"
+    if timed_out:
+        text += f"\n[ledger] timed out after {timeout:g} s; the command and its children were killed\n"
+    background = group if not timed_out and group_alive(group) else None
+    return Completed(text, exit_code, timed_out, bool(dropped), background)
+
+
+def _read_available(pipe: object) -> bytes | None:
+    try:
+        return os.read(pipe.fileno(), 1 << 16)  # type: ignore[attr-defined]
+    except BlockingIOError:
+        return None
