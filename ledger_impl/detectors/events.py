@@ -1,0 +1,471 @@
+"""EventDetector: inotify events name the candidates, stat data against a baseline confirms them.
+
+Cost grows with the number of changes, not the size of the tree. The detector keeps a full
+`Snapshot` of the root as its baseline (taken at the first `before()`, with a watch added to
+each directory just before it is listed) and updates it incrementally: each event names a path,
+the path is `lstat`'ed again and compared with its baseline entry, and the entry is replaced.
+Comparing instead of trusting events keeps the detector's own activity and no-op writes (a file
+opened for writing and closed unchanged) out of the report.
+
+Why draining the queue after the command is enough: the kernel queues an inotify event inside
+the system call that caused it, before that call returns. Once the command's processes have
+exited, every event they caused is queued. `after()` then touches a marker file in a private
+directory (outside the root, watched by the same inotify instance) and reads until the marker's
+event arrives: everything queued before it, i.e. everything the command did, has been read.
+Writers still running after the command returned (background jobs, an editor) are reported at
+the next `after()`, since their events wait in the queue.
+
+When events cannot be trusted, the detector falls back to a full snapshot diff against the
+baseline (which is why it keeps one): on queue overflow (IN_Q_OVERFLOW), an event from a watch
+it cannot map to a path, the root itself being moved or deleted, or a failure to add a watch
+(ENOSPC when fs.inotify.max_user_watches is exhausted). A failed watch, or inotify being
+unavailable, makes the detector run the full diff at every `after()` from then on.
+
+Hard links: inotify reports a write only under the name it went through. Every regular file's
+(device, inode) is indexed with its keys; a changed file with more than one link gets its other
+names re-stat'ed (their ctime and content changed too). A file linked from outside the root can
+be written with no event here at all, so such files are re-stat'ed at every `after()`.
+
+Known blind spots of inotify that this detector inherits (the snapshot detector has none of
+them): writes through a shared memory mapping produce no event; changes made by another machine
+on a network filesystem produce no event.
+"""
+
+from __future__ import annotations
+
+import os
+import pathlib
+import shutil
+import stat
+import tempfile
+import time
+from collections.abc import Iterable
+
+from ledger_impl.tree_snapshot import (
+    DEV,
+    INO,
+    KIND,
+    NLINK,
+    RACY_WINDOW_NS,
+    ROOT_KEY,
+    Entry,
+    Snapshot,
+    diff,
+    entry_changed,
+    make_entry,
+    scan_into,
+    take_snapshot,
+)
+from ledger_spec.values import Changes
+
+try:  # inotify is Linux-only; elsewhere the detector runs as a plain snapshot diff
+    from inotify_simple import INotify
+    from inotify_simple import flags as _flags
+except ImportError:  # pragma: no cover - exercised only off Linux
+    INotify = None  # type: ignore[assignment,misc]
+    _flags = None  # type: ignore[assignment]
+
+if _flags is not None:
+    WATCH_MASK: int = (
+        _flags.CREATE
+        | _flags.DELETE
+        | _flags.MODIFY
+        | _flags.ATTRIB
+        | _flags.MOVED_FROM
+        | _flags.MOVED_TO
+        | _flags.CLOSE_WRITE
+        | _flags.DELETE_SELF
+        | _flags.MOVE_SELF
+        | _flags.ONLYDIR
+        | _flags.DONT_FOLLOW
+    )
+    _Q_OVERFLOW = int(_flags.Q_OVERFLOW)
+    _IGNORED = int(_flags.IGNORED)
+    _ISDIR = int(_flags.ISDIR)
+    _NEW_NAME = int(_flags.CREATE | _flags.MOVED_TO)
+    _SELF_GONE = int(_flags.DELETE_SELF | _flags.MOVE_SELF)
+else:  # pragma: no cover
+    WATCH_MASK = 0
+    _Q_OVERFLOW = _IGNORED = _ISDIR = _NEW_NAME = _SELF_GONE = 0
+
+# How long `after()` waits for its own marker event before concluding the queue is broken.
+# The marker is queued synchronously, so it is normally read in microseconds; the bound only
+# keeps a wedged queue from hanging the agent (the detector then falls back to a full diff).
+MARKER_TIMEOUT_S: float = 2.0
+
+
+
+class _Fallback(Exception):
+    """Events cannot account for the changes: run a full snapshot diff."""
+
+
+class EventDetector:
+    """inotify-driven detector with a full-snapshot fallback; see the module docstring."""
+
+    name = "inotify-events"
+
+    def __init__(self, racy_window_ns: int = RACY_WINDOW_NS, marker_timeout_s: float = MARKER_TIMEOUT_S) -> None:
+        self.racy_window_ns = racy_window_ns
+        self.marker_timeout_s = marker_timeout_s
+        self._root: str | None = None
+        self._baseline: Snapshot | None = None
+        self._inotify = None
+        self._private_dir: str | None = None
+        self._marker_wd: int | None = None
+        self._wd_to_dir: dict[int, str] = {}
+        self._dir_to_wd: dict[str, int] = {}
+        self._retired: dict[int, str] = {}  # watches removed by us whose events may still be queued
+        self._inodes: dict[tuple[int, int], set[str]] = {}  # (dev, ino) -> keys of regular files
+        self._externally_linked: set[str] = set()  # keys whose inode has links outside the root
+        self._events: list = []  # read by before(), processed by the next after()
+        self._markers = 0  # after() n creates marker file "n": a stale marker cannot be mistaken for it
+        self._relinked: set[tuple[int, int]] = set()  # inodes with several links touched this round
+        self._degraded = False  # True: events are not trusted, every after() is a full diff
+        self.fallbacks = 0  # how many after() calls ran the full diff (for tests and benchmarks)
+
+    # -- public contract -------------------------------------------------------------------
+
+    def before(self, root: pathlib.Path, command: str) -> None:
+        root_s = os.path.abspath(root)
+        if self._baseline is None or self._root != root_s:
+            self._start(root_s)
+        elif self._inotify is not None and not self._degraded:
+            # Read what piled up between commands so a long idle period cannot overflow the
+            # kernel queue; the events are processed at the next after().
+            self._events.extend(self._inotify.read(timeout=0))
+
+    def after(self, root: pathlib.Path, command: str, exit_code: int) -> Changes:
+        root_s = os.path.abspath(root)
+        if self._baseline is None or self._root != root_s:
+            self._start(root_s)
+            return Changes(unknown=True)  # no baseline: nothing proves what the command did
+        if self._degraded or self._inotify is None:
+            return self._full_diff(set())
+        changed: set[str] = set()
+        try:
+            events = self._drain()
+            self._apply(events, changed)
+        except _Fallback:
+            return self._full_diff(changed)
+        return Changes(frozenset(changed))
+
+    def close(self) -> None:
+        """Release the inotify instance and the private marker directory."""
+        if self._inotify is not None:
+            self._inotify.close()
+            self._inotify = None
+        if self._private_dir is not None:
+            shutil.rmtree(self._private_dir, ignore_errors=True)
+            self._private_dir = None
+
+    def __del__(self) -> None:
+        try:
+            self.close()
+        except Exception:
+            pass
+
+    # -- setup -----------------------------------------------------------------------------
+
+    def _start(self, root: str) -> None:
+        self.close()
+        self._root = root
+        self._wd_to_dir.clear()
+        self._dir_to_wd.clear()
+        self._retired.clear()
+        self._events = []
+        self._degraded = INotify is None
+        if not self._degraded:
+            try:
+                self._inotify = INotify()
+                self._private_dir = tempfile.mkdtemp(prefix="ledger-inotify-")
+                self._marker_wd = self._inotify.add_watch(self._private_dir, int(_flags.CREATE))
+            except OSError:
+                self.close()
+                self._degraded = True
+        hook = None if self._degraded else self._watch_hook(initial=True)
+        self._baseline = take_snapshot(root, on_directory=hook, racy_window_ns=self.racy_window_ns)
+        self._rebuild_inode_index()
+        self._relinked.clear()  # a fresh baseline has nothing to re-check
+
+    def _watch_hook(self, initial: bool):
+        def add_watch(key: str, path: str) -> None:
+            if self._degraded:
+                return
+            try:
+                wd = self._inotify.add_watch(path, WATCH_MASK)
+            except OSError:
+                # ENOSPC (watch limit), EACCES, or the directory vanished: this directory's
+                # future changes would go unseen, so events alone are no longer sound.
+                self._degraded = True
+                return
+            owner = self._wd_to_dir.get(wd)
+            if owner is not None and owner != key and initial:
+                # One directory reachable under two keys (a bind mount): an event could only
+                # be mapped to one of them.
+                self._degraded = True
+            if owner is not None and owner != key:
+                self._dir_to_wd.pop(owner, None)
+            self._wd_to_dir[wd] = key
+            self._dir_to_wd[key] = wd
+            self._retired.pop(wd, None)
+
+        return add_watch
+
+    def _rebuild_inode_index(self) -> None:
+        self._inodes.clear()
+        for key, entry in self._baseline.entries.items():
+            if key != ROOT_KEY:
+                self._index_add(key, entry)
+        self._externally_linked = {
+            key
+            for keys in self._inodes.values()
+            for key in keys
+            if self._baseline.entries[key].sig[NLINK] > len(keys)
+        }
+
+    def _index_add(self, key: str, entry: Entry) -> None:
+        if entry.sig[KIND] == stat.S_IFREG:
+            inode = (entry.sig[DEV], entry.sig[INO])
+            self._inodes.setdefault(inode, set()).add(key)
+            if entry.sig[NLINK] > 1:
+                self._relinked.add(inode)
+
+    def _index_remove(self, key: str, entry: Entry) -> None:
+        if entry.sig[KIND] == stat.S_IFREG:
+            inode = (entry.sig[DEV], entry.sig[INO])
+            if entry.sig[NLINK] > 1:
+                # The other names share this inode: its link count and ctime changed for them.
+                self._relinked.add(inode)
+            keys = self._inodes.get(inode)
+            if keys is not None:
+                keys.discard(key)
+                if not keys:
+                    del self._inodes[inode]
+
+    # -- reading events --------------------------------------------------------------------
+
+    def _drain(self) -> list:
+        """All events queued up to now: touch the marker, read until its event comes back."""
+        events = self._events
+        self._events = []
+        self._markers += 1
+        marker_name = str(self._markers)
+        marker = os.path.join(self._private_dir, marker_name)
+        os.close(os.open(marker, os.O_CREAT | os.O_WRONLY | os.O_CLOEXEC, 0o600))
+        os.unlink(marker)
+        deadline = time.monotonic() + self.marker_timeout_s
+        while True:
+            batch = self._inotify.read(timeout=0)
+            if not batch:
+                if any(event.mask & _Q_OVERFLOW for event in events):
+                    raise _Fallback  # the marker may have been dropped with the rest
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    raise _Fallback
+                batch = self._inotify.read(timeout=max(1, int(remaining * 1000)))
+            for event in batch:
+                if event.wd == self._marker_wd and event.wd not in self._wd_to_dir:
+                    if event.name == marker_name:
+                        # Everything queued before the marker is in `events`; later events
+                        # stay queued for the next after().
+                        return events
+                    continue  # the marker of an earlier after() that gave up waiting
+                events.append(event)
+
+    # -- applying events -------------------------------------------------------------------
+
+    def _apply(self, events: Iterable, changed: set[str]) -> None:
+        """Refresh the baseline at every path the events name; collect the keys that changed."""
+        shallow: set[str] = set()  # paths whose own entry to re-stat
+        deep: set[str] = set()  # paths to rescan with everything below them
+        for event in events:
+            mask = event.mask
+            if mask & _Q_OVERFLOW:
+                raise _Fallback
+            directory = self._wd_to_dir.get(event.wd)
+            if directory is None:
+                directory = self._retired.get(event.wd)
+                if directory is None:
+                    if mask & _IGNORED:
+                        continue  # the removal notice of a watch we already forgot
+                    raise _Fallback  # an event we cannot map to a path
+            if mask & _IGNORED:
+                # The kernel dropped the watch (its directory is gone): confirm by stat.
+                if self._wd_to_dir.get(event.wd) == directory:
+                    del self._wd_to_dir[event.wd]
+                    if self._dir_to_wd.get(directory) == event.wd:
+                        del self._dir_to_wd[directory]
+                    self._retired[event.wd] = directory
+                if directory == ROOT_KEY:
+                    raise _Fallback
+                shallow.add(directory)
+                continue
+            if not event.name:
+                # About the watched directory itself (chmod, touch, deleted, moved).
+                if directory == ROOT_KEY:
+                    if mask & _SELF_GONE:
+                        raise _Fallback
+                    continue  # the root's own metadata is not a key
+                shallow.add(directory)
+                continue
+            key = directory + "/" + event.name if directory else event.name
+            if mask & _ISDIR and mask & _NEW_NAME:
+                deep.add(key)  # a new directory: watch it and scan what it already holds
+            else:
+                shallow.add(key)
+            if directory:
+                shallow.add(directory)  # its listing changed, so its mtime probably did too
+        for key in sorted(deep):
+            self._refresh(key, changed, deep=True)
+        for key in sorted(shallow - deep):
+            self._refresh(key, changed, deep=False)
+        if self._degraded:
+            raise _Fallback  # a watch could not be added while scanning a new directory
+        self._refresh_other_links(changed)
+
+    def _refresh_other_links(self, changed: set[str]) -> None:
+        """Re-stat every other name of changed multiply-linked files, and of files linked from outside."""
+        seen: set[str] = set()
+        pending = set(self._externally_linked)
+        while True:
+            for inode in self._relinked:
+                pending |= self._inodes.get(inode, set()) - seen
+            self._relinked.clear()
+            if not pending:
+                break
+            key = pending.pop()
+            if key not in seen:
+                seen.add(key)
+                self._refresh(key, changed, deep=False)
+        self._externally_linked = {
+            key
+            for key in self._externally_linked | seen
+            if (entry := self._baseline.entries.get(key)) is not None
+            and entry.sig[KIND] == stat.S_IFREG
+            and entry.sig[NLINK] > len(self._inodes.get((entry.sig[DEV], entry.sig[INO]), ()))
+        }
+
+    def _refresh(self, key: str, changed: set[str], deep: bool) -> bool:
+        """Re-stat `key` (and rescan below it when `deep`), update the baseline; True if changed."""
+        entries = self._baseline.entries
+        old = entries.get(key)
+        path = os.path.join(self._root, key)
+        try:
+            st = os.lstat(path)
+        except FileNotFoundError:
+            st = None
+        except NotADirectoryError:
+            st = None  # a parent became a file: this path is gone
+        except OSError:
+            raise _Fallback
+        if st is None:
+            if old is None:
+                return False
+            self._forget_subtree(key, changed)
+            return True
+        threshold = time.time_ns() - self.racy_window_ns
+        new, readable = make_entry(path, st, old, threshold, hash_racy=False)
+        if not readable:
+            raise _Fallback
+        if stat.S_ISDIR(st.st_mode) and (deep or old is None or old.sig[KIND] != stat.S_IFDIR):
+            self._rescan_directory(key, new, changed, threshold)
+            return True
+        if old is not None and old.sig[KIND] == stat.S_IFDIR and not stat.S_ISDIR(st.st_mode):
+            self._forget_subtree(key, changed)
+        elif old is not None:
+            self._index_remove(key, old)
+        if stat.S_ISDIR(st.st_mode):
+            # An existing, watched directory: its children are refreshed by their own events.
+            # Its stored listing may now be stale, so mark it racy: a later full diff must
+            # list it again rather than reuse the listing.
+            new = Entry(new.sig, True, None)
+        entries[key] = new
+        self._index_add(key, new)
+        if entry_changed(old, new):
+            changed.add(key)
+            return True
+        return False
+
+    def _rescan_directory(self, key: str, entry: Entry, changed: set[str], threshold: int) -> None:
+        """Replace the baseline below `key` by a fresh scan (adding watches) and report differences."""
+        entries = self._baseline.entries
+        old_subtree = self._subtree(key)
+        for old_key in old_subtree:
+            self._index_remove(old_key, entries[old_key])
+        new_entries: dict[str, Entry] = {key: entry}
+        new_listings: dict[str, tuple[str, ...]] = {}
+        unreadable: set[str] = set()
+        scan_into(
+            self._root,
+            key,
+            self._baseline,
+            new_entries,
+            new_listings,
+            unreadable,
+            threshold,
+            on_directory=self._watch_hook(initial=False),
+            hash_racy=False,
+        )
+        if unreadable:
+            raise _Fallback
+        for old_key in old_subtree:
+            if old_key not in new_entries:
+                changed.add(old_key)
+                entries.pop(old_key, None)
+                self._baseline.listings.pop(old_key, None)
+                self._unwatch(old_key)
+        for new_key, new_entry in new_entries.items():
+            if entry_changed(entries.get(new_key), new_entry):
+                changed.add(new_key)
+            entries[new_key] = new_entry
+            self._index_add(new_key, new_entry)
+        self._baseline.listings.update(new_listings)
+        # Entries may have been created before their directory's watch existed, so every key
+        # found is compared with the baseline; a key the baseline lacks is reported as new.
+
+    def _forget_subtree(self, key: str, changed: set[str]) -> None:
+        entries = self._baseline.entries
+        for old_key in self._subtree(key):
+            changed.add(old_key)
+            self._index_remove(old_key, entries.pop(old_key))
+            self._baseline.listings.pop(old_key, None)
+            self._unwatch(old_key)
+
+    def _subtree(self, key: str) -> list[str]:
+        """`key` and every baseline key below it."""
+        prefix = key + "/"
+        return [k for k in self._baseline.entries if k == key or k.startswith(prefix)]
+
+    def _unwatch(self, key: str) -> None:
+        wd = self._dir_to_wd.pop(key, None)
+        if wd is None or self._wd_to_dir.get(wd) != key:
+            return  # not watched, or the watch now belongs to the directory's new name
+        del self._wd_to_dir[wd]
+        self._retired[wd] = key
+        try:
+            self._inotify.rm_watch(wd)
+        except OSError:
+            pass  # already removed by the kernel (directory deleted)
+
+    # -- fallback --------------------------------------------------------------------------
+
+    def _full_diff(self, changed: set[str]) -> Changes:
+        """Compare a full snapshot with the baseline; re-arm watches on every directory."""
+        self.fallbacks += 1
+        if self._inotify is not None and not self._degraded:
+            # Events up to now are covered by the diff; start the next round with an empty queue.
+            # (Discarding before rescanning is safe: a change after this point is either seen
+            # by the scan or leaves an event behind for the next after().)
+            self._inotify.read(timeout=0)
+            self._retired.update(self._wd_to_dir)
+            self._wd_to_dir.clear()
+            self._dir_to_wd.clear()
+            hook = self._watch_hook(initial=False)
+        else:
+            hook = None
+        current = take_snapshot(self._root, self._baseline, on_directory=hook, racy_window_ns=self.racy_window_ns)
+        result = diff(self._baseline, current)
+        self._baseline = current
+        self._rebuild_inode_index()
+        self._relinked.clear()
+        return Changes(frozenset(changed | result.paths), unknown=result.unknown)

@@ -1,0 +1,166 @@
+"""EventDetector (inotify with snapshot fallback), on real trees with real commands."""
+
+from __future__ import annotations
+
+import os
+import time
+
+import pytest
+
+from detector_scenarios import READ_ONLY_COMMANDS, SCENARIOS, Session, sh
+from ledger_impl.detectors import EventDetector, default_detector, events
+
+pytestmark = pytest.mark.skipif(events.INotify is None, reason="inotify is Linux-only")
+
+
+@pytest.fixture
+def detector():
+    made = EventDetector()
+    yield made
+    made.close()
+
+
+@pytest.mark.parametrize("name,setup,command,expected", SCENARIOS, ids=[s[0] for s in SCENARIOS])
+def test_reports_every_change_of_a_real_command(tmp_path, detector, name, setup, command, expected):
+    assert sh(tmp_path, setup) == 0
+    session = Session(detector, tmp_path)
+    changes, truth = session.step(command)
+    assert expected <= truth, "the scenario must really change these keys"
+    assert not changes.unknown
+    assert detector.fallbacks == 0, "events alone must have accounted for the command"
+
+
+@pytest.mark.parametrize("command", READ_ONLY_COMMANDS)
+def test_read_only_command_reports_nothing(tmp_path, detector, command):
+    sh(tmp_path, "echo abc > a.txt && mkdir sub && echo b > sub/b.txt")
+    session = Session(detector, tmp_path)
+    changes, truth = session.step(command)
+    assert truth == frozenset()
+    assert changes.empty, changes
+
+
+def test_scenarios_in_one_long_session(tmp_path, detector):
+    # Watches, the inode index and the baseline must stay right across many commands.
+    session = Session(detector, tmp_path)
+    for _, setup, command, _ in SCENARIOS:
+        session.step(f"rm -rf ./* ./.[!.]* 2>/dev/null; {setup}")
+        session.step(command)
+    assert detector.fallbacks == 0
+
+
+def test_edit_inside_a_moved_directory(tmp_path, detector):
+    sh(tmp_path, "mkdir -p d/e && echo f > d/e/f.txt")
+    session = Session(detector, tmp_path)
+    session.step("mv d moved")
+    changes, truth = session.step("echo g >> moved/e/f.txt")
+    assert "moved/e/f.txt" in changes.paths
+    changes, truth = session.step("mkdir moved/e/new && echo h > moved/e/new/h")
+    assert "moved/e/new/h" in changes.paths
+
+
+def test_hard_link_written_from_outside_the_root(tmp_path, detector):
+    root = tmp_path / "root"
+    root.mkdir()
+    (root / "a.txt").write_text("a\n")
+    os.link(root / "a.txt", tmp_path / "outside.txt")
+    session = Session(detector, root)
+    changes, truth = session.step(f"echo more >> {tmp_path / 'outside.txt'}")
+    assert "a.txt" in truth and "a.txt" in changes.paths
+
+
+def test_change_between_commands_is_reported_at_the_next_after(tmp_path, detector):
+    sh(tmp_path, "echo a > f")
+    session = Session(detector, tmp_path)
+    session.step("(sleep 0.3; echo x > f) > /dev/null 2>&1 &")
+    time.sleep(0.8)
+    changes, truth = session.step("true")
+    assert "f" in truth and "f" in changes.paths
+
+
+def test_queue_overflow_falls_back_to_the_snapshot(tmp_path, detector, monkeypatch):
+    sh(tmp_path, "echo a > a.txt && mkdir d")
+    session = Session(detector, tmp_path)
+    detector.before(tmp_path, "start watching")
+    real_read = detector._inotify.read
+
+    def read_then_overflow(timeout=None, read_delay=None):
+        batch = real_read(timeout=timeout, read_delay=read_delay)
+        # Pretend the kernel dropped everything the command did.
+        from inotify_simple import Event
+
+        return [Event(-1, int(events._Q_OVERFLOW), 0, "")] + [e for e in batch if e.wd == detector._marker_wd]
+
+    monkeypatch.setattr(detector._inotify, "read", read_then_overflow)
+    changes, truth = session.step("echo b >> a.txt && mkdir d/new && echo c > d/new/c")
+    assert {"a.txt", "d/new", "d/new/c"} <= changes.paths
+    assert detector.fallbacks == 1
+    monkeypatch.undo()
+    # After the fallback the watches are re-armed, including on the directory created unseen.
+    changes, truth = session.step("echo d >> d/new/c")
+    assert "d/new/c" in changes.paths and detector.fallbacks == 1
+
+
+def test_failed_watch_degrades_to_full_diffs(tmp_path, detector, monkeypatch):
+    session = Session(detector, tmp_path)
+    session.step("true")
+
+    def no_more_watches(path, mask):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(detector._inotify, "add_watch", no_more_watches)
+    changes, truth = session.step("mkdir -p x/y && echo a > x/y/f")
+    assert {"x", "x/y", "x/y/f"} <= changes.paths
+    changes, truth = session.step("echo b >> x/y/f")  # no watch on x/y: only the diff sees it
+    assert "x/y/f" in changes.paths
+    assert detector.fallbacks >= 2
+
+
+def test_unmappable_event_falls_back(tmp_path, detector, monkeypatch):
+    sh(tmp_path, "echo a > a.txt")
+    session = Session(detector, tmp_path)
+    detector.before(tmp_path, "start watching")
+    real_read = detector._inotify.read
+
+    def read_with_stranger(timeout=None, read_delay=None):
+        from inotify_simple import Event
+
+        return [Event(987654, 2, 0, "ghost")] + real_read(timeout=timeout, read_delay=read_delay)
+
+    monkeypatch.setattr(detector._inotify, "read", read_with_stranger)
+    changes, _ = session.step("echo b >> a.txt")
+    assert "a.txt" in changes.paths and detector.fallbacks == 1
+
+
+def test_unreadable_new_directory_reports_unknown(tmp_path, detector, monkeypatch):
+    session = Session(detector, tmp_path)
+    real_scandir = os.scandir
+    locked = str(tmp_path / "locked")
+
+    def scandir(path):
+        if os.fspath(path) == locked:
+            raise PermissionError(13, "Permission denied", path)
+        return real_scandir(path)
+
+    from ledger_impl import tree_snapshot
+
+    monkeypatch.setattr(tree_snapshot.os, "scandir", scandir)
+    changes, _ = session.step("mkdir locked && echo x > locked/f")
+    assert changes.unknown
+
+
+def test_open_for_write_without_writing_is_not_a_change(tmp_path, detector):
+    sh(tmp_path, "echo a > a.txt && touch -d @1000000000 a.txt")
+    session = Session(detector, tmp_path)
+    changes, truth = session.step(": >> a.txt")
+    assert truth == frozenset() and changes.empty
+
+
+def test_default_detector_uses_events(tmp_path):
+    made = default_detector()
+    try:
+        assert isinstance(made, EventDetector)
+        session = Session(made, tmp_path)
+        session.step("echo a > a.txt")
+        assert made.fallbacks == 0
+    finally:
+        made.close()
