@@ -1,0 +1,165 @@
+"""Per-command overhead of each edit detector, side by side with `git status --porcelain`.
+
+    python benchmarks/detection.py [--runs 50] [--files 7000] [--repo PATH]
+
+Generates a tree of nested directories holding `--files` files, committed to a git repository,
+then for each detector times before() + after() around a command that changes one file and
+around a no-op command (the command's own run time is excluded), and times `git status
+--porcelain` on the same tree in the same run. `--repo PATH` repeats the measurement on a copy
+of a real repository (the given path is never modified). A script, not a test: it prints a table.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import pathlib
+import random
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))
+
+from ledger_impl.detectors import EventDetector, SnapshotDetector, default_detector  # noqa: E402
+from ledger_impl.tree_snapshot import RACY_WINDOW_NS  # noqa: E402
+
+GIT_ENV = dict(
+    os.environ,
+    GIT_AUTHOR_NAME="bench",
+    GIT_AUTHOR_EMAIL="bench@example.invalid",
+    GIT_COMMITTER_NAME="bench",
+    GIT_COMMITTER_EMAIL="bench@example.invalid",
+    GIT_CONFIG_NOSYSTEM="1",
+    GIT_CONFIG_GLOBAL="/dev/null",
+    # No background `git gc --auto`: it would repack objects while the detectors are timed.
+    GIT_CONFIG_COUNT="1",
+    GIT_CONFIG_KEY_0="gc.auto",
+    GIT_CONFIG_VALUE_0="0",
+)
+
+
+def generate_tree(root: pathlib.Path, files: int, seed: int = 7) -> None:
+    """`files` small text files in a three-level directory tree, committed to git."""
+    rng = random.Random(seed)
+    made = 0
+    while made < files:
+        directory = root / f"pkg{made // 700}" / f"mod{(made // 35) % 20}"
+        if made % 350 == 0:
+            directory = directory / "deep" / "deeper"
+        directory.mkdir(parents=True, exist_ok=True)
+        lines = "".join(f"value_{made}_{i} = {rng.random()}\n" for i in range(rng.randint(1, 40)))
+        (directory / f"file{made}.py").write_text(lines)
+        made += 1
+    subprocess.run(
+        "git init -q && git add -A && git commit -qm generated", shell=True, cwd=root, env=GIT_ENV, check=True
+    )
+
+
+def copy_repository(source: pathlib.Path, destination: pathlib.Path) -> None:
+    shutil.copytree(source, destination, symlinks=True)
+
+
+def settle(root: pathlib.Path) -> None:
+    """Let git refresh its index and let every timestamp leave the racy window."""
+    subprocess.run(["git", "status", "--porcelain"], cwd=root, env=GIT_ENV, capture_output=True)
+    time.sleep(RACY_WINDOW_NS / 1e9 + 0.2)
+
+
+def pick_file(root: pathlib.Path) -> pathlib.Path:
+    for directory, subdirectories, files in os.walk(root):
+        subdirectories[:] = sorted(d for d in subdirectories if d != ".git")
+        for name in sorted(files):
+            path = pathlib.Path(directory) / name
+            if path.is_file() and not path.is_symlink():
+                return path
+    raise SystemExit(f"no file to edit under {root}")
+
+
+def time_detector(detector, root: pathlib.Path, target: pathlib.Path, runs: int) -> dict[str, list[float]]:
+    """Seconds spent in before() + after() per command, for an edit and for a no-op."""
+    detector.before(root, "warm up")
+    detector.after(root, "warm up", 0)
+    results: dict[str, list[float]] = {"edit": [], "noop": []}
+    for i in range(runs):
+        for kind in ("edit", "noop"):
+            t0 = time.perf_counter()
+            detector.before(root, kind)
+            t1 = time.perf_counter()
+            if kind == "edit":
+                with open(target, "a") as handle:  # the command: append one line to one file
+                    handle.write(f"# edit {i}\n")
+            t2 = time.perf_counter()
+            changes = detector.after(root, kind, 0)
+            t3 = time.perf_counter()
+            if kind == "edit" and not changes.unknown:
+                assert str(target.relative_to(root)) in changes.paths, (detector.name, changes)
+            results[kind].append((t1 - t0) + (t3 - t2))
+    return results
+
+
+def time_git_status(root: pathlib.Path, runs: int) -> list[float]:
+    times = []
+    for _ in range(runs):
+        t0 = time.perf_counter()
+        subprocess.run(["git", "status", "--porcelain"], cwd=root, env=GIT_ENV, capture_output=True, check=True)
+        times.append(time.perf_counter() - t0)
+    return times
+
+
+def p95(values: list[float]) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(round(0.95 * (len(ordered) - 1))))]
+
+
+def measure(label: str, root: pathlib.Path, runs: int) -> list[tuple[str, str, float, float]]:
+    settle(root)
+    target = pick_file(root)
+    count = sum(len(files) for _, _, files in os.walk(root))
+    print(f"\n{label}: {root} ({count} files including .git)", flush=True)
+    rows = []
+    git_times = time_git_status(root, runs)
+    rows.append(("git status --porcelain", "-", statistics.median(git_times), p95(git_times)))
+    factories = [
+        ("snapshot", SnapshotDetector),
+        ("inotify-events", EventDetector),
+        (f"default ({type(default_detector()).__name__})", default_detector),
+    ]
+    for name, factory in factories:
+        detector = factory()
+        settle(root)
+        results = time_detector(detector, root, target, runs)
+        for kind in ("edit", "noop"):
+            rows.append((name, kind, statistics.median(results[kind]), p95(results[kind])))
+        if hasattr(detector, "close"):
+            detector.close()
+    git_median = statistics.median(git_times)
+    print(f"{'detector':34} {'command':8} {'median ms':>10} {'p95 ms':>10} {'vs git':>8}")
+    for name, kind, median, high in rows:
+        print(f"{name:34} {kind:8} {median * 1e3:10.2f} {high * 1e3:10.2f} {median / git_median:7.2f}x")
+    return rows
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--runs", type=int, default=50)
+    parser.add_argument("--files", type=int, default=7000)
+    parser.add_argument("--repo", type=pathlib.Path, help="a real repository to measure on (copied first)")
+    args = parser.parse_args(argv)
+    with tempfile.TemporaryDirectory(prefix="ledger-bench-") as scratch:
+        generated = pathlib.Path(scratch) / "generated"
+        generated.mkdir()
+        generate_tree(generated, args.files)
+        measure(f"generated tree, {args.files} files", generated, args.runs)
+        if args.repo is not None:
+            copy = pathlib.Path(scratch) / "repo"
+            copy_repository(args.repo.resolve(), copy)
+            measure("repository copy", copy, args.runs)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
