@@ -1,0 +1,362 @@
+"""The classifier: categories, targets, normalization, and that its read-only verdicts are true.
+
+Views are checked against the real tools: the lines a target names, cut from the file, must be
+exactly what the command prints, including where the file lacks a final newline.
+"""
+
+from __future__ import annotations
+
+import os
+import pathlib
+import subprocess
+
+import pytest
+
+from ledger_impl import classify
+from ledger_impl.classifier import awk_program_is_safe, sed_script_is_safe
+from ledger_spec import NL_NUMBERED, NUMBERED, PLAIN, WHOLE_FILE, Category, FileTarget, LineRange, TreeTarget
+from ledger_spec import lines as spec_lines
+
+ROOT = "/testbed"  # lexical classification: the directory need not exist
+
+
+def c(command: str, cwd: str = "."):
+    return classify(command, cwd=cwd, root=ROOT)
+
+
+# --- idioms and their targets ----------------------------------------------------------------
+
+FILE_READS = [
+    ("cat a.py", FileTarget("a.py", WHOLE_FILE, PLAIN)),
+    ("cat -n a.py", FileTarget("a.py", WHOLE_FILE, NUMBERED)),
+    ("nl -ba a.py", FileTarget("a.py", WHOLE_FILE, NL_NUMBERED)),
+    ("head -n 20 a.py", FileTarget("a.py", LineRange(1, 20), PLAIN)),
+    ("head -20 a.py", FileTarget("a.py", LineRange(1, 20), PLAIN)),
+    ("head a.py", FileTarget("a.py", LineRange(1, 10), PLAIN)),
+    ("head -n 0 a.py", FileTarget("a.py", LineRange(1, 0), PLAIN)),
+    ("tail -n +5 a.py", FileTarget("a.py", LineRange(5, None), PLAIN)),
+    ("sed -n '5,10p' a.py", FileTarget("a.py", LineRange(5, 10), PLAIN)),
+    ("sed -n '5,3p' a.py", FileTarget("a.py", LineRange.from_sed(5, 3), PLAIN)),
+    ("sed -n '10p' a.py", FileTarget("a.py", LineRange(10, 10), PLAIN)),
+    ("sed -n '10,$p' a.py", FileTarget("a.py", LineRange(10, None), PLAIN)),
+    ("cat -n a.py | sed -n '5,10p'", FileTarget("a.py", LineRange(5, 10), NUMBERED)),
+    ("cat -n a.py | head -n 7", FileTarget("a.py", LineRange(1, 7), NUMBERED)),
+    ("nl -ba a.py | sed -n '5,10p'", FileTarget("a.py", LineRange(5, 10), NL_NUMBERED)),
+    ("sed -n '5,20p' a.py | head -n 3", FileTarget("a.py", LineRange(5, 7), PLAIN)),
+    ("cd /testbed && sed -n '1,20p' src/a.py", FileTarget("src/a.py", LineRange(1, 20), PLAIN)),
+    ("cd src && cat a.py 2>/dev/null", FileTarget("src/a.py", WHOLE_FILE, PLAIN)),
+]
+
+
+@pytest.mark.parametrize("command,target", FILE_READS)
+def test_single_file_reads_name_their_file_lines_and_view(command, target):
+    result = c(command)
+    assert result.category is Category.READ
+    assert result.target == target
+
+
+@pytest.mark.parametrize(
+    "command,view",
+    [("tail -n 20 a.py", "tail-20"), ("wc -l a.py", "wc-l"), ("head -c 100 a.py", None), ("grep -n x a.py", "grep"),
+     ("awk 'NR>=3 && NR<=5' a.py", "awk-lines"), ("grep -n x a.py | head", "pipeline")],
+)
+def test_other_single_file_reads_have_views_that_are_never_sliced(command, view):
+    result = c(command)
+    assert result.read_only and isinstance(result.target, FileTarget)
+    assert result.target.view not in (PLAIN, NUMBERED, NL_NUMBERED)
+    if view is not None:
+        assert result.target.view == view
+
+
+@pytest.mark.parametrize(
+    "command,scope,category",
+    [
+        ("grep -rn foo src", "src", Category.SEARCH),
+        ("grep -rn 'def x' --include=*.py .", ".", Category.SEARCH),
+        ("grep -rli foo --include='*.py' src", "src", Category.SEARCH),
+        ("rg -n foo src", "src", Category.SEARCH),
+        ("find . -name '*.py' -type f", ".", Category.SEARCH),
+        ("find src -name '*.py' | head -20", "src", Category.SEARCH),
+        ("ls -la", ".", Category.SEARCH),
+        ("ls -R src", "src", Category.SEARCH),
+        ("git diff", ".", Category.SEARCH),
+        ("git status", ".", Category.SEARCH),
+        ("git log --oneline -5", ".", Category.SEARCH),
+        ("git show HEAD", ".", Category.SEARCH),
+        ("cat a.py b.py", ".", Category.READ),
+        ("cat a.py && cat b.py", ".", Category.READ),
+        ("echo '== a ==' && cat a.py", ".", Category.READ),
+        ("grep -n x a.py b.py", ".", Category.SEARCH),
+        ("cat *.py", ".", Category.READ),
+        ("wc -l a.py b.py", ".", Category.READ),
+        ("cd /testbed && grep -rn foo . 2>/dev/null | head -5", ".", Category.SEARCH),
+    ],
+)
+def test_tree_reads(command, scope, category):
+    result = c(command)
+    assert result.category is category
+    assert result.target == TreeTarget(scope)
+
+
+# --- normalization ---------------------------------------------------------------------------
+
+EQUIVALENT = [
+    ("cat  a.py", "cat ./a.py", "cat 'a.py'", 'cat "a.py"', "cat a\\.py", "cd src && cat ../a.py", "cd /testbed && cat a.py"),
+    ("sed -n '1,5p' a.py", 'sed -n "1,5p" a.py', "sed -n 1,5p ./a.py", "cd /testbed && sed -n '1,5p' /testbed/a.py"),
+    ("cat -n a.py | sed -n '3,4p'", "cat -n ./a.py|sed -n 3,4p"),
+    ("grep -rn foo src", "grep  -rn 'foo' src", "cd /testbed && grep -rn foo src"),
+    ("cd src && ls", "cd ./src && ls", "cd /testbed/src && ls", "cd /testbed && cd src && ls"),
+]
+
+
+@pytest.mark.parametrize("group", EQUIVALENT)
+def test_spellings_of_one_command_normalize_alike(group):
+    results = [c(command) for command in group]
+    assert len({r.normalized for r in results}) == 1, [r.normalized for r in results]
+    assert len({r.target for r in results}) == 1
+
+
+DISTINCT = [
+    ("grep -rn foo ./src", "grep -rn foo src"),  # paths are printed as typed
+    ("grep -n foo ./a.py", "grep -n foo a.py"),  # grep quotes the path in its binary-file notice
+    ("wc -l ./a.py", "wc -l a.py"),  # wc prints the name
+    ("cd src && grep -rn foo .", "grep -rn foo ."),
+    ("cd src && ls", "ls"),
+    ("grep -rn foo --include=*.py .", "grep -rn foo '--include=*.py' ."),  # only one is a glob
+    ("cat a.py", "cat -n a.py"),
+    ("ls src", "ls -la src"),
+]
+
+
+@pytest.mark.parametrize("first,second", DISTINCT)
+def test_commands_whose_output_may_differ_stay_distinct(first, second):
+    a, b = c(first), c(second)
+    assert (a.normalized, a.target) != (b.normalized, b.target)
+
+
+# --- nothing that can write is read-only -------------------------------------------------------
+
+WRITERS = [
+    "cat a.py > b.py", "cat a.py >> b.py", "echo x > a.py", "grep x a.py > out.txt", "ls &> listing",
+    "cat a.py | tee b.py", "sed -i 's/a/b/' a.py", "sed -i.bak 's/a/b/' a.py", "sed --in-place=.orig s/a/b/ a.py",
+    "sed -n 'w out' a.py", "sed -n '1,5w out' a.py", "sed 's/a/b/w out' a.py", "sed -n '1e date' a.py",
+    "sed 's/a/date/e' a.py", "sed -n 'r other' a.py", "awk '{print > \"x\"}' a.py", "awk '{print | \"sh\"}' a.py",
+    "awk 'BEGIN{system(\"rm -rf x\")}'", "awk '{f=\"sys\" \"tem\"; @f(\"rm x\")}' a.py", "awk -i inplace '{print}' a.py",
+    "sort -o a.py a.py", "sort --output=a.py a.py", "uniq a.py b.py", "find . -delete", "find . -name x -exec rm {} \\;",
+    "find . -exec grep -l x {} +", "find . -fprint out", "find . -name '*.py' | xargs grep x", "xargs rm < list",
+    "python fix.py", "python - <<'EOF'\nopen('a','w')\nEOF", "cat $(rm a.py)", "cat `touch b`", "cat <(rm x)",
+    "cat a.py; rm a.py", "cat a.py && mv a.py b.py", "cat a.py & ", "cat $FILE", "cat ~/x", "cat {a,b}.py",
+    "git checkout a.py", "git stash", "git diff --output=x", "mv a b", "cp a b", "rm -rf x", "touch a", "mkdir -p d",
+    "ln -s a b", "chmod +x a", "patch -p1 < fix.diff", "git apply fix.diff", "tee < a.py b.py", "cat a.py 1<>b",
+    "perl -pi -e 's/a/b/' a.py", "dd if=a of=b", "ls -la > /tmp/out", "LC_ALL=C cat a.py", "x=1; cat a.py",
+    "(cat a.py)", "{ cat a.py; }", "for f in *.py; do cat $f; done", "cat <<EOF > f\n$(rm x)\nEOF", "tail -f log",
+    "ls -lu", "find . -printf '%A'", "find . -amin -5", "cd src; cat a.py", "git -c core.pager=x log", "make",
+]
+
+
+@pytest.mark.parametrize("command", WRITERS)
+def test_commands_that_can_write_or_execute_are_not_read_only(command):
+    result = c(command)
+    assert not result.read_only, result
+    assert result.target is None
+
+
+@pytest.mark.parametrize(
+    "command,category",
+    [
+        ("sed -i 's/a/b/' a.py", Category.EDIT), ("cat > f.py <<'EOF'\nx=1\nEOF", Category.EDIT),
+        ("mv a b", Category.EDIT), ("git checkout a.py", Category.EDIT), ("find . -delete", Category.EDIT),
+        ("pytest tests/ -x", Category.TEST), ("python -m pytest -q", Category.TEST), ("tox -e py", Category.TEST),
+        ("python -m unittest discover", Category.TEST), ("./runtests.py", Category.TEST),
+        ("cd /testbed && python tests/runtests.py queries", Category.TEST), ("python manage.py test", Category.TEST),
+        ("timeout 300 python -m pytest x", Category.TEST), ("python reproduce.py", Category.RUN),
+        ("pip install -e .", Category.RUN), ("python -c 'print(1)'", Category.RUN), ("echo hi", Category.RUN),
+        ("cat > t.py <<'EOF'\nx\nEOF\npython t.py", Category.RUN),
+    ],
+)
+def test_categories(command, category):
+    assert c(command).category is category
+
+
+# --- outside the root -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "command,cwd",
+    [("cat /etc/passwd", "."), ("cat ../x.py", "."), ("cd /tmp && cat x.py", "."), ("cd .. && ls", "."),
+     ("grep -rn x /usr/lib", "."), ("cat ../../x", "src"), ("ls ../*", "."), ("ls .*", "."), ("cat a.py", "../up")],
+)
+def test_reads_outside_the_root_have_no_target(command, cwd):
+    result = c(command, cwd=cwd)
+    assert result.target is None
+
+
+def test_without_a_root_absolute_paths_are_outside():
+    assert classify("cat /testbed/a.py").target is None
+    assert classify("cat a.py").target == FileTarget("a.py")
+
+
+def test_symlink_escaping_the_root_has_no_target(tmp_path):
+    root = tmp_path / "ws"
+    (root / "src").mkdir(parents=True)
+    outside = tmp_path / "secret.txt"
+    outside.write_text("x\n")
+    (root / "link.txt").symlink_to(outside)
+    (root / "outdir").symlink_to(tmp_path)
+    (root / "a.py").write_text("a\n")
+    (root / "alias.py").symlink_to(root / "a.py")
+    assert classify("cat link.txt", root=root).target is None
+    assert classify("cat outdir/secret.txt", root=root).target is None
+    assert classify("cd outdir && ls", root=root).target is None
+    assert classify("grep -rn x outdir", root=root).target is None
+    # A link inside the root reads its target's key.
+    assert classify("cat alias.py", root=root).target == FileTarget("a.py")
+    assert classify("cd src && cat ../a.py", root=root).target == FileTarget("a.py")
+
+
+def test_on_disk_a_missing_file_or_directory_falls_back_to_a_spelled_tree_target(tmp_path):
+    # The error message quotes the path as typed and a pipeline can still exit 0, so such a
+    # read keeps its spelling and depends on the whole tree (creating the file changes it).
+    (tmp_path / "d").mkdir()
+    for command in ("cat missing.py", "cat d", "cat -n ./missing.py | head -5"):
+        result = classify(command, root=tmp_path)
+        assert result.target == TreeTarget("."), command
+    assert classify("cat ./missing.py", root=tmp_path).normalized != classify("cat missing.py", root=tmp_path).normalized
+
+
+# --- bad input ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "command",
+    ["", "   \n", "# only a comment", "if", "cat 'unterminated", "cat a.py |", "&& ls", "cat a\x00b", "cat a.py )", "cat a.py ||",
+     "cat <<EOF\nno end"],
+)
+def test_unparsable_or_empty_input_is_unknown(command):
+    result = c(command)
+    assert result.category is Category.UNKNOWN
+    assert result.target is None
+
+
+def test_quoted_heredocs_parse():
+    command = "cat > f.py << 'EOF'\nprint(\"it's $HOME `x`\")\nEOF\necho done"
+    assert c(command).category is Category.EDIT
+
+
+def test_huge_non_utf8_and_non_string_input_never_crash():
+    assert c("cat " + "a" * 2_000_000).category is Category.UNKNOWN
+    assert c("cat \udcff.py").category in (Category.READ, Category.UNKNOWN)
+    assert classify(b"cat a.py").category is not None  # type: ignore[arg-type]
+    assert c("(" * 5000 + ")" * 5000).category in (Category.UNKNOWN, Category.RUN)
+
+
+# --- the tools' own behaviour backs the views ---------------------------------------------------
+
+CONTENT_VARIANTS = {
+    "newline-at-end": "".join(f"line {i}\n" for i in range(1, 31)),
+    "no-newline-at-end": "".join(f"line {i}\n" for i in range(1, 30)) + "line 30",
+    "blank-lines": "a\n\n\nb\n\\:\n\tc\r\n" * 4,
+}
+
+VIEW_COMMANDS = [
+    "cat a.txt", "cat -n a.txt", "nl -ba a.txt", "head -n 7 a.txt", "head -n 0 a.txt", "head a.txt", "tail -n +25 a.txt",
+    "sed -n '5,9p' a.txt", "sed -n '9,5p' a.txt", "sed -n '28,$p' a.txt", "sed -n '30p' a.txt", "sed -n '25,40p' a.txt",
+    "cat -n a.txt | sed -n '3,6p'", "cat -n a.txt | head -n 4", "nl -ba a.txt | sed -n '27,35p'",
+    "nl -ba a.txt | head -n 2", "sed -n '5,20p' a.txt | head -n 3", "cat a.txt | head -n 3", "cat a.txt | tail -n +29",
+]
+
+
+def _render_view(content: str, view: str) -> str:
+    lines = spec_lines.split_lines(content)
+    if view == PLAIN:
+        return content
+    if view == NUMBERED:
+        return "".join(f"{i:6d}\t{line}" for i, line in enumerate(lines, 1))
+    assert view == NL_NUMBERED
+    return "".join(f"{i:6d}\t{line}" + ("" if line.endswith("\n") else "\n") for i, line in enumerate(lines, 1))
+
+
+@pytest.mark.parametrize("variant", sorted(CONTENT_VARIANTS))
+@pytest.mark.parametrize("command", VIEW_COMMANDS)
+def test_sliceable_views_match_the_real_tools(tmp_path, variant, command):
+    content = CONTENT_VARIANTS[variant]
+    if variant == "blank-lines" and command.startswith("nl"):
+        content = content.replace("\\:\n", "x\n")  # nl treats \: lines as page delimiters
+    (tmp_path / "a.txt").write_text(content)
+    result = classify(command, root=tmp_path)
+    target = result.target
+    assert isinstance(target, FileTarget) and target.view in (PLAIN, NUMBERED, NL_NUMBERED)
+    full = _render_view(content, target.view)
+    expected = spec_lines.serve(WHOLE_FILE, full, target.lines)
+    actual = subprocess.run(["bash", "-c", command], cwd=tmp_path, capture_output=True, check=True).stdout.decode()
+    assert actual == expected
+
+
+def test_awk_adds_a_final_newline_so_it_is_not_the_plain_view(tmp_path):
+    (tmp_path / "a.txt").write_text("a\nb")
+    out = subprocess.run(["awk", "NR>=1 && NR<=2", "a.txt"], cwd=tmp_path, capture_output=True, text=True).stdout
+    assert out == "a\nb\n"
+    assert classify("awk 'NR>=1 && NR<=2' a.txt", root=tmp_path).target.view != PLAIN
+
+
+# --- read-only verdicts leave the tree as it was --------------------------------------------------
+
+
+def _tree_state(root: pathlib.Path) -> dict[str, tuple]:
+    state = {}
+    for dirpath, dirnames, filenames in os.walk(root):
+        for name in dirnames + filenames:
+            path = pathlib.Path(dirpath) / name
+            st = os.lstat(path)
+            content = path.read_bytes() if path.is_file() and not path.is_symlink() else os.readlink(path) if path.is_symlink() else b""
+            state[str(path.relative_to(root))] = (st.st_mode, st.st_size, st.st_mtime_ns, st.st_nlink, content)
+    return state
+
+
+SOUNDNESS_COMMANDS = [
+    "cat a.py", "cat -n a.py | sed -n '1,3p'", "nl -ba a.py", "head -n 2 a.py", "tail -n 2 a.py", "sed -n '2,3p' a.py",
+    "awk 'NR>=1 && NR<=2' a.py", "grep -rn foo .", "grep -rn foo --include=*.py src", "grep -l foo a.py src/b.py",
+    "find . -name '*.py'", "find . -type f | head", "ls -la", "ls -R", "wc -l a.py", "git status", "git diff",
+    "git log --oneline", "cd src && cat b.py", "cat a.py | grep foo | sort | uniq -c", "sed -n '/foo/p;=' a.py",
+    "sort a.py", "cut -d' ' -f1 a.py", "diff a.py src/b.py", "grep -c foo a.py 2>/dev/null", "cat *.py",
+]
+
+
+def test_commands_classified_read_only_change_nothing(tmp_path):
+    (tmp_path / "src").mkdir()
+    (tmp_path / "a.py").write_text("foo = 1\nbar = 2\nfoo()\n")
+    (tmp_path / "src" / "b.py").write_text("import foo\n")
+    env = {**os.environ, "GIT_OPTIONAL_LOCKS": "0", "GIT_CONFIG_GLOBAL": "/dev/null"}
+    subprocess.run(["git", "init", "-q"], cwd=tmp_path, check=True, env=env)
+    subprocess.run(["git", "-c", "user.email=a@b", "-c", "user.name=a", "add", "-A"], cwd=tmp_path, check=True, env=env)
+    subprocess.run(["git", "-c", "user.email=a@b", "-c", "user.name=a", "commit", "-qm", "x"], cwd=tmp_path,
+                   check=True, env=env)
+    for command in SOUNDNESS_COMMANDS:
+        result = classify(command, root=tmp_path)
+        assert result.read_only and result.target is not None, command
+        before = _tree_state(tmp_path)
+        subprocess.run(["bash", "-c", command], cwd=tmp_path, capture_output=True, env=env, timeout=30)
+        assert _tree_state(tmp_path) == before, command
+
+
+# --- the script scanners ----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("script", ["1,5p", "$p", "/foo/p", "s/a/b/g", "s|a|b|gp", "/x/,/y/{p;=}", "y/ab/cd/", "10q",
+                                    "s/w/e/", "/[w]/p", "\\,w,p", "1~2p", ":a;N;ba", "/a/a text w here"])
+def test_sed_scripts_that_only_print_are_safe(script):
+    assert sed_script_is_safe(script)
+
+
+@pytest.mark.parametrize("script", ["w out", "1,5w out", "s/a/b/w out", "s/a/b/gw out", "s/a/b/e", "e date", "r x",
+                                    "R x", "W x", "F", "1e", "/x/!w y", "s/a/b", "v;w x", "{w x\n}"])
+def test_sed_scripts_that_write_read_or_execute_are_unsafe(script):
+    assert not sed_script_is_safe(script)
+
+
+@pytest.mark.parametrize("program,safe", [("NR>=1 && NR<=5", True), ("{print $1}", True), ("/x/ {print NR\": \"$0}", True),
+                                          ("{print > \"f\"}", False), ("{print $1 >> f}", False), ("{print | \"sh\"}", False),
+                                          ("BEGIN{system(\"x\")}", False), ("{getline l < \"f\"}", False),
+                                          ("NR > 5 || NR < 2", True)])
+def test_awk_programs(program, safe):
+    assert awk_program_is_safe(program) is safe
