@@ -8,6 +8,7 @@ otherwise.
 from __future__ import annotations
 
 from ledger_impl.detectors.events import EventDetector
+from ledger_impl.detectors.rules import RulesDetector
 from ledger_impl.detectors.snapshot import SnapshotDetector
 
 
@@ -24,4 +25,4 @@ def default_detector() -> EventDetector | SnapshotDetector:
     return EventDetector()
 
 
-__all__ = ["EventDetector", "SnapshotDetector", "default_detector"]
+__all__ = ["EventDetector", "RulesDetector", "SnapshotDetector", "default_detector"]

@@ -1,0 +1,279 @@
+"""RulesDetector: what a command changed, read from its text alone.
+
+It knows the idioms whose writes the text names: redirections, `tee`, `sed -i`, `perl -i`,
+`mv`/`cp`/`rm`/`touch`/`mkdir`/`ln`/`chmod`, `patch`, `git apply/checkout/...`, `find -delete`.
+Anything it cannot see into (`python fix.py`, `make`, a formatter, a test run, `find -exec`)
+makes the report `unknown=True`, unless `unknown_for_opaque=False`: that optimistic mode is the
+failure the referee warns about (an edit made by a script goes unreported) and exists so the
+property suite can show it.
+
+Paths are resolved at `before()` time, while the files still exist under their old names: a
+write through a symbolic link changes the link target's key, and the key of a directory that
+`rm -r`/`cp -r`/`mv` touches expands to every key listed below it then (and again after, for
+what appeared). A written file with more than one hard link changes names the detector cannot
+list, so the report is unknown.
+"""
+
+from __future__ import annotations
+
+import os
+import pathlib
+
+from ledger_spec import Changes
+
+from .. import classifier, shell
+from ..classifier import EDIT, NEUTRAL, READS, FILTER, CD, effect_of
+from ..shell import SimpleCommand, Word
+
+# Programs whose every operand (after options) may be changed, and whether they recurse.
+_OPERAND_WRITERS = frozenset({"rm", "touch", "mkdir", "chmod", "chown", "chgrp", "truncate", "rmdir", "unlink",
+                              "shred"})
+_GIT_WRITERS = frozenset({"apply", "checkout", "restore", "stash", "reset", "add", "commit", "mv", "rm", "clean",
+                          "cherry-pick", "revert", "merge", "rebase", "am", "switch", "pull"})
+
+
+class _Unknown(Exception):
+    """The command's writes cannot be listed."""
+
+
+class RulesDetector:
+    """Reports changed keys for the edit idioms whose targets the command text names."""
+
+    name = "rules"
+
+    def __init__(self, unknown_for_opaque: bool = True) -> None:
+        self.unknown_for_opaque = unknown_for_opaque
+        self._pending: tuple[pathlib.Path, str, frozenset[str], bool] | None = None
+
+    # -- detector contract ----------------------------------------------------------------
+
+    def before(self, root: pathlib.Path, command: str) -> None:
+        root = pathlib.Path(root)
+        try:
+            paths, unknown = self._predict(root, command)
+        except _Unknown:
+            paths, unknown = set(), True
+        except Exception:  # noqa: BLE001 - a detector that cannot tell says so
+            paths, unknown = set(), True
+        self._pending = (root, command, frozenset(paths), unknown)
+
+    def after(self, root: pathlib.Path, command: str, exit_code: int) -> Changes:
+        root = pathlib.Path(root)
+        pending, self._pending = self._pending, None
+        if pending is None or pending[0] != root or pending[1] != command:
+            return Changes(unknown=True)  # before() was not called for this command
+        _, _, predicted, unknown = pending
+        paths = set(predicted)
+        # Directories seen before may have gained entries (cp -r, mv into a directory).
+        for key in predicted:
+            paths.update(_keys_below(root, key))
+        # Creating or removing an entry changes its directory (mtime), and mkdir -p creates
+        # every missing ancestor: report each ancestor too; over-reporting only costs reuse.
+        for key in list(paths):
+            parts = key.split("/")
+            paths.update("/".join(parts[:i]) for i in range(1, len(parts)))
+        paths = {p for p in paths if p != "."}
+        return Changes(paths=frozenset(paths), unknown=unknown)
+
+    # -- prediction ------------------------------------------------------------------------
+
+    def _predict(self, root: pathlib.Path, command: str) -> tuple[set[str], bool]:
+        try:
+            script = shell.parse(command)
+        except shell.ShellSyntaxError:
+            return set(), True
+        real_root = pathlib.Path(os.path.realpath(root))
+        paths: set[str] = set()
+        unknown = False
+        cwd: str | None = "."
+        for statement in script.statements:
+            for pipeline in statement.pipelines:
+                for simple in pipeline.commands:
+                    try:
+                        cwd = self._command(real_root, cwd, simple, paths)
+                    except _Unknown:
+                        unknown = True
+        return paths, unknown
+
+    def _command(self, root: pathlib.Path, cwd: str | None, command: SimpleCommand, paths: set[str]) -> str | None:
+        """Add the keys `command` may change to `paths`; return the working directory after it."""
+        if command.compound is not None or command.assignments:
+            raise _Unknown
+        if any(w.dynamic or w.executes for w in command.words):
+            raise _Unknown
+        for redirect in command.redirects:
+            if redirect.dynamic:
+                raise _Unknown
+            if redirect.writes_file:
+                if redirect.target is None or not redirect.target.static:
+                    raise _Unknown
+                paths.update(self._keys(root, cwd, redirect.target, follow=True))
+        if not command.words:
+            return cwd
+        name = command.name
+        args = command.args
+        if name == "cd":
+            # Following a cd whose success is uncertain would put later paths in the wrong place.
+            if len(args) != 1 or not args[0].static or cwd is None:
+                return None
+            target = _lexical(cwd, args[0].text, root)
+            return target
+        if name is None:
+            raise _Unknown
+        effect = effect_of(command)
+        if effect.kind in (READS, FILTER, NEUTRAL, CD):
+            return cwd
+        operands = [w for w in args if not w.text.startswith("-") or w.text == "-"]
+        if any(w.has_glob for w in args):
+            raise _Unknown  # which files a pattern names is known only when the shell expands it
+        if name == "sed":
+            if effect.kind != EDIT:
+                return self._opaque(cwd)
+            return self._sed_in_place(root, cwd, args, paths)
+        if name == "perl":
+            # perl -i names its files, but its code can write anything else.
+            for word in operands[1:]:
+                paths.update(self._keys(root, cwd, word, follow=True))
+            return self._opaque(cwd)
+        if name == "tee":
+            for word in operands:
+                paths.update(self._keys(root, cwd, word, follow=True))
+            return cwd
+        if name in _OPERAND_WRITERS:
+            # rm and chmod -R recurse into directories: every key below is listed.
+            removes = name in ("rm", "rmdir", "unlink")
+            for word in operands:
+                paths.update(self._keys(root, cwd, word, follow=not removes, removes=removes))
+            return cwd
+        if name in ("mv", "cp", "ln", "install"):
+            if any(w.text in ("-t", "--target-directory") or w.text.startswith("--target-directory") for w in args):
+                raise _Unknown
+            for word in operands:
+                # mv removes the source name and creates the destination (or an entry inside it).
+                paths.update(self._keys(root, cwd, word, follow=True, removes=name == "mv"))
+            if operands:
+                dest = operands[-1]
+                for source in operands[:-1]:
+                    inside = Word(((dest.text.rstrip("/") + "/" + os.path.basename(source.text.rstrip("/")), False),))
+                    paths.update(self._keys(root, cwd, inside, follow=False))
+            return cwd
+        if name == "patch":
+            raise _Unknown  # the files a patch touches are named inside the patch, not the command
+        if name == "git":
+            sub = next((w.text for w in args if not w.text.startswith("-")), None)
+            if sub in _GIT_WRITERS:
+                raise _Unknown  # any file in the work tree and .git itself
+            return self._opaque(cwd)
+        if name == "find" and effect.kind == EDIT:
+            raise _Unknown
+        return self._opaque(cwd)
+
+    def _sed_in_place(self, root: pathlib.Path, cwd: str | None, args: list[Word], paths: set[str]) -> str | None:
+        scripts: list[str] = []
+        files: list[Word] = []
+        suffix = ""
+        i = 0
+        while i < len(args):
+            text = args[i].text
+            if text in ("-e", "--expression", "-f", "--file", "-l", "--line-length"):
+                if text in ("-f", "--file"):
+                    raise _Unknown
+                scripts.append(args[i + 1].text if i + 1 < len(args) else "")
+                i += 2
+                continue
+            if text.startswith("--expression="):
+                scripts.append(text.partition("=")[2])
+            elif text.startswith("--in-place="):
+                suffix = text.partition("=")[2]
+            elif text.startswith("-") and not text.startswith("--") and "i" in text[1:]:
+                # -i, -ni, -i.bak: what follows i in the cluster is the backup suffix.
+                suffix = text[text.index("i", 1) + 1 :]
+            elif not text.startswith("-") or text == "-":
+                files.append(args[i])
+            i += 1
+        if not scripts:
+            if not files:
+                raise _Unknown
+            scripts, files = [files[0].text], files[1:]
+        if not classifier.sed_script_is_safe("\n".join(scripts)):
+            raise _Unknown  # w, W, e or s///w write or run elsewhere
+        if "*" in suffix or "/" in suffix:
+            raise _Unknown
+        for word in files:
+            paths.update(self._keys(root, cwd, word, follow=True))
+            if suffix:
+                paths.update(self._keys(root, cwd, Word(((word.text + suffix, False),)), follow=False))
+        return cwd
+
+    def _opaque(self, cwd: str | None) -> str | None:
+        if self.unknown_for_opaque:
+            raise _Unknown
+        return cwd
+
+    def _keys(self, root: pathlib.Path, cwd: str | None, word: Word, follow: bool, removes: bool = False) -> set[str]:
+        """Keys a write to `word` changes: the name itself, the file it links to if `follow`,
+        and for a directory everything below it. Raises _Unknown outside the root, and for a
+        file with other hard links that a write (not a removal) would change."""
+        if cwd is None or not word.static or not word.text:
+            raise _Unknown
+        if word.text == "/dev/null":
+            return set()
+        path = pathlib.Path(os.path.join(root, cwd, word.text))
+        name = pathlib.PurePosixPath(word.text).name
+        if name in ("", ".", "..") or word.text.endswith("/"):
+            named = pathlib.Path(os.path.realpath(path))
+        else:
+            named = pathlib.Path(os.path.realpath(path.parent)) / name
+        resolved = pathlib.Path(os.path.realpath(path)) if follow else named
+        keys: set[str] = set()
+        for candidate in {named, resolved}:
+            key = _relative(root, candidate)
+            if key is None:
+                raise _Unknown  # a write outside the root may be visible through a link inside it
+            if key != ".":
+                keys.add(key)
+        key = _relative(root, resolved) or "."
+        if os.path.islink(named) and not follow:
+            return keys
+        try:
+            stat = os.lstat(resolved)
+        except OSError:
+            return keys
+        if not removes and not os.path.isdir(resolved) and stat.st_nlink > 1:
+            raise _Unknown  # other names of this inode are not known
+        if os.path.isdir(resolved) and not os.path.islink(resolved):
+            keys.update(_keys_below(root, key))
+        return keys
+
+
+def _relative(root: pathlib.Path, path: pathlib.Path) -> str | None:
+    try:
+        rel = path.relative_to(root)
+    except ValueError:
+        return None
+    text = rel.as_posix()
+    return text if text not in ("", ".") else "."
+
+
+def _lexical(cwd: str, text: str, root: pathlib.Path) -> str | None:
+    if text.startswith("/"):
+        rel = _relative(root, pathlib.Path(os.path.normpath(text)))
+        return rel
+    import posixpath
+
+    joined = posixpath.normpath(posixpath.join(cwd, text))
+    return None if joined == ".." or joined.startswith("../") else joined
+
+
+def _keys_below(root: pathlib.Path, key: str) -> set[str]:
+    """Every key under directory `key` (not following links), or nothing if it is not one."""
+    base = root / key if key != "." else root
+    if not base.is_dir() or base.is_symlink():
+        return set()
+    keys: set[str] = set()
+    for dirpath, dirnames, filenames in os.walk(base):
+        for name in dirnames + filenames:
+            rel = _relative(root, pathlib.Path(dirpath) / name)
+            if rel is not None and rel != ".":
+                keys.add(rel)
+    return keys
