@@ -81,12 +81,25 @@ def kill_group(group: int) -> None:
         pass
 
 
+def command_environment() -> dict[str, str]:
+    """The environment commands run in: the caller's, minus what makes reads impure.
+
+    `git status` refreshes `.git/index` unless optional locks are off, which would make a
+    read-only command write; CDPATH makes `cd` print; pagers would wait for a terminal.
+    """
+    environment = dict(os.environ)
+    environment.pop("CDPATH", None)
+    environment.update(GIT_OPTIONAL_LOCKS="0", PAGER="cat", GIT_PAGER="cat", MANPAGER="cat")
+    return environment
+
+
 def run_command(command: str, cwd: Path, timeout: float, output_limit: int) -> Completed:
     """Run `command` with bash in `cwd`; at most `output_limit` bytes kept, `timeout` seconds."""
     try:
         process = subprocess.Popen(
             ["bash", "-c", command],
             cwd=cwd,
+            env=command_environment(),
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,

@@ -80,3 +80,18 @@ def test_a_syntax_error_is_bash_s_answer_not_a_crash(tmp_path: Path) -> None:
     completed = run_command("if then fi (((", tmp_path, 10, 1000)
     assert completed.exit_code == 2
     assert "syntax error" in completed.output
+
+
+def test_git_status_does_not_rewrite_the_index(tmp_path: Path) -> None:
+    setup = "git init -q && echo a > a && git add a && git -c user.name=t -c user.email=t@t commit -qm a && touch a"
+    assert run_command(setup, tmp_path, 30, 10_000).exit_code == 0
+    index = tmp_path / ".git" / "index"
+    before = index.stat().st_mtime_ns, index.read_bytes()
+    assert run_command("git status --porcelain", tmp_path, 30, 10_000).exit_code == 0
+    assert (index.stat().st_mtime_ns, index.read_bytes()) == before
+
+
+def test_cd_prints_nothing_even_with_cdpath_set(tmp_path: Path, monkeypatch) -> None:
+    (tmp_path / "sub").mkdir()
+    monkeypatch.setenv("CDPATH", str(tmp_path))
+    assert run_command("cd sub && pwd", tmp_path, 10, 1000).output == f"{tmp_path}/sub\n"
