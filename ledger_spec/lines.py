@@ -16,11 +16,15 @@ from .values import LineRange
 
 
 def split_lines(text: str) -> list[str]:
-    """Split `text` into lines that keep their "\\n".
+    r"""Split `text` into lines that keep their "\n".
+
+    A raw docstring, so that CrossHair (which reads contracts from the source text) and
+    `help()` both see the newline escape rather than a backslash followed by "n".
 
     post: "".join(__return__) == text
-    post: all(line.endswith("\\n") for line in __return__[:-1])
-    post: all(line.count("\\n") <= 1 for line in __return__)
+    post: all(line.endswith("\n") for line in __return__[:-1])
+    post: all(line.count("\n") <= 1 for line in __return__)
+    post: all(line for line in __return__)
     """
     parts = text.split("\n")
     lines = [part + "\n" for part in parts[:-1]]
@@ -58,6 +62,7 @@ def can_serve(stored: LineRange, output: str, requested: LineRange) -> bool:
     """Whether slicing `output` (the result of reading `stored`) answers `requested` exactly.
 
     post: implies(stored.covers(requested), __return__)
+    post: implies(requested.is_empty, __return__)
     """
     if stored.covers(requested):
         return True
@@ -74,6 +79,7 @@ def serve(stored: LineRange, output: str, requested: LineRange) -> str:
     pre: consistent(stored, output) and can_serve(stored, output, requested)
     post: __return__ == "" or __return__ in output
     post: implies(requested == stored, __return__ == output)
+    post: implies(requested.is_empty, __return__ == "")
     """
     if not consistent(stored, output):
         raise ValueError(f"{len(split_lines(output))} lines cannot be the result of reading {stored}")

@@ -87,21 +87,32 @@ class Policy:
                 raise ValueError(f"a transient pattern is a non-empty glob, got {pattern!r}")
 
     def is_transient(self, key: str) -> bool:
-        """Whether `key` matches a transient pattern.
+        """Whether `key` matches one of `transient_patterns` (see `matches_transient`)."""
+        return matches_transient(key, self.transient_patterns)
 
-        A pattern ending in '/' names a directory: it matches any key with such a component on
-        its path. Any other pattern matches the file name, or the whole key if it has a '/'.
-        """
-        parts = key.split("/")
-        name = parts[-1]
-        for pattern in self.transient_patterns:
-            if pattern.endswith("/"):
-                directory = pattern[:-1]
-                if any(fnmatch.fnmatchcase(part, directory) for part in parts[:-1]):
-                    return True
-            elif "/" in pattern:
-                if fnmatch.fnmatchcase(key, pattern):
-                    return True
-            elif fnmatch.fnmatchcase(name, pattern):
+
+def matches_transient(key: str, patterns: tuple[str, ...]) -> bool:
+    """Whether `key` matches a transient pattern.
+
+    A pattern ending in '/' names a directory: it matches any key with such a component on
+    its path. Any other pattern matches the file name, or the whole key if it has a '/'.
+    A module function rather than only a method so CrossHair can check it without building
+    a Policy.
+
+    post: implies(not patterns, not __return__)
+    post: implies("/" not in key and all(p.endswith("/") for p in patterns), not __return__)
+    post: implies(key in patterns and "/" not in key and not any(c in key for c in "*?["), __return__)
+    """
+    parts = key.split("/")
+    name = parts[-1]
+    for pattern in patterns:
+        if pattern.endswith("/"):
+            directory = pattern[:-1]
+            if any(fnmatch.fnmatchcase(part, directory) for part in parts[:-1]):
                 return True
-        return False
+        elif "/" in pattern:
+            if fnmatch.fnmatchcase(key, pattern):
+                return True
+        elif fnmatch.fnmatchcase(name, pattern):
+            return True
+    return False

@@ -35,10 +35,12 @@ SLICEABLE_VIEWS = frozenset({PLAIN, NUMBERED, NL_NUMBERED})
 
 
 def check_key(key: str) -> str:
-    """Return `key` if it is a normalized POSIX path relative to the root, else raise.
+    r"""Return `key` if it is a normalized POSIX path relative to the root, else raise.
 
     pre: isinstance(key, str)
     post: __return__ == key
+    post: not __return__.startswith("/") and "\x00" not in __return__
+    raises: ValueError
     """
     if not isinstance(key, str) or not key:
         raise ValueError(f"a file key must be a non-empty string, got {key!r}")
@@ -85,6 +87,8 @@ class LineRange:
 
         pre: first >= 1 and last >= 0
         post: __return__.start == first
+        post: __return__.end == max(first, last)
+        post: not __return__.is_empty
         """
         return cls(first, max(first, last))
 
@@ -96,6 +100,8 @@ class LineRange:
         """Whether every line of `other` lies in this range (the empty range lies anywhere).
 
         post: implies(other.is_empty, __return__)
+        post: implies(__return__ and not other.is_empty, other.start >= self.start)
+        post: implies(self.end is None and other.start >= self.start, __return__)
         """
         if other.is_empty:
             return True
