@@ -1,0 +1,441 @@
+"""The safety hunt: a Hypothesis state machine driving real shell commands through a `Runtime`.
+
+`make_hunt(detector_factory, profile)` builds a `RuleBasedStateMachine` class: each run
+materializes a fresh git repository from `workspaces()`, then applies rules that read, re-read
+(so that Reuse happens), edit through every idiom of `properties.shell_strategies`, write a
+python script and run it later. Every step goes through `properties.oracle.CheckedSession`,
+which checks the four safety properties; a violation raises, Hypothesis shrinks the run, and
+the `ViolationLog` keeps the last failing run per property (Hypothesis replays the minimal
+example last, so the last one is the shrunk one).
+
+`run_hunt` runs the machine under a profile's budget and writes each minimized counterexample
+as a JSON file (see counterexamples/README.md). `ledger check-detector` and `ledger verify`
+call it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime
+import hashlib
+import json
+import pathlib
+import random
+import re
+import time
+from typing import Callable, Iterator, Mapping, Sequence
+
+import attrs
+import hypothesis
+from hypothesis import HealthCheck, settings
+from hypothesis import strategies as st
+from hypothesis.stateful import RuleBasedStateMachine, initialize, precondition, rule, run_state_machine_as_test
+
+from ledger_spec import Policy
+
+from .oracle import (
+    DETECTOR_COVERS_CHANGES,
+    PROPERTIES,
+    CheckedSession,
+    StepRecord,
+    Violation,
+    checked_session,
+    first_violation,
+    hunt_environment,
+    run_checked,
+)
+from .profiles import Profile, profile as named_profile
+from .shell_strategies import (
+    DEFAULT_POOL,
+    DETECTOR_READ_IDIOMS,
+    EDIT_IDIOMS,
+    RUN_TOOL_SCRIPT,
+    SPELLINGS,
+    WorkspaceSetup,
+    edit_commands,
+    read_commands,
+    tool_scripts,
+    workspaces,
+)
+
+SCHEMA = "ledger-counterexample/1"
+DetectorFactory = Callable[[], object]
+
+
+class HuntViolation(AssertionError):
+    """A safety property failed; one subclass per property so Hypothesis shrinks each apart."""
+
+
+class StaleReuse(HuntViolation):
+    pass
+
+
+class ReadOnlyWrote(HuntViolation):
+    pass
+
+
+class DetectorMissedChange(HuntViolation):
+    pass
+
+
+class SpecDisagrees(HuntViolation):
+    pass
+
+
+_EXCEPTIONS: dict[str, type[HuntViolation]] = {
+    "reuse-is-fresh": StaleReuse,
+    "read-only-changes-nothing": ReadOnlyWrote,
+    "detector-covers-changes": DetectorMissedChange,
+    "spec-agrees": SpecDisagrees,
+}
+
+
+@attrs.frozen
+class FailingRun:
+    """A run that violated a property: the starting workspace, the steps up to the violation."""
+
+    setup: WorkspaceSetup
+    steps: tuple[StepRecord, ...]
+    violation: Violation
+
+
+# How long Hypothesis may shrink after the first violation, per profile. Shrinking reruns
+# whole sessions on a real filesystem; past this budget the remaining runs are skipped and the
+# smallest failing run seen so far is kept.
+SHRINK_SECONDS: dict[str, float] = {"ci": 15.0, "dev": 60.0, "thorough": 180.0}
+
+
+class ViolationLog:
+    """The smallest failing run per property, and counters for the progress display."""
+
+    def __init__(self, on_step: Callable[[int, int], None] | None = None, shrink_seconds: float = 40.0) -> None:
+        self.last: dict[str, FailingRun] = {}
+        self.examples = 0
+        self.steps = 0
+        self.on_step = on_step
+        self.shrink_seconds = shrink_seconds
+        self.first_violation_at: float | None = None
+
+    def record(self, run: FailingRun) -> None:
+        """Keep `run` if it is the smallest failing run of its property so far.
+
+        Hypothesis only tries candidates smaller than its current best, but with several
+        properties failing the calls interleave, so the size is compared here.
+        """
+        if self.first_violation_at is None:
+            self.first_violation_at = time.monotonic()
+        kept = self.last.get(run.violation.property)
+        if kept is None or _size(run) <= _size(kept):
+            self.last[run.violation.property] = run
+
+    def out_of_time(self) -> bool:
+        """Whether the shrink budget is spent (counted from the first violation)."""
+        return self.first_violation_at is not None and time.monotonic() - self.first_violation_at > self.shrink_seconds
+
+    def count_step(self) -> None:
+        self.steps += 1
+        if self.on_step is not None:
+            self.on_step(self.examples, self.steps)
+
+
+def _size(run: FailingRun) -> tuple[int, int]:
+    return (len(run.steps), sum(len(record.template) for record in run.steps))
+
+
+@attrs.frozen
+class Grammar:
+    """The knobs of the command grammar a hunt draws from."""
+
+    read_idioms: Sequence[str] = DETECTOR_READ_IDIOMS
+    edit_idioms: Sequence[str] = EDIT_IDIOMS
+    pool: Sequence[str] = DEFAULT_POOL
+    spellings: Sequence[str] = SPELLINGS
+
+
+def make_hunt(
+    detector_factory: DetectorFactory,
+    profile: Profile,
+    *,
+    log: ViolationLog | None = None,
+    grammar: Grammar = Grammar(),
+    policy: Policy | None = None,
+) -> type[RuleBasedStateMachine]:
+    """A state-machine class hunting violations with detectors made by `detector_factory`."""
+    violation_log = log if log is not None else ViolationLog()
+
+    class SafetyHunt(RuleBasedStateMachine):
+        def __init__(self) -> None:
+            super().__init__()
+            self._exit = contextlib.ExitStack()
+            self.session: CheckedSession | None = None
+            self.setup: WorkspaceSetup | None = None
+            self.reads: list[str] = []
+            # A missed change is reported at the end of the run, unless the run goes on to a
+            # stale Reuse, the graver outcome it usually leads to: Hypothesis then shrinks
+            # both, and the counterexample files show the stale read, not just the miss.
+            self.missed: FailingRun | None = None
+            self.raised = False
+
+        @initialize(setup=workspaces())
+        def start(self, setup: WorkspaceSetup) -> None:
+            # Out of shrink budget: the run is skipped (invalid), so shrinking ends quickly.
+            hypothesis.assume(not violation_log.out_of_time())
+            violation_log.examples += 1
+            self.setup = setup
+            self.session = self._exit.enter_context(checked_session(setup, detector_factory(), policy))
+
+        @rule(data=st.data())
+        def read(self, data: st.DataObject) -> None:
+            command = data.draw(read_commands(pool=grammar.pool, idioms=grammar.read_idioms, spellings=grammar.spellings))
+            self.reads.append(command)
+            self._step(command)
+
+        @precondition(lambda self: bool(self.reads))
+        @rule(data=st.data())
+        def read_again(self, data: st.DataObject) -> None:
+            """Repeat an earlier read: the only way Reuse gets a chance to be wrong."""
+            self._step(data.draw(st.sampled_from(self.reads)))
+
+        @rule(data=st.data())
+        def edit(self, data: st.DataObject) -> None:
+            contents = self._contents()
+            self._step(
+                data.draw(edit_commands(pool=grammar.pool, idioms=grammar.edit_idioms, contents=contents, spellings=grammar.spellings))
+            )
+
+        @rule(command=tool_scripts())
+        def write_tool_script(self, command: str) -> None:
+            self._step(command)
+
+        @rule()
+        def run_tool_script(self) -> None:
+            self._step(RUN_TOOL_SCRIPT)
+
+        def _contents(self) -> dict[str, str]:
+            """Current text of the pool's files, so a drawn patch can apply."""
+            assert self.session is not None
+            root = self.session.placement.root
+            contents = {}
+            for key in grammar.pool:
+                try:
+                    contents[key] = (root / key).read_text("utf-8")
+                except (OSError, UnicodeDecodeError):
+                    pass
+            return contents
+
+        def _step(self, template: str) -> None:
+            assert self.session is not None and self.setup is not None
+            record = self.session.step(template)
+            violation_log.count_step()
+            if record.violation is None:
+                return
+            run = FailingRun(self.setup, tuple(self.session.records), record.violation)
+            if record.violation.property == DETECTOR_COVERS_CHANGES:
+                self.missed = self.missed or run
+                return
+            violation_log.record(run)
+            self.raised = True
+            raise _EXCEPTIONS[record.violation.property](record.violation.message)
+
+        def teardown(self) -> None:
+            self._exit.close()
+            if self.missed is not None and not self.raised:
+                violation_log.record(self.missed)
+                raise DetectorMissedChange(self.missed.violation.message)
+
+    SafetyHunt.__name__ = SafetyHunt.__qualname__ = "SafetyHunt"
+    return SafetyHunt
+
+
+def hunt_settings(profile: Profile, **overrides: object) -> settings:
+    """Hypothesis settings for a hunt: the profile's budget, no deadline, no example database."""
+    values: dict[str, object] = dict(
+        max_examples=profile.hunt_examples,
+        stateful_step_count=profile.hunt_steps,
+        deadline=None,
+        database=None,
+        suppress_health_check=list(HealthCheck),
+        report_multiple_bugs=True,
+        print_blob=False,
+        verbosity=hypothesis.Verbosity.quiet,
+    )
+    values.update(overrides)
+    return settings(**values)  # type: ignore[arg-type]
+
+
+# --- minimizing -------------------------------------------------------------------------------
+
+# After Hypothesis, the failing run is cut down step by step by replaying it: cheaper and
+# more thorough than shrinking the whole state machine on a real filesystem.
+MINIMIZE_SECONDS: dict[str, float] = {"ci": 60.0, "dev": 120.0, "thorough": 300.0}
+
+
+def minimize(
+    run: FailingRun, detector_factory: DetectorFactory, budget_seconds: float = 60.0, policy: Policy | None = None
+) -> FailingRun:
+    """The smallest variant of `run` (fewer steps, fewer setup files) that still violates its
+    property, found by removing chunks of steps and then single files, while the budget lasts."""
+    prop = run.violation.property
+    deadline = time.monotonic() + budget_seconds
+
+    def attempt(setup: WorkspaceSetup, templates: list[str]) -> FailingRun | None:
+        records = run_checked(setup, templates, detector_factory(), policy)
+        violation = first_violation(records, prop)
+        if violation is None:
+            return None
+        return FailingRun(setup, tuple(records[: violation.step + 1]), violation)
+
+    best = run
+    chunk = max(1, len(best.steps) // 2)
+    while chunk >= 1 and time.monotonic() < deadline:
+        templates = [record.template for record in best.steps]
+        start = len(templates) - chunk
+        shrunk = False
+        while start >= 0 and time.monotonic() < deadline:
+            candidate = templates[:start] + templates[start + chunk :]
+            found = attempt(best.setup, candidate) if candidate else None
+            if found is not None:
+                best, templates, shrunk = found, [record.template for record in found.steps], True
+            start -= chunk
+        if not shrunk:
+            chunk //= 2
+    for key in sorted(best.setup.files):
+        if time.monotonic() >= deadline:
+            break
+        files = {k: v for k, v in best.setup.files.items() if k != key}
+        found = attempt(attrs.evolve(best.setup, files=files), [record.template for record in best.steps])
+        if found is not None and len(found.steps) <= len(best.steps):
+            best = found
+    return best
+
+
+# --- counterexample files --------------------------------------------------------------------
+
+
+def counterexample_document(
+    run: FailingRun,
+    *,
+    detector: str,
+    seed: int | None,
+    profile: str,
+    command: str,
+    explanation: str | None = None,
+) -> dict[str, object]:
+    """The JSON document of a counterexample file (schema in counterexamples/README.md)."""
+    violation = run.violation
+    step = run.steps[violation.step]
+    templates = [record.template for record in run.steps]
+    digest = hashlib.sha256(json.dumps([run.setup.to_json(), templates], sort_keys=True).encode()).hexdigest()[:10]
+    short = re.sub(r"[^a-z0-9]+", "-", detector.rsplit(":", 1)[-1].lower()).strip("-") or "detector"
+    return {
+        "schema": SCHEMA,
+        "id": f"{short}-{violation.property}-{digest}",
+        "property": violation.property,
+        "explanation": (explanation or violation.message).replace("\n", " "),  # one line
+        "detector": detector,
+        "setup": run.setup.to_json(),
+        "steps": [
+            {"command": record.template, "verdict": record.verdict, "exit_code": record.exit_code}
+            for record in run.steps
+        ],
+        # expected/observed always carry output and exit_code (and observed the verdict), as
+        # `ledger_impl.counterexample` requires; a property's own evidence (changed keys, the
+        # report) is added beside them.
+        "violation": {
+            "step": violation.step,
+            "command": step.template,
+            "expected": {"output": step.output, "exit_code": step.exit_code, **violation.expected},
+            "observed": {"output": step.output, "exit_code": step.exit_code, "verdict": step.verdict, **violation.observed},
+        },
+        "found_by": {"tool": "hypothesis", "seed": seed, "profile": profile, "command": command},
+        "date": datetime.date.today().isoformat(),
+    }
+
+
+def write_counterexample(document: Mapping[str, object], out_dir: pathlib.Path) -> pathlib.Path:
+    """Write `document` as `<id>.json` under `out_dir`; return the path."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    path = out_dir / f"{document['id']}.json"
+    path.write_text(json.dumps(document, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    return path
+
+
+# --- running a hunt --------------------------------------------------------------------------
+
+
+@attrs.frozen
+class HuntReport:
+    """What a hunt did: the counterexamples it found (documents, and files if written)."""
+
+    detector: str
+    profile: str
+    seed: int
+    examples: int
+    steps: int
+    seconds: float
+    counterexamples: tuple[Mapping[str, object], ...]
+    files: tuple[pathlib.Path, ...]
+
+    @property
+    def steps_per_second(self) -> float:
+        return self.steps / self.seconds if self.seconds > 0 else 0.0
+
+    @property
+    def found(self) -> bool:
+        return bool(self.counterexamples)
+
+
+def run_hunt(
+    detector_factory: DetectorFactory,
+    profile: Profile | str | None = None,
+    seed: int | None = None,
+    out_dir: str | pathlib.Path | None = None,
+    *,
+    detector: str | None = None,
+    grammar: Grammar = Grammar(),
+    command: str = "",
+    on_step: Callable[[int, int], None] | None = None,
+    max_examples: int | None = None,
+) -> HuntReport:
+    """Hunt violations for detectors made by `detector_factory` under `profile`'s budget.
+
+    `detector` names the factory as MODULE:FACTORY in the files written; `seed` makes the run
+    repeatable (one is drawn and reported when not given); `max_examples` overrides the
+    profile's number of runs.
+    """
+    chosen = profile if isinstance(profile, Profile) else named_profile(profile)
+    seed = seed if seed is not None else random.SystemRandom().randrange(2**32)
+    name = detector or f"{getattr(detector_factory, '__module__', '?')}:{getattr(detector_factory, '__qualname__', '?')}"
+    log = ViolationLog(on_step, SHRINK_SECONDS.get(chosen.name, 60.0))
+    machine = hypothesis.seed(seed)(make_hunt(detector_factory, chosen, log=log, grammar=grammar))
+    overrides = {} if max_examples is None else {"max_examples": max_examples}
+    started = time.monotonic()
+    with hunt_environment():
+        try:
+            run_state_machine_as_test(machine, settings=hunt_settings(chosen, **overrides))
+        except (HuntViolation, BaseExceptionGroup, hypothesis.errors.Flaky):  # type: ignore[attr-defined]
+            pass  # the log holds the minimized runs
+    runs = [minimize(run, detector_factory, MINIMIZE_SECONDS.get(chosen.name, 60.0)) for run in log.last.values()]
+    seconds = time.monotonic() - started
+    documents = tuple(
+        counterexample_document(run, detector=name, seed=seed, profile=chosen.name, command=command) for run in runs
+    )
+    files: tuple[pathlib.Path, ...] = ()
+    if out_dir is not None and documents:
+        files = tuple(write_counterexample(document, pathlib.Path(out_dir)) for document in documents)
+    return HuntReport(name, chosen.name, seed, log.examples, log.steps, seconds, documents, files)
+
+
+__all__ = [
+    "PROPERTIES",
+    "SCHEMA",
+    "FailingRun",
+    "Grammar",
+    "HuntReport",
+    "ViolationLog",
+    "counterexample_document",
+    "hunt_settings",
+    "make_hunt",
+    "run_hunt",
+    "write_counterexample",
+]

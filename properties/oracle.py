@@ -1,0 +1,400 @@
+"""The safety oracle: run commands through a `Runtime` in a real repository and check each step.
+
+Four properties are checked at every step (their names are the `property` field of a
+counterexample file):
+
+  reuse-is-fresh              a Reuse returns the bytes and exit status that running the command
+                              right now prints (the oracle runs it for real)
+  read-only-changes-nothing   a command the classifier calls read-only leaves contents and
+                              metadata (all of lstat but atime) of every path untouched
+  detector-covers-changes     every path that really changed is in the detector's report, or
+                              the report says unknown
+  spec-agrees                 `ledger_spec`, fed the same events, reaches the same verdict (and
+                              reused output) and the same state as the Runtime's ledger
+
+The ground truth is `ledger_impl.tree_snapshot.ground_truth_snapshot`: every regular file
+hashed, every entry lstat'ed, `.git/` included.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import pathlib
+import shutil
+import stat
+import subprocess
+import sys
+import tempfile
+import time
+from typing import Callable, Iterator, Mapping
+
+import attrs
+
+import ledger_spec
+from ledger_impl.execution import run_command
+from ledger_impl.runtime import Runtime
+from ledger_impl.tree_snapshot import DEV, GID, KIND, LINK_TARGET, MODE, ROOT_KEY, UID, Snapshot, ground_truth_snapshot
+from ledger_spec import Changes, Policy
+
+from .shell_strategies import OUTSIDE_PLACEHOLDER, ROOT_PLACEHOLDER, WorkspaceSetup
+
+REUSE_IS_FRESH = "reuse-is-fresh"
+READ_ONLY_CHANGES_NOTHING = "read-only-changes-nothing"
+DETECTOR_COVERS_CHANGES = "detector-covers-changes"
+SPEC_AGREES = "spec-agrees"
+PROPERTIES: tuple[str, ...] = (REUSE_IS_FRESH, READ_ONLY_CHANGES_NOTHING, DETECTOR_COVERS_CHANGES, SPEC_AGREES)
+
+# Indices into `Entry.sig` that the oracle compares: everything lstat gives except atime
+# (reading a file sets it) and the device number (the same for the whole tree).
+_ATIME_FREE = tuple(i for i in range(LINK_TARGET + 1) if i != DEV)
+
+# How long a step may run: far above any command the grammar draws, low enough that a hung
+# command (a pager, a read from stdin) does not stall the hunt.
+STEP_TIMEOUT = 20.0
+OUTPUT_LIMIT = 1 << 20
+# A background writer the grammar draws sleeps 0.2 s; teardown waits this long for stragglers.
+BACKGROUND_GRACE = 2.0
+
+GIT_ENVIRONMENT: dict[str, str] = {
+    "GIT_AUTHOR_NAME": "Ledger Hunt",
+    "GIT_AUTHOR_EMAIL": "hunt@example.invalid",
+    "GIT_COMMITTER_NAME": "Ledger Hunt",
+    "GIT_COMMITTER_EMAIL": "hunt@example.invalid",
+    "GIT_AUTHOR_DATE": "2024-01-01T00:00:00Z",
+    "GIT_COMMITTER_DATE": "2024-01-01T00:00:00Z",
+    "GIT_CONFIG_NOSYSTEM": "1",
+    "GIT_CONFIG_GLOBAL": os.devnull,
+    "LC_ALL": "C.UTF-8",
+}
+
+
+@contextlib.contextmanager
+def hunt_environment() -> Iterator[None]:
+    """Fixed git identity and dates, no user config, and this interpreter's `python3` first.
+
+    The Runtime runs commands with the inherited environment, so the hunt sets it here and
+    restores it after: without it `git stash` needs a user identity and `python3` might be a
+    slow version-manager shim.
+    """
+    saved = dict(os.environ)
+    os.environ.update(GIT_ENVIRONMENT)
+    os.environ["PATH"] = os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", "")
+    try:
+        yield
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
+
+
+@attrs.frozen
+class Placement:
+    """Where a workspace was materialized: the root and the directory outside it."""
+
+    root: pathlib.Path
+    outside: pathlib.Path
+
+    def render(self, template: str) -> str:
+        """A command template with its placeholders replaced by this placement's directories."""
+        return template.replace(ROOT_PLACEHOLDER, str(self.root)).replace(OUTSIDE_PLACEHOLDER, str(self.outside))
+
+    def unrender(self, text: str) -> str:
+        """Text with this placement's directories put back as placeholders (for stored files)."""
+        return text.replace(str(self.root), ROOT_PLACEHOLDER).replace(str(self.outside), OUTSIDE_PLACEHOLDER)
+
+
+def materialize(setup: WorkspaceSetup, parent: pathlib.Path) -> Placement:
+    """Write `setup` under `parent` (`ws/` a git repository with one commit, `outside/`)."""
+    root = parent / "ws"
+    outside = parent / "outside"
+    for base, files in ((root, setup.files), (outside, setup.outside)):
+        base.mkdir(parents=True, exist_ok=True)
+        for key, text in files.items():
+            path = base / key
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_bytes(text.encode("utf-8"))
+    if setup.git:
+        # An empty template: no sample hooks, fewer files to hash at every step.
+        for args in (["init", "-q", "-b", "main", "--template="], ["add", "-A"], ["commit", "-q", "-m", "initial"]):
+            subprocess.run(["git", *args], cwd=root, check=True, capture_output=True, env={**os.environ, **GIT_ENVIRONMENT})
+    return Placement(root.resolve(), outside.resolve())
+
+
+def owed_by_key(before: Snapshot, after: Snapshot, changed: frozenset[str]) -> frozenset[str]:
+    """The changed keys a detector must name; the rest it owes only as "something changed".
+
+    A directory whose type, mode, owner and link target are the same changed only because
+    entries were added or removed below it (size, timestamps, link count follow the listing).
+    Its listing is read only by tree targets, which depend on the global counter, and the
+    entries themselves are owed by key; so naming the directory adds nothing to safety.
+    """
+    owed = set()
+    for key in changed:
+        old, new = before.entries.get(key), after.entries.get(key)
+        if (
+            old is not None
+            and new is not None
+            and stat.S_ISDIR(old.sig[KIND])
+            and all(old.sig[i] == new.sig[i] for i in (KIND, MODE, UID, GID, LINK_TARGET))
+        ):
+            continue
+        owed.add(key)
+    return frozenset(owed)
+
+
+def truth_changes(before: Snapshot, after: Snapshot) -> frozenset[str]:
+    """Keys whose content or lstat data (but atime) differ between two ground-truth snapshots."""
+    changed = set()
+    for key in set(before.entries) | set(after.entries):
+        old, new = before.entries.get(key), after.entries.get(key)
+        if old is None or new is None:
+            changed.add(key)
+            continue
+        if old.digest != new.digest or any(old.sig[i] != new.sig[i] for i in _ATIME_FREE):
+            changed.add(key)
+    changed.discard(ROOT_KEY)
+    return frozenset(changed)
+
+
+@attrs.frozen
+class Violation:
+    """A property that failed at step `step` (0-based), with what was expected and observed."""
+
+    property: str
+    step: int
+    command: str
+    expected: Mapping[str, object]
+    observed: Mapping[str, object]
+    message: str
+
+
+@attrs.frozen
+class StepRecord:
+    """What one checked step did: the command as typed, the verdict and what the agent saw."""
+
+    index: int
+    template: str
+    command: str
+    verdict: str
+    output: str
+    exit_code: int
+    note: str | None
+    category: str
+    changes: tuple[str, ...]
+    unknown: bool
+    violation: Violation | None
+
+
+class CheckedSession:
+    """A Runtime over a materialized workspace, with every step checked against the oracle."""
+
+    def __init__(self, placement: Placement, detector: object, policy: Policy | None = None) -> None:
+        self.placement = placement
+        self.policy = policy if policy is not None else Policy()
+        self.runtime = Runtime(placement.root, detector, self.policy, timeout=STEP_TIMEOUT, output_limit=OUTPUT_LIMIT)
+        self.spec_state: ledger_spec.State = ledger_spec.INITIAL
+        self.truth: Snapshot = ground_truth_snapshot(placement.root)
+        self.records: list[StepRecord] = []
+        # Changes seen by the ground truth but not yet owed by the detector: while a background
+        # writer may be alive, a write can land after `after()` returned and is owed at the
+        # next step, so coverage is checked only at a step with no such writer around.
+        self._owed: set[str] = set()
+        self._reported: set[str] = set()
+        self._unknown = False
+        self._changed_any: set[str] = set()
+
+    # The Runtime keeps the process groups of background jobs privately; the oracle needs to
+    # know when a write may still land outside any step, and reads the same set.
+    def _background(self) -> frozenset[int]:
+        return frozenset(getattr(self.runtime, "_background", ()) or ())
+
+    def step(self, template: str) -> StepRecord:
+        index = len(self.records)
+        command = self.placement.render(template)
+        background_before = self._background()
+        step = self.runtime.step(command)
+        background_after = self._background()
+        launched = background_after - background_before
+        now = ground_truth_snapshot(self.placement.root)
+        changed = truth_changes(self.truth, now)
+        owed = owed_by_key(self.truth, now, changed)
+        self.truth = now
+
+        violation = self._check_spec(index, command, step, launched)
+        if violation is None and step.verdict == "reuse":
+            violation = self._check_reuse(index, command, step)
+        writer_around = bool(background_before or background_after)
+        if violation is None and step.command.read_only and step.verdict != "reuse" and not writer_around and changed:
+            violation = Violation(
+                READ_ONLY_CHANGES_NOTHING,
+                index,
+                command,
+                {"changed": []},
+                {"changed": sorted(changed), "category": step.command.category.value},
+                f"{command!r} is classified {step.command.category.value} but changed {sorted(changed)}",
+            )
+        if violation is None:
+            violation = self._check_coverage(index, command, step, changed, owed, writer_around)
+
+        reports = list(step.changes_before) + [step.changes]
+        record = StepRecord(
+            index=index,
+            template=template,
+            command=command,
+            verdict=step.verdict,
+            output=step.output,
+            exit_code=step.exit_code,
+            note=step.note,
+            category=step.command.category.value,
+            changes=tuple(sorted(set().union(*(r.paths for r in reports)))),
+            unknown=any(r.unknown for r in reports),
+            violation=violation,
+        )
+        self.records.append(record)
+        return record
+
+    def _check_spec(self, index: int, command: str, step: object, launched: frozenset[int]) -> Violation | None:
+        state = self.spec_state
+        for changes in step.changes_before:  # type: ignore[attr-defined]
+            state = ledger_spec.modify(state, changes)
+        decision = ledger_spec.govern(state, step.command, self.policy)  # type: ignore[attr-defined]
+        expected: dict[str, object] = {"verdict": decision.verdict.value}
+        observed: dict[str, object] = {"verdict": step.verdict}  # type: ignore[attr-defined]
+        if isinstance(decision, ledger_spec.Reuse) and step.verdict == "reuse":  # type: ignore[attr-defined]
+            expected.update(output=decision.output, exit_code=decision.exit_status)
+            observed.update(output=step.output, exit_code=step.exit_code)  # type: ignore[attr-defined]
+        if expected != observed:
+            return Violation(SPEC_AGREES, index, command, expected, observed, f"spec says {expected}, runtime did {observed}")
+        # The Runtime records an incomplete result (timed out, truncated, left a background
+        # job) without its target, so that it is never served; the spec is fed the same.
+        incomplete = bool(launched) or "\n[ledger] timed out after" in step.output or "\n[ledger] output truncated:" in step.output  # type: ignore[attr-defined]
+        recorded = attrs.evolve(step.command, target=None) if incomplete else step.command  # type: ignore[attr-defined]
+        state = ledger_spec.advance(state, recorded, decision, step.output, step.exit_code, step.changes)  # type: ignore[attr-defined]
+        self.spec_state = state
+        ledger_state = self.runtime.ledger.snapshot()
+        if ledger_state != state:
+            return Violation(
+                SPEC_AGREES,
+                index,
+                command,
+                {"state": _state_summary(state)},
+                {"state": _state_summary(ledger_state)},
+                "the runtime's ledger and the spec fed the same events hold different states",
+            )
+        return None
+
+    def _check_reuse(self, index: int, command: str, step: object) -> Violation | None:
+        before = ground_truth_snapshot(self.placement.root)
+        fresh = run_command(command, self.placement.root, STEP_TIMEOUT, OUTPUT_LIMIT)
+        after = ground_truth_snapshot(self.placement.root)
+        self.truth = after
+        changed = truth_changes(before, after)
+        if changed:
+            return Violation(
+                READ_ONLY_CHANGES_NOTHING,
+                index,
+                command,
+                {"changed": []},
+                {"changed": sorted(changed), "category": step.command.category.value},  # type: ignore[attr-defined]
+                f"running the reused command {command!r} for real changed {sorted(changed)}",
+            )
+        if fresh.output != step.output or fresh.exit_code != step.exit_code:  # type: ignore[attr-defined]
+            return Violation(
+                REUSE_IS_FRESH,
+                index,
+                command,
+                {"output": fresh.output, "exit_code": fresh.exit_code},
+                {"output": step.output, "exit_code": step.exit_code},  # type: ignore[attr-defined]
+                f"{command!r} was reused ({step.note}) but running it now prints something else",  # type: ignore[attr-defined]
+            )
+        return None
+
+    def _check_coverage(
+        self, index: int, command: str, step: object, changed: frozenset[str], owed: frozenset[str], writer_around: bool
+    ) -> Violation | None:
+        self._owed |= owed
+        self._changed_any |= changed
+        for report in (*step.changes_before, step.changes):  # type: ignore[attr-defined]
+            self._reported |= report.paths
+            self._unknown = self._unknown or report.unknown
+        if writer_around:
+            return None
+        missing = self._owed - self._reported
+        if self._changed_any and not self._reported and not missing:
+            missing = frozenset(self._changed_any)  # only listings changed, and nothing was reported
+        unknown = self._unknown
+        self._owed, self._reported, self._unknown, self._changed_any = set(), set(), False, set()
+        if missing and not unknown:
+            return Violation(
+                DETECTOR_COVERS_CHANGES,
+                index,
+                command,
+                {"changed": sorted(changed | missing)},
+                {"reported": sorted(step.changes.paths), "unknown": False, "missing": sorted(missing)},  # type: ignore[attr-defined]
+                f"after {command!r} the detector did not report {sorted(missing)}",
+            )
+        return None
+
+    def close(self) -> None:
+        """Wait briefly for background jobs, then kill what is left, so no writer outlives us."""
+        from ledger_impl.execution import group_alive, kill_group
+
+        deadline = time.monotonic() + BACKGROUND_GRACE
+        for group in self._background():
+            while group_alive(group) and time.monotonic() < deadline:
+                time.sleep(0.02)
+            kill_group(group)
+
+
+def _state_summary(state: ledger_spec.State) -> dict[str, object]:
+    return {
+        "step": state.step,
+        "total": state.total,
+        "wildcard": state.wildcard,
+        "observations": len(state.observations),
+        "history": [r.verdict.value for r in state.history],
+    }
+
+
+@contextlib.contextmanager
+def checked_session(setup: WorkspaceSetup, detector: object, policy: Policy | None = None) -> Iterator[CheckedSession]:
+    """A CheckedSession in a fresh temporary directory, removed (background jobs killed) after."""
+    parent = pathlib.Path(tempfile.mkdtemp(prefix="ledger-hunt-"))
+    session: CheckedSession | None = None
+    try:
+        placement = materialize(setup, parent)
+        session = CheckedSession(placement, detector, policy)
+        yield session
+    finally:
+        if session is not None:
+            session.close()
+        shutil.rmtree(parent, ignore_errors=True)
+
+
+def run_checked(
+    setup: WorkspaceSetup,
+    templates: list[str] | tuple[str, ...],
+    detector: object,
+    policy: Policy | None = None,
+    on_record: "Callable[[StepRecord], None] | None" = None,
+) -> list[StepRecord]:
+    """Run `templates` in a fresh workspace, checking every step; stop after the first violation
+    other than a missed change (a miss is reported and the run goes on, as the hunt does)."""
+    records: list[StepRecord] = []
+    with hunt_environment(), checked_session(setup, detector, policy) as session:
+        for template in templates:
+            record = session.step(template)
+            records.append(record)
+            if on_record is not None:
+                on_record(record)
+            if record.violation is not None and record.violation.property != DETECTOR_COVERS_CHANGES:
+                break
+    return records
+
+
+def first_violation(records: list[StepRecord], prop: str) -> Violation | None:
+    """The first violation of `prop` among `records`, if any."""
+    for record in records:
+        if record.violation is not None and record.violation.property == prop:
+            return record.violation
+    return None

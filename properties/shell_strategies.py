@@ -1,0 +1,402 @@
+"""Hypothesis generators of real shell commands that read and edit a small workspace.
+
+The grammar is a set of `@st.composite` functions with keyword knobs: which files exist in the
+pool, which edit idioms are drawn, how paths are spelled (relative, `./`, absolute, `cd sub &&`).
+Commands are plain strings with two placeholders, replaced just before they run:
+
+    @ROOT@      the workspace root (absolute), for absolute path spellings
+    @OUTSIDE@   a directory next to the workspace, outside the root
+
+so that a recorded command replays unchanged in a fresh temporary directory.
+
+`workspaces()` draws the starting files: a few small text files in a couple of directories,
+some without a final newline, one with a space and a non-ASCII letter in its name, a fixture
+and the test script that rewrites it, and one file outside the root.
+"""
+
+from __future__ import annotations
+
+import difflib
+import posixpath
+import shlex
+from typing import Mapping, Sequence
+
+import attrs
+from hypothesis import strategies as st
+
+ROOT_PLACEHOLDER = "@ROOT@"
+OUTSIDE_PLACEHOLDER = "@OUTSIDE@"
+
+WORDS: tuple[str, ...] = ("alpha", "beta", "gamma", "delta", "omega")
+
+TEXT_FILES: tuple[str, ...] = ("a.txt", "b.txt", "src/app.py", "src/util.py", "docs/notes.md", "docs/naïve notes.txt")
+FIXTURE = "tests/fixture.txt"
+TEST_SCRIPT = "run_tests.py"
+TOOL_SCRIPT = "tool.py"
+OUTSIDE_FILE = "ext.txt"
+# Names that do not exist at the start but that edits create (copies, renames, links).
+NEW_FILES: tuple[str, ...] = ("new.txt", "src/new.py", "link.txt", "hard.txt")
+DEFAULT_POOL: tuple[str, ...] = TEXT_FILES + (FIXTURE,) + NEW_FILES
+DIRECTORIES: tuple[str, ...] = (".", "src", "docs", "tests")
+
+SPELLINGS: tuple[str, ...] = ("relative", "dot", "absolute", "cd")
+
+# A test that rewrites its fixture every time it runs, as snapshot-testing tools do: the test
+# command's effects are not visible in its text, which is exactly what a detector must survive.
+TEST_SCRIPT_TEXT = (
+    "import pathlib\n"
+    "fixture = pathlib.Path('tests/fixture.txt')\n"
+    "runs = len(fixture.read_text().splitlines()) if fixture.exists() else 0\n"
+    "fixture.write_text(''.join(f'snapshot {i}\\n' for i in range(runs + 1)))\n"
+    "print(f'1 passed ({runs + 1} snapshots)')\n"
+)
+
+EDIT_IDIOMS: tuple[str, ...] = (
+    "sed-i",
+    "perl-pi",
+    "redirect",
+    "append",
+    "heredoc",
+    "python-c",
+    "python-heredoc",
+    "tee",
+    "cp",
+    "mv",
+    "rm",
+    "ln-s",
+    "ln-hard",
+    "touch",
+    "chmod",
+    "patch",
+    "git-checkout",
+    "git-stash",
+    "git-apply",
+    "find-exec",
+    "test",
+    "background",
+    "utime-same-size",
+    "outside-write",
+    "sleep",
+)
+
+# Read idioms whose classification is known to be wrong (an open classifier fault, with the
+# stored counterexample's id). Hunts aimed at a detector leave them out so that they report the
+# detector's faults rather than the classifier's; `ledger verify`'s hunt keeps them.
+# `git diff` rewrites .git/index when a file's stat data changed but its content did not (a
+# `touch`, a no-op `sed -i`), even with GIT_OPTIONAL_LOCKS=0 (git 2.39). The Runtime stays safe
+# (the step reports a change, so nothing is observed), but the classifier's contract is broken.
+OPEN_CLASSIFIER_FAULTS: dict[str, str] = {"git-diff": "classifier-git-diff-rewrites-index"}
+
+READ_IDIOMS: tuple[str, ...] = (
+    "cat",
+    "cat-n",
+    "nl",
+    "head",
+    "tail",
+    "tail-from",
+    "sed-range",
+    "sed-line",
+    "awk-range",
+    "wc",
+    "grep-file",
+    "pipe-head",
+    "pipe-sed",
+    "grep-tree",
+    "ls",
+    "ls-long",
+    "find",
+    "git-status",
+    "git-diff",
+    "git-log",
+    "diff",
+    "sort",
+    "outside",
+)
+
+
+@attrs.frozen
+class WorkspaceSetup:
+    """The starting state of a hunt: files in the root (a git repository) and outside it."""
+
+    files: Mapping[str, str]
+    outside: Mapping[str, str]
+    git: bool = True
+
+    def to_json(self) -> dict[str, object]:
+        return {"files": dict(self.files), "outside": dict(self.outside), "git": self.git}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, object]) -> "WorkspaceSetup":
+        return cls(
+            files=dict(data.get("files", {})),  # type: ignore[arg-type]
+            outside=dict(data.get("outside", {})),  # type: ignore[arg-type]
+            git=bool(data.get("git", True)),
+        )
+
+
+@st.composite
+def file_texts(draw: st.DrawFn, *, max_lines: int = 8, words: Sequence[str] = WORDS) -> str:
+    """A small text: numbered lines of a few words, sometimes without a final newline."""
+    count = draw(st.integers(0, max_lines))
+    lines = [f"{draw(st.sampled_from(words))} {i + 1} {draw(st.sampled_from(words))}" for i in range(count)]
+    text = "\n".join(lines)
+    if lines and draw(st.integers(0, 3)) != 0:
+        text += "\n"
+    return text
+
+
+@st.composite
+def workspaces(draw: st.DrawFn, *, files: Sequence[str] = TEXT_FILES, max_lines: int = 8) -> WorkspaceSetup:
+    """The initial workspace: every file of `files` with drawn text, the fixture and its test."""
+    contents = {name: draw(file_texts(max_lines=max_lines)) for name in files}
+    contents[FIXTURE] = "snapshot 0\n"
+    contents[TEST_SCRIPT] = TEST_SCRIPT_TEXT
+    outside = {OUTSIDE_FILE: draw(file_texts(max_lines=4))}
+    return WorkspaceSetup(contents, outside)
+
+
+# --- paths ----------------------------------------------------------------------------------
+
+
+def spell(key: str, spelling: str) -> tuple[str, str]:
+    """(prefix, word): how a command names `key` under `spelling`; the prefix may be `cd D && `.
+
+    `cd` spells a file in a subdirectory from inside it; a file in the root has no
+    subdirectory to enter, so it is spelled relatively.
+    """
+    if spelling == "dot":
+        return "", shlex.quote("./" + key)
+    if spelling == "absolute":
+        return "", ROOT_PLACEHOLDER + "/" + shlex.quote(key)
+    directory, name = posixpath.split(key)
+    if spelling == "cd" and directory:
+        return f"cd {shlex.quote(directory)} && ", shlex.quote(name)
+    return "", shlex.quote(key)
+
+
+@st.composite
+def paths(draw: st.DrawFn, *, pool: Sequence[str] = DEFAULT_POOL, spellings: Sequence[str] = SPELLINGS) -> tuple[str, str]:
+    """(prefix, word) naming a file of `pool` in one of `spellings`."""
+    return spell(draw(st.sampled_from(pool)), draw(st.sampled_from(spellings)))
+
+
+def _plain(key: str) -> str:
+    """A file named from the root without a cd: for edits, whose spelling matters less."""
+    return shlex.quote(key)
+
+
+# --- reads ----------------------------------------------------------------------------------
+
+
+@st.composite
+def line_numbers(draw: st.DrawFn, *, max_line: int = 10) -> tuple[int, int]:
+    """Two line numbers from a small range, so that drawn ranges overlap and nest often."""
+    first = draw(st.integers(1, max_line))
+    return first, draw(st.integers(first, max_line))
+
+
+@st.composite
+def read_commands(
+    draw: st.DrawFn,
+    *,
+    pool: Sequence[str] = DEFAULT_POOL,
+    idioms: Sequence[str] = READ_IDIOMS,
+    spellings: Sequence[str] = SPELLINGS,
+    max_line: int = 10,
+) -> str:
+    """A read or search, in one of the idioms the classifier knows (and a few it refuses)."""
+    idiom = draw(st.sampled_from(idioms))
+    prefix, path = draw(paths(pool=pool, spellings=spellings))
+    first, last = draw(line_numbers(max_line=max_line))
+    word = draw(st.sampled_from(WORDS))
+    directory = draw(st.sampled_from(DIRECTORIES))
+    if idiom == "cat":
+        return f"{prefix}cat {path}"
+    if idiom == "cat-n":
+        return f"{prefix}cat -n {path}"
+    if idiom == "nl":
+        return f"{prefix}nl -ba {path}"
+    if idiom == "head":
+        return f"{prefix}head -n {last} {path}"
+    if idiom == "tail":
+        return f"{prefix}tail -n {last} {path}"
+    if idiom == "tail-from":
+        return f"{prefix}tail -n +{first} {path}"
+    if idiom == "sed-range":
+        return f"{prefix}sed -n '{first},{last}p' {path}"
+    if idiom == "sed-line":
+        return f"{prefix}sed -n '{first}p' {path}"
+    if idiom == "awk-range":
+        return f"{prefix}awk 'NR>={first} && NR<={last}' {path}"
+    if idiom == "wc":
+        return f"{prefix}wc -l {path}"
+    if idiom == "grep-file":
+        return f"{prefix}grep -n {word} {path}"
+    if idiom == "pipe-head":
+        return f"{prefix}cat {path} | head -n {last}"
+    if idiom == "pipe-sed":
+        return f"{prefix}cat -n {path} | sed -n '{first},{last}p'"
+    if idiom == "grep-tree":
+        return f"grep -rn {word} {shlex.quote(directory)}"
+    if idiom == "ls":
+        return f"ls {shlex.quote(directory)}"
+    if idiom == "ls-long":
+        return f"ls -l {shlex.quote(directory)}"
+    if idiom == "find":
+        return f"find {shlex.quote(directory)} -name '*.txt'"
+    if idiom == "git-status":
+        return "git status --short"
+    if idiom == "git-diff":
+        return "git diff"
+    if idiom == "git-log":
+        return "git log --oneline"
+    if idiom == "diff":
+        return f"diff {_plain(draw(st.sampled_from(pool)))} {_plain(draw(st.sampled_from(pool)))}"
+    if idiom == "sort":
+        return f"{prefix}sort {path}"
+    if idiom == "outside":
+        shape = draw(st.sampled_from(("cat {}", "head -n 2 {}", "cat -n {}")))
+        return shape.format(f"{OUTSIDE_PLACEHOLDER}/{OUTSIDE_FILE}")
+    raise ValueError(f"unknown read idiom {idiom!r}")
+
+
+# --- edits ----------------------------------------------------------------------------------
+
+
+def _python_string(text: str) -> str:
+    return repr(text)
+
+
+def replace_one_line_patch(key: str, old_text: str, new_line: str, line: int) -> str | None:
+    """A unified diff that replaces line `line` of `key`, as `patch` and `git apply` read it."""
+    old_lines = old_text.splitlines(keepends=True)
+    if not old_lines or not old_text.endswith("\n"):
+        return None  # a diff of a file without a final newline needs a marker line; skip it
+    index = min(line, len(old_lines)) - 1
+    new_lines = list(old_lines)
+    new_lines[index] = new_line + "\n"
+    diff = "".join(difflib.unified_diff(old_lines, new_lines, f"a/{key}", f"b/{key}"))
+    return diff or None
+
+
+@st.composite
+def edit_commands(
+    draw: st.DrawFn,
+    *,
+    pool: Sequence[str] = DEFAULT_POOL,
+    idioms: Sequence[str] = EDIT_IDIOMS,
+    contents: Mapping[str, str] | None = None,
+    spellings: Sequence[str] = SPELLINGS,
+) -> str:
+    """An edit, through one of the idioms agents use.
+
+    `contents` (key -> current text), when given, lets `patch` and `git-apply` produce a diff
+    that applies; without it they produce one against the drawn text, which may be rejected.
+    """
+    idiom = draw(st.sampled_from(idioms))
+    key = draw(st.sampled_from(pool))
+    other = draw(st.sampled_from(pool))
+    path = _plain(key)
+    word, replacement = draw(st.sampled_from(WORDS)), draw(st.sampled_from(WORDS + tuple(w.upper() for w in WORDS)))
+    text = f"{draw(st.sampled_from(WORDS))} {draw(st.integers(0, 99))}"
+    if idiom == "sed-i":
+        prefix, spelled = draw(paths(pool=(key,), spellings=spellings))
+        return f"{prefix}sed -i 's/{word}/{replacement}/' {spelled}"
+    if idiom == "perl-pi":
+        return f"perl -pi -e 's/{word}/{replacement}/' {path}"
+    if idiom == "redirect":
+        prefix, spelled = draw(paths(pool=(key,), spellings=spellings))
+        return f"{prefix}echo {shlex.quote(text)} > {spelled}"
+    if idiom == "append":
+        prefix, spelled = draw(paths(pool=(key,), spellings=spellings))
+        if draw(st.booleans()):
+            return f"{prefix}echo {shlex.quote(text)} >> {spelled}"
+        return f"{prefix}printf '%s' {shlex.quote(text)} >> {spelled}"
+    if idiom == "heredoc":
+        body = "\n".join(f"{w} {i}" for i, w in enumerate(draw(st.lists(st.sampled_from(WORDS), max_size=4))))
+        return f"cat > {path} <<'EOF'\n{body}\nEOF"
+    if idiom == "python-c":
+        program = (
+            f"import pathlib; p = pathlib.Path({_python_string(key)}); "
+            f"p.write_text(p.read_text().replace({word!r}, {replacement!r}) if p.exists() else {text!r})"
+        )
+        return f"python3 -S -c {shlex.quote(program)}"
+    if idiom == "python-heredoc":
+        return (
+            "python3 -S - <<'EOF'\n"
+            f"with open({_python_string(key)}, 'a') as f:\n"
+            f"    f.write({(text + chr(10))!r})\n"
+            "EOF"
+        )
+    if idiom == "tee":
+        flag = "-a " if draw(st.booleans()) else ""
+        return f"echo {shlex.quote(text)} | tee {flag}{path}"
+    if idiom == "cp":
+        return f"cp {path} {_plain(other)}"
+    if idiom == "mv":
+        return f"mv {path} {_plain(other)}"
+    if idiom == "rm":
+        return f"rm -f {path}"
+    if idiom == "ln-s":
+        target = posixpath.relpath(other, posixpath.dirname(key) or ".")
+        if draw(st.booleans()):
+            target = f"{OUTSIDE_PLACEHOLDER}/{OUTSIDE_FILE}"
+        return f"ln -sfn {shlex.quote(target)} {path}"
+    if idiom == "ln-hard":
+        return f"ln -f {_plain(other)} {path}"
+    if idiom == "touch":
+        return f"touch {path}"
+    if idiom == "chmod":
+        return f"chmod {draw(st.sampled_from(('600', '644', '755', '+x')))} {path}"
+    if idiom in ("patch", "git-apply"):
+        old_text = (contents or {}).get(key, "")
+        diff = replace_one_line_patch(key, old_text, text, draw(st.integers(1, 8)))
+        if diff is None:
+            diff = f"--- a/{key}\n+++ b/{key}\n@@ -1 +1 @@\n-{word}\n+{text}\n"
+        if idiom == "patch":
+            return f"patch -p1 <<'EOF'\n{diff}EOF"
+        return f"git apply <<'EOF'\n{diff}EOF"
+    if idiom == "git-checkout":
+        return draw(st.sampled_from((f"git checkout -- {path}", "git checkout -- .")))
+    if idiom == "git-stash":
+        return draw(st.sampled_from(("git stash", "git stash pop", "git stash apply")))
+    if idiom == "find-exec":
+        pattern = draw(st.sampled_from(("*.txt", "*.py", "*.md")))
+        return f"find . -name '{pattern}' -not -path './.git/*' -exec sed -i 's/{word}/{replacement}/' {{}} +"
+    if idiom == "test":
+        return f"python3 {TEST_SCRIPT}"
+    if idiom == "background":
+        return f"(sleep 0.2; echo {shlex.quote(text)} >> {path}) &"
+    if idiom == "utime-same-size":
+        # Same size, new bytes, and the old mtime put back: only ctime and content betray it.
+        program = (
+            "import os, sys; p = sys.argv[1]; st = os.stat(p); d = open(p, 'rb').read(); "
+            "open(p, 'wb').write(d.swapcase() if d.swapcase() != d else d[::-1]); "
+            "os.utime(p, ns=(st.st_atime_ns, st.st_mtime_ns))"
+        )
+        return f"python3 -S -c {shlex.quote(program)} {path}"
+    if idiom == "outside-write":
+        return f"echo {shlex.quote(text)} >> {OUTSIDE_PLACEHOLDER}/{OUTSIDE_FILE}"
+    if idiom == "sleep":
+        return "sleep 0.3"
+    raise ValueError(f"unknown edit idiom {idiom!r}")
+
+
+@st.composite
+def tool_scripts(draw: st.DrawFn, *, pool: Sequence[str] = DEFAULT_POOL) -> str:
+    """A step that writes a python script which, run in a later step, edits a file of `pool`."""
+    key = draw(st.sampled_from(pool))
+    word, replacement = draw(st.sampled_from(WORDS)), draw(st.sampled_from(tuple(w.upper() for w in WORDS)))
+    body = (
+        "import pathlib\n"
+        f"p = pathlib.Path({_python_string(key)})\n"
+        f"p.write_text(p.read_text().replace({word!r}, {replacement!r}) if p.exists() else 'created\\n')\n"
+    )
+    return f"cat > {TOOL_SCRIPT} <<'EOF'\n{body}EOF"
+
+
+RUN_TOOL_SCRIPT = f"python3 -S {TOOL_SCRIPT}"
+
+
+DETECTOR_READ_IDIOMS: tuple[str, ...] = tuple(i for i in READ_IDIOMS if i not in OPEN_CLASSIFIER_FAULTS)
+"""The read grammar for hunts aimed at a detector: every idiom without an open classifier fault."""
