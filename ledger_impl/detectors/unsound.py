@@ -1,0 +1,78 @@
+"""Known-unsound edit detectors, shipped as documentation of real failure modes.
+
+Each one is wrong in a way a plausible detector is wrong, and the safety hunt finds a stale
+Reuse for each within the `ci` profile; the counterexamples it found are stored under
+`counterexamples/` and replayed by the test suite. Never use these in a Runtime.
+
+  optimistic_rules   reads the command text and treats what it cannot see into (`python
+                     tool.py`, a test run, `find -exec`) as "no change": the detector the
+                     paper's referee worries about
+  stat_only          compares size and mtime only: no ctime, no racy-clean hashing, so a
+                     same-size rewrite that puts the old mtime back (or lands in the same
+                     clock tick) goes unseen, as does a chmod
+"""
+
+from __future__ import annotations
+
+import os
+import pathlib
+
+from ledger_spec import Changes
+
+from .rules import RulesDetector
+
+
+def optimistic_rules() -> RulesDetector:
+    """The rules detector with opaque commands reported as changing nothing."""
+    return RulesDetector(unknown_for_opaque=False)
+
+
+class StatOnlyDetector:
+    """Reports a key when its size or mtime changed, or it appeared or disappeared.
+
+    This is the check many build tools make. It misses every change that keeps both: a
+    same-size rewrite within one timestamp tick, a rewrite followed by `os.utime` to the old
+    mtime (what `cp -p`, `rsync -t` and `touch -r` do), and mode changes (`chmod`).
+    """
+
+    name = "stat-only"
+
+    def __init__(self) -> None:
+        self._root: str | None = None
+        self._baseline: dict[str, tuple[int, int]] | None = None
+
+    def before(self, root: pathlib.Path, command: str) -> None:
+        root_s = os.path.abspath(root)
+        if self._baseline is None or self._root != root_s:
+            self._root, self._baseline = root_s, _sizes_and_mtimes(root_s)
+
+    def after(self, root: pathlib.Path, command: str, exit_code: int) -> Changes:
+        root_s = os.path.abspath(root)
+        if self._baseline is None or self._root != root_s:
+            self._root, self._baseline = root_s, _sizes_and_mtimes(root_s)
+            return Changes(unknown=True)
+        now = _sizes_and_mtimes(root_s)
+        changed = {key for key in self._baseline.keys() | now.keys() if self._baseline.get(key) != now.get(key)}
+        self._baseline = now
+        return Changes(frozenset(changed))
+
+
+def _sizes_and_mtimes(root: str) -> dict[str, tuple[int, int]]:
+    table: dict[str, tuple[int, int]] = {}
+    for directory, names, files in os.walk(root):
+        for name in names + files:
+            path = os.path.join(directory, name)
+            try:
+                st = os.lstat(path)
+            except OSError:
+                continue
+            table[os.path.relpath(path, root).replace(os.sep, "/")] = (st.st_size, st.st_mtime_ns)
+    return table
+
+
+def stat_only() -> StatOnlyDetector:
+    """Size + mtime comparison, without ctime or the racy-clean rule."""
+    return StatOnlyDetector()
+
+
+__all__ = ["StatOnlyDetector", "optimistic_rules", "stat_only"]
