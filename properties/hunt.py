@@ -21,7 +21,9 @@ import hashlib
 import json
 import pathlib
 import random
+import posixpath
 import re
+import shlex
 import time
 from typing import Callable, Iterator, Mapping, Sequence
 
@@ -36,6 +38,7 @@ from ledger_spec import Policy
 from .oracle import (
     DETECTOR_COVERS_CHANGES,
     PROPERTIES,
+    REUSE_IS_FRESH,
     CheckedSession,
     StepRecord,
     Violation,
@@ -49,6 +52,7 @@ from .shell_strategies import (
     DEFAULT_POOL,
     DETECTOR_READ_IDIOMS,
     EDIT_IDIOMS,
+    READ_IDIOMS,
     RUN_TOOL_SCRIPT,
     SPELLINGS,
     WorkspaceSetup,
@@ -159,8 +163,15 @@ def make_hunt(
     log: ViolationLog | None = None,
     grammar: Grammar = Grammar(),
     policy: Policy | None = None,
+    stale_reads_only: bool = False,
 ) -> type[RuleBasedStateMachine]:
-    """A state-machine class hunting violations with detectors made by `detector_factory`."""
+    """A state-machine class hunting violations with detectors made by `detector_factory`.
+
+    With `stale_reads_only`, a missed change does not fail the run by itself (it is still
+    checked, and still reported if the run fails otherwise): the hunt then looks for the stale
+    Reuse a miss leads to, instead of stopping at the first miss. For documenting a detector's
+    failure mode; a detector check keeps it off.
+    """
     violation_log = log if log is not None else ViolationLog()
 
     class SafetyHunt(RuleBasedStateMachine):
@@ -170,23 +181,33 @@ def make_hunt(
             self.session: CheckedSession | None = None
             self.setup: WorkspaceSetup | None = None
             self.reads: list[str] = []
+            self.pool: list[str] = list(grammar.pool)
+            self.edit_idioms: list[str] = list(grammar.edit_idioms)
             # A missed change is reported at the end of the run, unless the run goes on to a
             # stale Reuse, the graver outcome it usually leads to: Hypothesis then shrinks
             # both, and the counterexample files show the stale read, not just the miss.
             self.missed: FailingRun | None = None
             self.raised = False
 
-        @initialize(setup=workspaces())
-        def start(self, setup: WorkspaceSetup) -> None:
+        @initialize(setup=workspaces(), data=st.data())
+        def start(self, setup: WorkspaceSetup, data: st.DataObject) -> None:
             # Out of shrink budget: the run is skipped (invalid), so shrinking ends quickly.
             hypothesis.assume(not violation_log.out_of_time())
             violation_log.examples += 1
             self.setup = setup
+            # Swarm testing: each run works on a few files with a few edit idioms, so that a
+            # read, an edit and a re-read of the same file (what a stale Reuse needs) are
+            # likely, and idioms that mask each other (an unknown-scope step resets
+            # everything) are often absent.
+            self.pool = data.draw(st.lists(st.sampled_from(grammar.pool), min_size=1, max_size=3, unique=True), "pool")
+            self.edit_idioms = data.draw(
+                st.lists(st.sampled_from(grammar.edit_idioms), min_size=1, max_size=5, unique=True), "edit idioms"
+            )
             self.session = self._exit.enter_context(checked_session(setup, detector_factory(), policy))
 
         @rule(data=st.data())
         def read(self, data: st.DataObject) -> None:
-            command = data.draw(read_commands(pool=grammar.pool, idioms=grammar.read_idioms, spellings=grammar.spellings))
+            command = data.draw(read_commands(pool=self.pool, idioms=grammar.read_idioms, spellings=grammar.spellings))
             self.reads.append(command)
             self._step(command)
 
@@ -200,12 +221,20 @@ def make_hunt(
         def edit(self, data: st.DataObject) -> None:
             contents = self._contents()
             self._step(
+                data.draw(edit_commands(pool=self.pool, idioms=self.edit_idioms, contents=contents, spellings=grammar.spellings))
+            )
+
+        @rule(data=st.data())
+        def edit_another_way(self, data: st.DataObject) -> None:
+            """Any idiom on any file: what the run's swarm subset leaves out still happens."""
+            contents = self._contents()
+            self._step(
                 data.draw(edit_commands(pool=grammar.pool, idioms=grammar.edit_idioms, contents=contents, spellings=grammar.spellings))
             )
 
-        @rule(command=tool_scripts())
-        def write_tool_script(self, command: str) -> None:
-            self._step(command)
+        @rule(data=st.data())
+        def write_tool_script(self, data: st.DataObject) -> None:
+            self._step(data.draw(tool_scripts(pool=self.pool)))
 
         @rule()
         def run_tool_script(self) -> None:
@@ -239,7 +268,7 @@ def make_hunt(
 
         def teardown(self) -> None:
             self._exit.close()
-            if self.missed is not None and not self.raised:
+            if self.missed is not None and not self.raised and not stale_reads_only:
                 violation_log.record(self.missed)
                 raise DetectorMissedChange(self.missed.violation.message)
 
@@ -261,6 +290,22 @@ def hunt_settings(profile: Profile, **overrides: object) -> settings:
     )
     values.update(overrides)
     return settings(**values)  # type: ignore[arg-type]
+
+
+FULL_GRAMMAR = Grammar(read_idioms=READ_IDIOMS)
+"""Every read idiom, including those with an open classifier fault: what `ledger verify` hunts."""
+
+
+def run_verify_hunt(
+    profile: Profile | str | None = None, seed: int | None = None, out_dir: str | pathlib.Path | None = None
+) -> "HuntReport":
+    """The hunt `ledger verify` runs: the default detector, the full grammar."""
+    from ledger_impl.detectors import default_detector
+
+    return run_hunt(
+        default_detector, profile, seed, out_dir, detector="ledger_impl.detectors:default_detector",
+        grammar=FULL_GRAMMAR, command="ledger verify",
+    )
 
 
 # --- minimizing -------------------------------------------------------------------------------
@@ -307,6 +352,31 @@ def minimize(
         if found is not None and len(found.steps) <= len(best.steps):
             best = found
     return best
+
+
+def escalate(
+    run: FailingRun, detector_factory: DetectorFactory, budget_seconds: float = 30.0, policy: Policy | None = None
+) -> FailingRun | None:
+    """Turn a missed change into the stale read it allows, if it does: read each missed file
+    just before the step that changed it and again just after, and see whether the second read
+    is served stale. A stale read is what a user needs to see to believe the miss matters."""
+    if run.violation.property != DETECTOR_COVERS_CHANGES:
+        return None
+    deadline = time.monotonic() + budget_seconds
+    templates = [record.template for record in run.steps]
+    at = run.violation.step
+    for key in run.violation.observed.get("missing", []):  # type: ignore[union-attr]
+        if time.monotonic() >= deadline or str(key).startswith(".git"):
+            continue
+        # A file read shows a changed file; a listing shows a created or deleted one.
+        directory = posixpath.dirname(str(key)) or "."
+        for read in (f"cat {shlex.quote(str(key))}", f"ls -l {shlex.quote(directory)}"):
+            candidate = templates[:at] + [read] + templates[at : at + 1] + [read]
+            records = run_checked(run.setup, candidate, detector_factory(), policy)
+            violation = first_violation(records, REUSE_IS_FRESH)
+            if violation is not None:
+                return FailingRun(run.setup, tuple(records[: violation.step + 1]), violation)
+    return None
 
 
 # --- counterexample files --------------------------------------------------------------------
@@ -396,6 +466,7 @@ def run_hunt(
     command: str = "",
     on_step: Callable[[int, int], None] | None = None,
     max_examples: int | None = None,
+    stale_reads_only: bool = False,
 ) -> HuntReport:
     """Hunt violations for detectors made by `detector_factory` under `profile`'s budget.
 
@@ -407,7 +478,7 @@ def run_hunt(
     seed = seed if seed is not None else random.SystemRandom().randrange(2**32)
     name = detector or f"{getattr(detector_factory, '__module__', '?')}:{getattr(detector_factory, '__qualname__', '?')}"
     log = ViolationLog(on_step, SHRINK_SECONDS.get(chosen.name, 60.0))
-    machine = hypothesis.seed(seed)(make_hunt(detector_factory, chosen, log=log, grammar=grammar))
+    machine = hypothesis.seed(seed)(make_hunt(detector_factory, chosen, log=log, grammar=grammar, stale_reads_only=stale_reads_only))
     overrides = {} if max_examples is None else {"max_examples": max_examples}
     started = time.monotonic()
     with hunt_environment():
@@ -416,6 +487,9 @@ def run_hunt(
         except (HuntViolation, BaseExceptionGroup, hypothesis.errors.Flaky):  # type: ignore[attr-defined]
             pass  # the log holds the minimized runs
     runs = [minimize(run, detector_factory, MINIMIZE_SECONDS.get(chosen.name, 60.0)) for run in log.last.values()]
+    if not any(run.violation.property == REUSE_IS_FRESH for run in runs):
+        stale = [found for run in runs if (found := escalate(run, detector_factory)) is not None]
+        runs += [minimize(run, detector_factory, MINIMIZE_SECONDS.get(chosen.name, 60.0)) for run in stale[:1]]
     seconds = time.monotonic() - started
     documents = tuple(
         counterexample_document(run, detector=name, seed=seed, profile=chosen.name, command=command) for run in runs
@@ -437,5 +511,7 @@ __all__ = [
     "hunt_settings",
     "make_hunt",
     "run_hunt",
+    "run_verify_hunt",
+    "FULL_GRAMMAR",
     "write_counterexample",
 ]

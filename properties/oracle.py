@@ -115,7 +115,7 @@ def materialize(setup: WorkspaceSetup, parent: pathlib.Path) -> Placement:
             path.write_bytes(text.encode("utf-8"))
     if setup.git:
         # An empty template: no sample hooks, fewer files to hash at every step.
-        for args in (["init", "-q", "-b", "main", "--template="], ["add", "-A"], ["commit", "-q", "-m", "initial"]):
+        for args in (["init", "-q", "-b", "main", "--template="], ["add", "-A"], ["commit", "-q", "--allow-empty", "-m", "initial"]):
             subprocess.run(["git", *args], cwd=root, check=True, capture_output=True, env={**os.environ, **GIT_ENVIRONMENT})
     return Placement(root.resolve(), outside.resolve())
 
