@@ -1,0 +1,240 @@
+"""The optimized ledger against the reference spec: generated sessions, then index edge cases.
+
+Every targeted case runs through `properties.differential.replay` (which compares decisions,
+counters, views and snapshots with the spec after each event) and then also pins the expected
+decision, so a case still fails if spec and impl were ever wrong together.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from ledger_impl.ledger import Ledger
+from ledger_spec import (
+    NUMBERED,
+    PLAIN,
+    Allow,
+    Category,
+    Changes,
+    Command,
+    FileTarget,
+    LineRange,
+    Nudge,
+    Policy,
+    Reuse,
+    TreeTarget,
+)
+from properties.differential import Divergence, Event, replay, run_differential
+
+EXAMPLES_PER_SHAPE = 60
+
+
+def test_spec_and_ledger_agree_on_generated_sessions() -> None:
+    ok, summary = run_differential(max_examples=EXAMPLES_PER_SHAPE)
+    assert ok, summary
+
+
+def read(key: str, start: int = 1, end: int | None = None, view: str = PLAIN, spelling: str = "") -> Command:
+    shown = "$" if end is None else str(end)
+    normalized = f"{view} {start},{shown} {key}"
+    return Command(normalized + spelling, normalized, Category.READ, FileTarget(key, LineRange(start, end), view))
+
+
+def lines_text(first: int, last: int) -> str:
+    return "".join(f"line {n}\n" for n in range(first, last + 1))
+
+
+SEARCH = Command("grep -rn x .", "grep -rn x .", Category.SEARCH, TreeTarget("."))
+EDIT_A = Command("edit a.py", "edit a.py", Category.EDIT)
+TEST = Command("pytest", "pytest", Category.TEST)
+
+
+def ran(command: Command, output: str = "", exit_status: int = 0, changes: Changes = Changes()) -> Event:
+    return Event(command=command, output=output, exit_status=exit_status, step_changes=changes)
+
+
+def ran_anyway(command: Command, output: str = "", exit_status: int = 0) -> Event:
+    """A step the harness runs whatever govern said, so that it is observed again."""
+    return Event(command=command, output=output, exit_status=exit_status, harness_allows=True)
+
+
+# Checks the events against the spec at every step and returns the ledger they leave behind.
+drive = replay
+
+
+def reused_from(decision: object) -> int:
+    assert isinstance(decision, Reuse), decision
+    return decision.observation.step
+
+
+# --- range index -------------------------------------------------------------------------
+
+
+def test_many_ranges_of_one_file_serve_from_the_newest_covering_one() -> None:
+    policy = Policy()
+    windows = [ran(read("a.py", s, s + 9), lines_text(s, s + 9)) for s in range(1, 200, 10)]
+    ledger = drive(policy, windows)
+    # 31..40 is the fourth window (step 3).
+    decision = ledger.govern(read("a.py", 35, 38))
+    assert reused_from(decision) == 3
+    assert decision.output == lines_text(35, 38)
+
+
+def test_newer_narrow_range_wins_over_older_wide_one_when_both_serve() -> None:
+    policy = Policy()
+    ledger = drive(policy, [ran(read("a.py", 1, 20), lines_text(1, 20)), ran_anyway(read("a.py", 5, 10), lines_text(5, 10))])
+    assert reused_from(ledger.govern(read("a.py", 6, 8))) == 1
+    # The narrow one cannot serve 12..15; the older wide one still can.
+    assert reused_from(ledger.govern(read("a.py", 12, 15))) == 0
+
+
+def test_a_wider_newer_range_supersedes_the_ranges_it_covers() -> None:
+    policy = Policy()
+    ledger = drive(policy, [ran(read("a.py", 5, 10), lines_text(5, 10)), ran(read("a.py", 1, 20), lines_text(1, 20))])
+    assert reused_from(ledger.govern(read("a.py", 6, 8))) == 1
+    assert reused_from(ledger.govern(read("a.py", 5, 10))) == 1
+
+
+def test_a_short_read_shows_the_end_of_file_and_serves_past_it() -> None:
+    policy = Policy()
+    ledger = drive(policy, [ran(read("a.py", 1, 10), lines_text(1, 3))])
+    decision = ledger.govern(read("a.py", 50, 60))
+    assert reused_from(decision) == 0 and decision.output == ""
+    assert isinstance(ledger.govern(read("a.py", 1, 10, view=NUMBERED)), Allow)
+
+
+def test_an_edit_of_the_file_or_an_unknown_change_ends_range_reuse() -> None:
+    policy = Policy()
+    wide = ran(read("a.py", 1, 20), lines_text(1, 20))
+    after_edit = drive(policy, [wide, ran(EDIT_A, changes=Changes({"a.py"}))])
+    assert isinstance(after_edit.govern(read("a.py", 2, 3)), Allow)
+    after_other_edit = drive(policy, [wide, ran(EDIT_A, changes=Changes({"b.py"}))])
+    assert reused_from(after_other_edit.govern(read("a.py", 2, 3))) == 0
+    after_unknown = drive(policy, [wide, Event(changes=Changes(unknown=True))])
+    assert isinstance(after_unknown.govern(read("a.py", 2, 3)), Allow)
+
+
+def test_superseded_observation_is_never_served_after_a_change_but_its_successor_is() -> None:
+    policy = Policy()
+    events = [
+        ran(read("a.py", 1, 20), lines_text(1, 20)),
+        ran(EDIT_A, changes=Changes({"a.py"})),
+        ran(read("a.py", 1, 20), "new\n" * 20),
+    ]
+    ledger = drive(policy, events)
+    decision = ledger.govern(read("a.py", 3, 4))
+    assert reused_from(decision) == 2 and decision.output == "new\n" * 2
+
+
+def test_range_reuse_off_serves_only_identical_commands() -> None:
+    policy = Policy(range_reuse=False)
+    ledger = drive(policy, [ran(read("a.py", 1, 20), lines_text(1, 20))])
+    assert isinstance(ledger.govern(read("a.py", 2, 3)), Allow)
+    assert reused_from(ledger.govern(read("a.py", 1, 20))) == 0
+
+
+# --- exit status, reference mode, tree targets ----------------------------------------------
+
+
+def test_a_failed_read_is_reused_only_when_typed_the_same_way() -> None:
+    policy = Policy()
+    failed = read("a.py", 1, 5, spelling=" ")
+    ledger = drive(policy, [ran(failed, "cat: a.py: No such file\n", exit_status=1)])
+    decision = ledger.govern(failed)
+    assert reused_from(decision) == 0 and decision.exit_status == 1
+    assert not isinstance(ledger.govern(read("a.py", 1, 5)), Reuse)  # same normalized, other spelling
+    assert isinstance(ledger.govern(read("a.py", 2, 3)), Allow)  # a failed read slices nothing
+
+
+def test_reference_mode_points_at_the_step() -> None:
+    policy = Policy(reuse_mode="reference")
+    ledger = drive(policy, [ran(EDIT_A, changes=Changes({"a.py"})), ran(read("a.py"), lines_text(1, 4))])
+    decision = ledger.govern(read("a.py", 2, 3))
+    assert isinstance(decision, Reuse)
+    assert decision.output == "[ledger] output unchanged since step 1; see it there.\n"
+    assert decision.note == "reference to step 1"
+
+
+def test_a_search_is_current_only_until_any_change() -> None:
+    policy = Policy()
+    ledger = drive(policy, [ran(SEARCH, "a.py:1:x\n"), ran(EDIT_A, changes=Changes({"__pycache__/a.pyc"}))])
+    assert isinstance(ledger.govern(SEARCH), (Allow, Nudge))
+    ledger = drive(policy, [ran(SEARCH, "a.py:1:x\n"), ran(TEST)])
+    assert reused_from(ledger.govern(SEARCH)) == 0
+
+
+# --- nudges and the intervention cap ------------------------------------------------------
+
+
+def test_a_test_rerun_after_transient_changes_only_is_nudged_once_per_cooldown() -> None:
+    policy = Policy(nudge_cooldown=3)
+    cache = Changes({".pytest_cache/v"})
+    ledger = drive(policy, [ran(TEST, exit_status=1, changes=cache)])
+    decision = ledger.govern(TEST)
+    assert decision == Nudge(
+        "this test already ran at step 0 (exit 1) and nothing but transient files changed since"
+    )
+    ledger = drive(policy, [ran(TEST, exit_status=1, changes=cache), ran(TEST, changes=cache)])
+    assert isinstance(ledger.govern(TEST), Allow)  # cooldown: nudged at step 1, now step 2
+
+
+def test_past_the_intervention_cap_everything_is_allowed() -> None:
+    policy = Policy(intervention_cap=1)
+    events = [ran(read("a.py"), "x\n"), ran(read("a.py"), "x\n")]  # the second is reused
+    ledger = drive(policy, events)
+    assert ledger.interventions == 1
+    assert isinstance(ledger.govern(read("a.py")), Allow)
+
+
+# --- the view ----------------------------------------------------------------------------
+
+
+def test_a_long_view_is_cut_with_the_spec_omission_count() -> None:
+    policy = Policy(view_budget=2000)
+    events = [ran(read(f"src/m{n}.py"), "x\n") for n in range(300)]
+    events += [ran(Command(f"edit src/m{n}.py", f"edit src/m{n}.py", Category.EDIT), changes=Changes({f"src/m{n}.py"})) for n in range(0, 300, 7)]
+    ledger = drive(policy, events)
+    view = ledger.render()
+    assert len(view) <= 2000 and view.endswith("more lines")
+    assert "stale: src/m294.py changed at step 342" in view
+
+
+def test_stale_reason_names_the_first_change_in_log_order_within_a_step() -> None:
+    policy = Policy()
+    events = [
+        ran(read("a.py"), "x\n"),
+        Event(changes=Changes(unknown=True)),  # step 1, before the edit of step 1
+        ran(EDIT_A, changes=Changes({"a.py"})),
+    ]
+    ledger = drive(policy, events)
+    assert "[stale: unknown-scope change at step 1]" in ledger.render()
+
+
+def test_a_repeated_line_longer_than_the_budget_is_counted_not_shown() -> None:
+    policy = Policy(view_budget=300, intervention_cap=0)
+    events = [ran(Command(f"run job-{n:03}", f"run job-{n:03}", Category.RUN)) for n in range(40)] * 2
+    ledger = drive(policy, events)
+    assert ledger.render() == "[ledger] step 80; interventions 0/0\n... 1 more lines"
+
+
+def test_local_rejects_a_malformed_key_like_the_spec() -> None:
+    with pytest.raises(ValueError):
+        Ledger().local("../outside")
+
+
+def test_replay_reports_a_divergence() -> None:
+    """The checker itself can fail: a ledger that forgot an event is caught."""
+
+    class ForgetfulLedger(Ledger):
+        def modify(self, changes: Changes) -> None:
+            pass
+
+    import properties.differential as differential
+
+    original = differential.Ledger
+    differential.Ledger = ForgetfulLedger  # type: ignore[misc]
+    try:
+        with pytest.raises(Divergence, match="G"):
+            replay(Policy(), [Event(changes=Changes({"a.py"}))])
+    finally:
+        differential.Ledger = original  # type: ignore[misc]
