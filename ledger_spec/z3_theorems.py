@@ -486,6 +486,8 @@ def stale_reuse_search(variant: Variant, aim: Callable[[Event], z3.BoolRef] | No
             # nothing, and the advisory nudge never fires (the replay's runtime decides that).
             z3.Implies(in_categories(event.category, READ_ONLY), z3.And(event.category == CATEGORY_TERM[Category.READ], report_is_empty(event))),
             z3.Not(event.nudge_ok),
+            # The smallest witness: of the two files, at most one changes unreported per step.
+            z3.Not(z3.And([z3.And(event.changed[key], z3.Not(event.reported[key])) for key in keys.values()])),
         ]
         if aim is not None:
             constraints.append(aim(event))
