@@ -317,7 +317,11 @@ def _fresh_tree(variant: Variant, state: State) -> z3.BoolRef:
     return z3.Implies(z3.And(o.recorded, o.tree, current_tree(variant, state, o)), state.version == o.versions)
 
 
-def _freshness_watch(pre: State, event: Event, post: State) -> dict[str, z3.ExprRef]:
+def _freshness_watch(variant: Variant) -> Callable[[State, Event, State], dict[str, z3.ExprRef]]:
+    return lambda pre, event, post: _freshness_terms(variant, pre, event, post)
+
+
+def _freshness_terms(variant: Variant, pre: State, event: Event, post: State) -> dict[str, z3.ExprRef]:
     o, after = pre.observation(_ANY_OBSERVATION), post.observation(_ANY_OBSERVATION)
     return {
         "j (observation)": _ANY_OBSERVATION,
@@ -337,29 +341,33 @@ def _freshness_watch(pre: State, event: Event, post: State) -> dict[str, z3.Expr
         "pre.V[o.key]": pre.version[o.key],
         "post.V[o.key]": post.version[after.key],
         **_event_watch(event, after.key),
-        "verdict": decide(SPEC, pre, event),
+        "verdict": decide(variant, pre, event),
     }
 
 
 def _check_freshness_file(variant: Variant) -> tuple[Status, str, None]:
     return _inductive(
-        variant, lambda s: z3.And(_snapshots_below_counters(s), _fresh_file(variant, s)), _freshness_watch
+        variant, lambda s: z3.And(_snapshots_below_counters(s), _fresh_file(variant, s)), _freshness_watch(variant)
     )
 
 
 def _check_freshness_tree(variant: Variant) -> tuple[Status, str, None]:
     return _inductive(
-        variant, lambda s: z3.And(_snapshots_below_counters(s), _fresh_tree(variant, s)), _freshness_watch
+        variant, lambda s: z3.And(_snapshots_below_counters(s), _fresh_tree(variant, s)), _freshness_watch(variant)
     )
 
 
 # --- govern -------------------------------------------------------------------------------
 
 
-def _govern_watch(pre: State, event: Event, post: State) -> dict[str, z3.ExprRef]:
+def _govern_watch(variant: Variant) -> Callable[[State, Event, State], dict[str, z3.ExprRef]]:
+    return lambda pre, event, post: _govern_terms(variant, pre, event, post)
+
+
+def _govern_terms(variant: Variant, pre: State, event: Event, post: State) -> dict[str, z3.ExprRef]:
     return {
         **_event_watch(event),
-        "verdict": decide(SPEC, pre, event),
+        "verdict": decide(variant, pre, event),
         "pre.interventions": pre.interventions,
         "pre.withheld": pre.withheld,
         "cap": pre.cap,
@@ -385,7 +393,7 @@ def _check_reuse_only_read_only(variant: Variant) -> tuple[Status, str, None]:
             ),
         )
 
-    return _step_property(variant, prop, _govern_watch)
+    return _step_property(variant, prop, _govern_watch(variant))
 
 
 def _check_allow_nudge_execute(variant: Variant) -> tuple[Status, str, None]:
@@ -400,14 +408,14 @@ def _check_allow_nudge_execute(variant: Variant) -> tuple[Status, str, None]:
         allowed = z3.Or(verdict == VERDICT_TERM[Verdict.ALLOW], verdict == VERDICT_TERM[Verdict.NUDGE])
         return z3.Implies(allowed, ran)
 
-    return _step_property(variant, prop, _govern_watch)
+    return _step_property(variant, prop, _govern_watch(variant))
 
 
 def _check_intervention_cap(variant: Variant) -> tuple[Status, str, None]:
     return _inductive(
         variant,
         lambda s: z3.And(0 <= s.withheld, s.withheld <= s.interventions, s.interventions <= s.cap),
-        _govern_watch,
+        _govern_watch(variant),
     )
 
 

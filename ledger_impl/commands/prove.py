@@ -67,6 +67,8 @@ def run(args: argparse.Namespace) -> int:
         return 0 if ok else 1
 
     console = Console()
+    if console.width < 100:  # pipes and CI logs default to 80 columns, which cut the results
+        console = Console(width=100)
     table = Table(title="ledger prove")
     table.add_column("theorem", no_wrap=True)
     table.add_column("kind")
