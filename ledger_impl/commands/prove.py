@@ -82,7 +82,7 @@ def run(args: argparse.Namespace) -> int:
         if result.model_text and result.status != "proved":
             heading = "counterexample (expected)" if result.as_expected else "FAILED"
             console.print(f"\n[bold]{result.name}[/]: {heading}\n  {result.statement}", highlight=False)
-            console.print(result.model_text, highlight=False, markup=False)
+            console.print(result.model_text, highlight=False, markup=False, soft_wrap=True)
     for path in written:
         console.print(f"wrote {path}", highlight=False)
     total = sum(result.seconds for result in results)
