@@ -80,6 +80,7 @@ def serve(stored: LineRange, output: str, requested: LineRange) -> str:
     post: __return__ == "" or __return__ in output
     post: implies(requested == stored, __return__ == output)
     post: implies(requested.is_empty, __return__ == "")
+    post: implies(requested.end is not None, len(split_lines(__return__)) <= max(0, requested.end - requested.start + 1))
     """
     if not consistent(stored, output):
         raise ValueError(f"{len(split_lines(output))} lines cannot be the result of reading {stored}")

@@ -194,10 +194,22 @@ def world_sessions(draw: st.DrawFn, *, max_steps: int = 30) -> tuple[dict[str, s
         if earlier_reads and choice <= 1:
             script.append(draw(st.sampled_from(earlier_reads)))
         elif earlier_reads and choice in (2, 3):
-            script.append(_narrower(draw(st.sampled_from(earlier_reads)), draw(line_ranges(max_line=7))))
+            earlier = draw(st.sampled_from(earlier_reads))
+            script.append(_narrower(earlier, draw(line_ranges(max_line=7) | _inner_ranges(earlier))))
         else:
             script.append(draw(world_steps()))
     return files, script
+
+
+def _inner_ranges(step: WorldStep) -> st.SearchStrategy[LineRange]:
+    """Ranges starting inside an earlier read's range, the case range reuse mostly serves."""
+    target = step.command.target
+    first = target.lines.start if isinstance(target, FileTarget) else 1
+    return st.builds(
+        lambda start, length: LineRange(start, start + length - 1),
+        st.integers(first, first + 3),
+        st.integers(0, 3),
+    )
 
 
 def _narrower(step: WorldStep, lines: LineRange) -> WorldStep:

@@ -590,3 +590,10 @@ def test_the_view_names_why_an_observation_is_stale() -> None:
 def test_policy_is_a_frozen_value() -> None:
     with pytest.raises(attrs.exceptions.FrozenInstanceError):
         Policy().intervention_cap = 5  # type: ignore[misc]
+
+
+def test_keys_changed_in_one_step_are_listed_in_key_order_whatever_the_hash_seed() -> None:
+    keys = [f"k{index}.py" for index in range(8)]
+    state = modify(INITIAL, Changes(frozenset(reversed(keys))))
+    listed = ", ".join(f"{key}@0" for key in keys)
+    assert f"modified: {listed}" in render(state, Policy(view_recent_modifications=8))
