@@ -1,4 +1,19 @@
 """Ledger's optimized implementation: classifier, edit detectors, indexed ledger, Runtime, CLI."""
 
-from ledger_spec import Changes
+from ledger_spec import Changes, Policy
+
 from .classifier import classify
+from .detectors import EventDetector, RulesDetector, SnapshotDetector, default_detector
+from .runtime import Runtime, Step
+
+__all__ = [
+    "Changes",
+    "EventDetector",
+    "Policy",
+    "RulesDetector",
+    "Runtime",
+    "SnapshotDetector",
+    "Step",
+    "classify",
+    "default_detector",
+]

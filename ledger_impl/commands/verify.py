@@ -1,14 +1,129 @@
-"""`ledger verify`: run every check that exists and print one summary table."""
+"""`ledger verify`: every check Ledger has, one summary table, exit 0 only if all hold.
+
+Each check is a function returning `CheckResult`s; a check that raises is reported as failed
+with its error, never swallowed, so a broken installation cannot look like a pass.
+"""
 
 from __future__ import annotations
 
 import argparse
+import time
+import traceback
+from typing import Callable
+
+import attrs
+from rich.console import Console
+from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from properties.profiles import PROFILES, Profile, profile as choose_profile
+
+
+@attrs.frozen
+class CheckResult:
+    name: str
+    held: bool
+    detail: str
+    seconds: float = 0.0
+
+
+Check = Callable[[Profile, int | None], list[CheckResult]]
+
+
+def _proofs(profile: Profile, seed: int | None) -> list[CheckResult]:
+    from ledger_spec.z3_theorems import run_all
+
+    results = []
+    for theorem in run_all():
+        results.append(
+            CheckResult(f"z3: {theorem.name}", theorem.as_expected, theorem.summary, theorem.seconds)
+        )
+    return results
+
+
+def _contracts(profile: Profile, seed: int | None) -> list[CheckResult]:
+    from ledger_spec.contracts import check_contracts
+
+    failures = check_contracts(per_condition_timeout=profile.contract_timeout)
+    detail = "all contracts hold" if not failures else "; ".join(failures)
+    return [CheckResult("crosshair: ledger_spec contracts", not failures, detail)]
+
+
+def _spec_properties(profile: Profile, seed: int | None) -> list[CheckResult]:
+    from properties.spec_run import run_spec_properties
+
+    return [
+        CheckResult(f"spec property: {name}", held, message or f"{profile.spec_examples} examples")
+        for name, held, message in run_spec_properties(profile.spec_examples, seed)
+    ]
+
+
+def _differential(profile: Profile, seed: int | None) -> list[CheckResult]:
+    from properties.differential import run_differential
+
+    held, message = run_differential(profile.differential_examples, seed)
+    detail = message or f"{profile.differential_examples} sessions per shape agree"
+    return [CheckResult("spec vs impl: verdicts, views, counters", held, detail)]
+
+
+def _hunt(profile: Profile, seed: int | None) -> list[CheckResult]:
+    from properties.hunt import run_verify_hunt
+
+    report = run_verify_hunt(profile, seed)
+    detail = (
+        f"{report.examples} runs, {report.steps} steps, {report.steps_per_second:.0f} steps/s, seed {report.seed}"
+    )
+    if report.found:
+        found = "; ".join(f"{doc['property']}: {doc.get('explanation', '')}" for doc in report.counterexamples)
+        detail += f"; violations: {found} (rerun with --seed {report.seed} and `ledger check-detector` to store them)"
+    return [CheckResult("safety hunt: default detector", not report.found, detail, report.seconds)]
+
+
+CHECKS: tuple[tuple[str, Check], ...] = (
+    ("Z3 proofs", _proofs),
+    ("CrossHair contracts", _contracts),
+    ("spec properties", _spec_properties),
+    ("spec vs impl differential", _differential),
+    ("safety hunt", _hunt),
+)
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser("verify", help="run the proofs, the spec checks and the safety hunt")
+    parser = subparsers.add_parser(
+        "verify", help="run the proofs, the contract and property checks, and the safety hunt"
+    )
+    parser.add_argument("--profile", choices=sorted(PROFILES), default=None, help="search budget (default: $LEDGER_PROFILE or ci)")
+    parser.add_argument("--seed", type=int, default=None, help="seed for the randomized checks")
     parser.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    raise SystemExit("ledger verify: not wired yet")
+    console = Console()
+    try:
+        profile = choose_profile(args.profile)
+    except ValueError as error:
+        console.print(f"ledger verify: {error}")
+        return 2
+    results: list[CheckResult] = []
+    with Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(), console=console) as progress:
+        for title, check in CHECKS:
+            task = progress.add_task(f"{title} ({profile.name})", total=None)
+            started = time.monotonic()
+            try:
+                produced = check(profile, args.seed)
+            except Exception as error:  # a crash is a failure, with its cause shown
+                produced = [CheckResult(title, False, f"crashed: {error!r}\n{traceback.format_exc(limit=3)}")]
+            elapsed = time.monotonic() - started
+            results.extend(attrs.evolve(r, seconds=r.seconds or elapsed / max(1, len(produced))) for r in produced)
+            progress.update(task, total=1, completed=1)
+    table = Table(title=f"ledger verify ({profile.name} profile)")
+    table.add_column("check")
+    table.add_column("result")
+    table.add_column("s", justify="right")
+    table.add_column("detail", overflow="fold")
+    for result in results:
+        table.add_row(result.name, "[green]holds[/]" if result.held else "[red]FAILS[/]", f"{result.seconds:.1f}", result.detail)
+    console.print(table)
+    failed = [r for r in results if not r.held]
+    console.print(f"{len(results) - len(failed)} held, {len(failed)} failed")
+    return 0 if not failed else 1

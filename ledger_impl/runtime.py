@@ -1,0 +1,130 @@
+"""The Runtime a harness embeds: every command goes through govern, runs (or is reused), and
+the detector's report is recorded.
+
+Each step starts in root, as in mini-swe-agent: a `cd` does not carry over.
+
+Three things keep Reuse honest beyond the ledger's own rules:
+- before a Reuse is returned, the detector is asked for changes made since its last report
+  (by a background job, an editor, another process); any change is recorded and govern asked
+  again, so a write between two steps cannot be served stale;
+- while a process a command left in the background is alive, and at the first step after it
+  exits, the workspace is treated as changing in unknown ways;
+- a result that is not the whole truth (timed out, truncated, left a background job) is never
+  recorded as an observation.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import attrs
+
+from ledger_spec import Changes, Command, Policy, Reuse
+
+from .classifier import classify
+from .detectors import default_detector
+from .execution import group_alive, run_command
+from .ledger import Ledger
+
+DEFAULT_TIMEOUT = 120.0
+DEFAULT_OUTPUT_LIMIT = 4 * 1024 * 1024
+UNKNOWN_SCOPE = Changes(unknown=True)
+# What the detector is shown when it is polled for changes made between steps: a no-op that
+# is never executed, so a detector that parses command text sees nothing to report.
+BETWEEN_STEPS = ":"
+
+
+@attrs.frozen
+class Step:
+    """The result of one `Runtime.step`, as the agent sees it, plus what the ledger recorded."""
+
+    verdict: str  # 'allow' | 'reuse' | 'nudge'
+    output: str
+    exit_code: int
+    note: str | None
+    index: int
+    command: Command
+    changes: Changes  # the detector's report for this command (empty when reused)
+    changes_before: tuple[Changes, ...]  # recorded before govern: background jobs, outside writes
+
+
+class Runtime:
+    """Governs and runs commands in `root`, keeping the execution ledger."""
+
+    def __init__(
+        self,
+        root: str | os.PathLike[str],
+        detector: object | None = None,
+        policy: Policy | None = None,
+        *,
+        task: str = "",
+        timeout: float = DEFAULT_TIMEOUT,
+        output_limit: int = DEFAULT_OUTPUT_LIMIT,
+    ) -> None:
+        path = Path(root)
+        if not path.is_dir():
+            raise ValueError(f"Runtime root must be an existing directory: {root!r}")
+        if timeout <= 0:
+            raise ValueError(f"timeout must be positive, got {timeout!r}")
+        if output_limit < 0:
+            raise ValueError(f"output_limit must be non-negative, got {output_limit!r}")
+        self.root = path.resolve()
+        self.detector = detector if detector is not None else default_detector()
+        self.policy = policy if policy is not None else Policy()
+        self.ledger = Ledger(self.policy)
+        self.task = task
+        self.timeout = timeout
+        self.output_limit = output_limit
+        self._background: set[int] = set()
+
+    def classify(self, command: str) -> Command:
+        return classify(command, cwd=".", root=self.root)
+
+    def step(self, command: str) -> Step:
+        """Govern `command`, run it unless reused, record what happened."""
+        if not isinstance(command, str):
+            raise TypeError(f"a command is a string, got {type(command).__name__}")
+        classified = self.classify(command)
+        before: list[Changes] = []
+        if self._background:
+            # Anything may have been written while they ran, including just before they exited.
+            self._background = {group for group in self._background if group_alive(group)}
+            self._record_before(UNKNOWN_SCOPE, before)
+        decision = self.ledger.govern(classified)
+        if isinstance(decision, Reuse):
+            pending = self._poll_detector()
+            if not pending.empty:
+                self._record_before(pending, before)
+                decision = self.ledger.govern(classified)
+        index = self.ledger.step
+        if isinstance(decision, Reuse):
+            self.ledger.advance(classified, decision, "", decision.exit_status, Changes())
+            return Step("reuse", decision.output, decision.exit_status, decision.note, index, classified, Changes(), tuple(before))
+
+        self.detector.before(self.root, command)
+        completed = run_command(command, self.root, self.timeout, self.output_limit)
+        changes = self.detector.after(self.root, command, completed.exit_code)
+        if completed.background_group is not None:
+            self._background.add(completed.background_group)
+        recorded = classified if completed.complete else _unobservable(classified)
+        self.ledger.advance(recorded, decision, completed.output, completed.exit_code, changes)
+        note = getattr(decision, "note", None)
+        return Step(decision.verdict.value, completed.output, completed.exit_code, note, index, classified, changes, tuple(before))
+
+    def view(self) -> str:
+        """The inform view, to append to the agent's next prompt."""
+        return self.ledger.render(self.task)
+
+    def _poll_detector(self) -> Changes:
+        self.detector.before(self.root, BETWEEN_STEPS)
+        return self.detector.after(self.root, BETWEEN_STEPS, 0)
+
+    def _record_before(self, changes: Changes, before: list[Changes]) -> None:
+        self.ledger.modify(changes)
+        before.append(changes)
+
+
+def _unobservable(command: Command) -> Command:
+    """The same command with no target, so that an incomplete output is never served again."""
+    return attrs.evolve(command, target=None)
