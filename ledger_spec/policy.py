@@ -24,6 +24,14 @@ def _positive(instance: object, attribute: attrs.Attribute, value: int) -> None:
         raise ValueError(f"Policy.{attribute.name} must be a positive integer, got {value!r}")
 
 
+def _patterns(value: object) -> tuple[str, ...]:
+    # A bare string is a sequence of characters; taking it as one pattern per character
+    # would silently mark nearly every file transient.
+    if isinstance(value, str):
+        raise TypeError(f"transient_patterns is a sequence of globs, not a single string: {value!r}")
+    return tuple(value)  # type: ignore[arg-type]
+
+
 DEFAULT_TRANSIENT_PATTERNS: tuple[str, ...] = (
     ".git/",
     "__pycache__/",
@@ -62,7 +70,7 @@ class Policy:
     Off, only an identical normalized command is reused."""
 
     transient_patterns: tuple[str, ...] = attrs.field(
-        default=DEFAULT_TRANSIENT_PATTERNS, converter=tuple
+        default=DEFAULT_TRANSIENT_PATTERNS, converter=lambda value: _patterns(value)
     )
     """Files that are noise to the agent: caches, backups, swap files. They are left out of the
     view and do not break a 'nothing changed' Nudge. They still advance counters, because a
@@ -94,13 +102,14 @@ class Policy:
 def matches_transient(key: str, patterns: tuple[str, ...]) -> bool:
     """Whether `key` matches a transient pattern.
 
-    A pattern ending in '/' names a directory: it matches any key with such a component on
-    its path. Any other pattern matches the file name, or the whole key if it has a '/'.
+    A pattern ending in '/' names a directory: it matches the directory's own key (detectors
+    report a created directory by its key) and every key below it. Any other pattern matches
+    the file name, or the whole key if it has a '/'.
     A module function rather than only a method so CrossHair can check it without building
     a Policy.
 
     post: implies(not patterns, not __return__)
-    post: implies("/" not in key and all(p.endswith("/") for p in patterns), not __return__)
+    post: implies(all(p.endswith("/") for p in patterns) and not any(c in key for c in "*?[") and key + "/" in patterns, __return__)
     post: implies(key in patterns and "/" not in key and not any(c in key for c in "*?["), __return__)
     """
     parts = key.split("/")
@@ -108,7 +117,7 @@ def matches_transient(key: str, patterns: tuple[str, ...]) -> bool:
     for pattern in patterns:
         if pattern.endswith("/"):
             directory = pattern[:-1]
-            if any(fnmatch.fnmatchcase(part, directory) for part in parts[:-1]):
+            if any(fnmatch.fnmatchcase(part, directory) for part in parts):
                 return True
         elif "/" in pattern:
             if fnmatch.fnmatchcase(key, pattern):

@@ -116,6 +116,15 @@ def test_a_repeated_test_with_no_change_is_nudged_not_withheld(workspace: Path) 
     assert second.note and "already ran" in second.note
 
 
+def test_a_repeated_test_that_only_wrote_its_own_caches_is_nudged(workspace: Path) -> None:
+    (workspace / "test_ok.py").write_text("def test_ok():\n    assert True\n")
+    runtime = Runtime(workspace)
+    command = f"{sys.executable} -m pytest -q -p no:benchmark test_ok.py"
+    first = runtime.step(command)
+    assert any(key.startswith(".pytest_cache") for key in first.changes.paths), "the cache must really be written"
+    assert runtime.step(command).verdict == "nudge"
+
+
 def test_reference_mode_returns_a_short_note_instead_of_the_output(workspace: Path) -> None:
     runtime = Runtime(workspace, policy=Policy(reuse_mode="reference"))
     runtime.step("cat src/app.py")

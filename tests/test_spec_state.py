@@ -351,6 +351,15 @@ def test_a_repeated_test_with_only_transient_changes_since_is_nudged() -> None:
     assert isinstance(decision, Nudge) and "step 0" in decision.note and "exit 1" in decision.note
 
 
+def test_a_test_whose_first_run_created_its_cache_directories_is_nudged_when_repeated() -> None:
+    session = Session(Policy(short_loop_window=0))
+    session.step(
+        command(Category.TEST),
+        changes=changed(".pytest_cache", ".pytest_cache/v", ".pytest_cache/v/cache/nodeids", "__pycache__"),
+    )
+    assert isinstance(session.step(command(Category.TEST)), Nudge)
+
+
 def test_a_repeated_test_after_a_real_change_is_allowed() -> None:
     session = Session()
     session.step(command(Category.TEST))
@@ -523,7 +532,10 @@ def test_empty_or_root_transient_patterns_are_rejected(pattern: str) -> None:
     [
         ("__pycache__/a.pyc", True),
         ("src/__pycache__/mod.cpython-311.pyc", True),
-        ("__pycache__", False),  # a file named like the directory is not below it
+        # Detectors report a created directory by its own key, so a directory pattern must
+        # match it too: `.pytest_cache` appearing is as much noise as the files inside it.
+        ("__pycache__", True),
+        ("src/.pytest_cache", True),
         ("a.py.orig", True),
         ("src/a.py.rej", True),
         ("notes~", True),
@@ -536,6 +548,11 @@ def test_empty_or_root_transient_patterns_are_rejected(pattern: str) -> None:
 )
 def test_default_transient_patterns(key: str, transient: bool) -> None:
     assert Policy().is_transient(key) is transient
+
+
+def test_a_single_string_of_patterns_is_refused_rather_than_split_into_characters() -> None:
+    with pytest.raises(TypeError, match="not a single string"):
+        Policy(transient_patterns="*.orig")  # type: ignore[arg-type]
 
 
 def test_a_pattern_with_a_slash_matches_the_whole_key() -> None:
