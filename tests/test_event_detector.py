@@ -164,3 +164,22 @@ def test_default_detector_uses_events(tmp_path):
         assert made.fallbacks == 0
     finally:
         made.close()
+
+
+def test_a_transient_hard_link_that_only_changes_ctime_is_reported(tmp_path, detector):
+    # Found by the safety hunt (counterexamples/default-detector-detector-covers-changes-*):
+    # `ln -f` over a name of the same inode links a temporary name, renames it (a no-op for
+    # two names of one inode) and unlinks it. inotify names only the temporary file, yet the
+    # shared inode's ctime changed, which `stat` and `ls -lc` print.
+    sh(tmp_path, "mkdir docs && echo hello > docs/notes.md && ln docs/notes.md a.txt")
+    session = Session(detector, tmp_path)
+    before = os.stat(tmp_path / "a.txt").st_ctime_ns
+    changes, _ = session.step("ln -f docs/notes.md a.txt")
+    assert os.stat(tmp_path / "a.txt").st_ctime_ns != before, "the scenario must really change ctime"
+    assert changes.unknown or {"a.txt", "docs/notes.md"} <= changes.paths
+
+
+def test_a_temporary_file_written_and_removed_is_handled_by_events_alone(tmp_path, detector):
+    session = Session(detector, tmp_path)
+    changes, _ = session.step("echo scratch > tmp.txt && rm tmp.txt")
+    assert changes.empty and detector.fallbacks == 0

@@ -83,10 +83,13 @@ if _flags is not None:
     _IGNORED = int(_flags.IGNORED)
     _ISDIR = int(_flags.ISDIR)
     _NEW_NAME = int(_flags.CREATE | _flags.MOVED_TO)
+    _CREATE = int(_flags.CREATE)
+    _CLOSE_WRITE = int(_flags.CLOSE_WRITE)
+    _MOVED_FROM = int(_flags.MOVED_FROM)
     _SELF_GONE = int(_flags.DELETE_SELF | _flags.MOVE_SELF)
 else:  # pragma: no cover
     WATCH_MASK = 0
-    _Q_OVERFLOW = _IGNORED = _ISDIR = _NEW_NAME = _SELF_GONE = 0
+    _Q_OVERFLOW = _IGNORED = _ISDIR = _NEW_NAME = _CREATE = _CLOSE_WRITE = _MOVED_FROM = _SELF_GONE = 0
 
 # How long `after()` waits for its own marker event before concluding the queue is broken.
 # The marker is queued synchronously, so it is normally read in microseconds; the bound only
@@ -104,9 +107,18 @@ class EventDetector:
 
     name = "inotify-events"
 
-    def __init__(self, racy_window_ns: int = RACY_WINDOW_NS, marker_timeout_s: float = MARKER_TIMEOUT_S) -> None:
+    def __init__(
+        self,
+        racy_window_ns: int = RACY_WINDOW_NS,
+        marker_timeout_s: float = MARKER_TIMEOUT_S,
+        *,
+        check_vanished_links: bool = True,
+    ) -> None:
+        """`check_vanished_links=False` trusts event names alone, reproducing a fault the safety
+        hunt found (a transient hard link changes an inode's ctime unseen); tests only."""
         self.racy_window_ns = racy_window_ns
         self.marker_timeout_s = marker_timeout_s
+        self.check_vanished_links = check_vanished_links
         self._root: str | None = None
         self._baseline: Snapshot | None = None
         self._inotify = None
@@ -278,6 +290,10 @@ class EventDetector:
         """Refresh the baseline at every path the events name; collect the keys that changed."""
         shallow: set[str] = set()  # paths whose own entry to re-stat
         deep: set[str] = set()  # paths to rescan with everything below them
+        # A name made by link() gets IN_CREATE and never IN_CLOSE_WRITE. If it is gone again by
+        # now, the inode it named (whose ctime and link count changed) cannot be found from
+        # its name, so only a full diff can say what changed.
+        created_unwritten: set[str] = set()
         for event in events:
             mask = event.mask
             if mask & _Q_OVERFLOW:
@@ -309,6 +325,10 @@ class EventDetector:
                 shallow.add(directory)
                 continue
             key = directory + "/" + event.name if directory else event.name
+            if mask & _CREATE and not mask & _ISDIR:
+                created_unwritten.add(key)
+            if mask & (_CLOSE_WRITE | _MOVED_FROM):
+                created_unwritten.discard(key)  # written, or renamed to a name that gets its own event
             if mask & _ISDIR and mask & _NEW_NAME:
                 deep.add(key)  # a new directory: watch it and scan what it already holds
             else:
@@ -321,6 +341,10 @@ class EventDetector:
             self._refresh(key, changed, deep=False)
         if self._degraded:
             raise _Fallback  # a watch could not be added while scanning a new directory
+        if self.check_vanished_links and any(
+            not os.path.lexists(os.path.join(self._root, key)) for key in created_unwritten
+        ):
+            raise _Fallback
         self._refresh_other_links(changed)
 
     def _refresh_other_links(self, changed: set[str]) -> None:

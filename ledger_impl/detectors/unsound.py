@@ -10,6 +10,10 @@ Reuse for each within the `ci` profile; the counterexamples it found are stored 
   stat_only          compares size and mtime only: no ctime, no racy-clean hashing, so a
                      same-size rewrite that puts the old mtime back (or lands in the same
                      clock tick) goes unseen, as does a chmod
+  events_by_name     the inotify detector trusting event names alone, as the default
+                     detector did until the hunt showed otherwise: a hard link made and
+                     removed within one command (`ln -f` onto a name of the same inode)
+                     changes the inode's ctime, and no event names the inode's other names
 """
 
 from __future__ import annotations
@@ -19,7 +23,13 @@ import pathlib
 
 from ledger_spec import Changes
 
+from .events import EventDetector
 from .rules import RulesDetector
+
+
+def events_by_name() -> EventDetector:
+    """The inotify detector without the check for names that vanished after a link()."""
+    return EventDetector(check_vanished_links=False)
 
 
 def optimistic_rules() -> RulesDetector:
