@@ -84,12 +84,21 @@ def kill_group(group: int) -> None:
 def command_environment() -> dict[str, str]:
     """The environment commands run in: the caller's, minus what makes reads impure.
 
-    `git status` refreshes `.git/index` unless optional locks are off, which would make a
-    read-only command write; CDPATH makes `cd` print; pagers would wait for a terminal.
+    `git status` refreshes `.git/index` unless optional locks are off, and porcelain
+    `git diff` does so even then unless diff.autoRefreshIndex is false; either would make a
+    read-only command write (their output is the same without the refresh). CDPATH makes `cd`
+    print; pagers would wait for a terminal.
     """
     environment = dict(os.environ)
     environment.pop("CDPATH", None)
     environment.update(GIT_OPTIONAL_LOCKS="0", PAGER="cat", GIT_PAGER="cat", MANPAGER="cat")
+    try:
+        count = int(environment.get("GIT_CONFIG_COUNT", "0"))
+    except ValueError:
+        count = 0
+    environment[f"GIT_CONFIG_KEY_{count}"] = "diff.autoRefreshIndex"
+    environment[f"GIT_CONFIG_VALUE_{count}"] = "false"
+    environment["GIT_CONFIG_COUNT"] = str(count + 1)
     return environment
 
 

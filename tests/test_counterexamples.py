@@ -16,6 +16,9 @@ from ledger_impl import counterexample
 from ledger_impl.replay import load_document, load_factory, replay
 
 COUNTEREXAMPLES = sorted((pathlib.Path(__file__).parent.parent / "counterexamples").glob("*.json"))
+# A fault of Ledger itself that has been fixed has no detector left that shows it: its
+# regression check is that the default detector does not.
+REPRODUCIBLE = [path for path in COUNTEREXAMPLES if load_document(path).get("status") != "fixed"]
 DEFAULT_DETECTOR = "ledger_impl.detectors:default_detector"
 
 
@@ -31,7 +34,7 @@ def test_file_follows_the_schema(path: pathlib.Path) -> None:
     assert "\n" not in loaded.explanation
 
 
-@pytest.mark.parametrize("path", COUNTEREXAMPLES, ids=lambda p: p.stem)
+@pytest.mark.parametrize("path", REPRODUCIBLE, ids=lambda p: p.stem)
 def test_reproduces_against_its_recorded_detector(path: pathlib.Path) -> None:
     document = load_document(path)
     result = replay(document, load_factory(str(document["detector"])))

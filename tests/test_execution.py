@@ -95,3 +95,24 @@ def test_cd_prints_nothing_even_with_cdpath_set(tmp_path: Path, monkeypatch) -> 
     (tmp_path / "sub").mkdir()
     monkeypatch.setenv("CDPATH", str(tmp_path))
     assert run_command("cd sub && pwd", tmp_path, 10, 1000).output == f"{tmp_path}/sub\n"
+
+
+def test_git_diff_after_a_stat_only_change_does_not_rewrite_the_index(tmp_path: Path) -> None:
+    # Stored as counterexamples/classifier-git-diff-rewrites-index.json by the safety hunt:
+    # porcelain `git diff` refreshes the index even with optional locks off.
+    setup = "git init -q && echo a > a && git add a && git -c user.name=t -c user.email=t@t commit -qm a"
+    assert run_command(setup, tmp_path, 30, 10_000).exit_code == 0
+    time.sleep(1.1)  # past the index's racy window, so the refresh would really write
+    assert run_command("touch a", tmp_path, 30, 10_000).exit_code == 0
+    index = tmp_path / ".git" / "index"
+    before = index.stat().st_mtime_ns, index.read_bytes()
+    assert run_command("git diff", tmp_path, 30, 10_000).output == ""
+    assert (index.stat().st_mtime_ns, index.read_bytes()) == before
+
+
+def test_the_user_s_own_git_config_variables_are_kept(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setenv("GIT_CONFIG_COUNT", "1")
+    monkeypatch.setenv("GIT_CONFIG_KEY_0", "user.name")
+    monkeypatch.setenv("GIT_CONFIG_VALUE_0", "someone")
+    output = run_command("git config user.name; git config diff.autoRefreshIndex", tmp_path, 30, 1000).output
+    assert output == "someone\nfalse\n"
