@@ -88,6 +88,22 @@ def test_newer_narrow_range_wins_over_older_wide_one_when_both_serve() -> None:
     assert reused_from(ledger.govern(read("a.py", 12, 15))) == 0
 
 
+def test_overlapping_ranges_that_both_serve_yield_the_newer() -> None:
+    policy = Policy()
+    ledger = drive(policy, [ran(read("a.py", 1, 5), lines_text(1, 5)), ran(read("a.py", 3, 8), lines_text(3, 8))])
+    assert reused_from(ledger.govern(read("a.py", 3, 5))) == 1
+    assert reused_from(ledger.govern(read("a.py", 2, 4))) == 0
+
+
+def test_identical_reads_typed_two_ways_yield_the_newer() -> None:
+    # "wc" is not sliceable, so only the exact-command index can answer.
+    policy = Policy()
+    events = [ran(read("a.py", view="wc"), "3 a.py\n"), ran_anyway(read("a.py", view="wc", spelling=" "), "4 a.py\n")]
+    ledger = drive(policy, events)
+    assert reused_from(ledger.govern(read("a.py", view="wc"))) == 1
+    assert reused_from(ledger.govern(read("a.py", view="wc", spelling=" "))) == 1
+
+
 def test_a_wider_newer_range_supersedes_the_ranges_it_covers() -> None:
     policy = Policy()
     ledger = drive(policy, [ran(read("a.py", 5, 10), lines_text(5, 10)), ran(read("a.py", 1, 20), lines_text(1, 20))])
@@ -215,6 +231,14 @@ def test_a_repeated_line_longer_than_the_budget_is_counted_not_shown() -> None:
     events = [ran(Command(f"run job-{n:03}", f"run job-{n:03}", Category.RUN)) for n in range(40)] * 2
     ledger = drive(policy, events)
     assert ledger.render() == "[ledger] step 80; interventions 0/0\n... 1 more lines"
+
+
+def test_a_repeated_line_that_just_fits_is_shown_whole() -> None:
+    policy = Policy(view_budget=120, intervention_cap=0)
+    events = [ran(Command(f"run job-{n}", f"run job-{n}", Category.RUN)) for n in range(5)] * 2
+    view = drive(policy, events).render()
+    assert view.endswith("repeated: run job-4 x2; run job-3 x2; run job-2 x2; run job-1 x2; run job-0 x2")
+    assert len(view) > 60 + len("repeated: ")  # longer than half the budget
 
 
 def test_local_rejects_a_malformed_key_like_the_spec() -> None:
