@@ -24,7 +24,7 @@ from __future__ import annotations
 import os
 import posixpath
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from ledger_spec import (
     NL_NUMBERED,
@@ -603,13 +603,27 @@ _LS_LONG_ARG = frozenset({"color", "sort", "time-style", "format", "indicator-st
                           "block-size", "quoting-style"})
 
 
+# Flags under which `ls` prints names only (and sorts by name), so a `..` entry is just "..".
+_LS_NAMES_ONLY = frozenset("aAfdC1xmFpQbBNqrRvHL") | frozenset(
+    {"all", "almost-all", "classify", "quote-name", "escape", "literal", "hide-control-chars", "recursive",
+     "reverse", "directory", "dereference", "color", "indicator-style", "quoting-style", "ignore", "hide",
+     "width", "group-directories-first"}
+)
+
+
 def _ls(args: list[Word]) -> Effect:
     o = _Options(args, short=_LS_SHORT, short_arg="wIT", long=_LS_LONG, long_arg=_LS_LONG_ARG)
     if not o.ok:
         return _run()  # includes -u and --time=atime: access times change on every read
     if any(v not in ("never", "auto") for v in o.values("color")):
         return _run()
-    return Effect(READS, search=True, trees=[w for _, w in o.operands] or [Word(((".", False),))], tree=True)
+    trees = [w for _, w in o.operands] or [Word(((".", False),))]
+    shows_parent = o.has("a", "f", "all") and not o.has("d", "directory")
+    if shows_parent and any(name not in _LS_NAMES_ONLY for name, _ in o.flags):
+        # The `..` line describes each listed directory's parent, which for the root lies
+        # outside the workspace, where no detector looks: read it as an operand too.
+        trees += [replace(w, segments=w.segments + (("/..", False),)) for w in list(trees)]
+    return Effect(READS, search=True, trees=trees, tree=True)
 
 
 def _diff(args: list[Word]) -> Effect:

@@ -191,6 +191,24 @@ def test_reads_outside_the_root_have_no_target(command, cwd):
     assert result.target is None
 
 
+@pytest.mark.parametrize(
+    "command,cwd",
+    [("ls -la", "."), ("ls -al .", "."), ("ls -a -l", "."), ("ls -lat", "."), ("ls --all -s", "."),
+     ("ls -fl", "."), ("cd src && ls -la ..", "."), ("ls -la src .", ".")],
+)
+def test_a_listing_that_shows_the_parent_of_the_root_has_no_target(command, cwd):
+    # `..` of the root is outside the workspace; its link count and mtime change when anything
+    # is made next to the root (counterexamples/classifier-ls-la-shows-the-parent-of-the-root.json).
+    result = c(command, cwd=cwd)
+    assert result.category is Category.SEARCH
+    assert result.target is None
+
+
+@pytest.mark.parametrize("command", ["ls -la src", "ls -a", "ls -A -l", "ls -la src/pkg", "ls -ld ."])
+def test_a_listing_whose_parent_entries_stay_inside_keeps_its_target(command):
+    assert isinstance(c(command).target, TreeTarget)
+
+
 def test_without_a_root_absolute_paths_are_outside():
     assert classify("cat /testbed/a.py").target is None
     assert classify("cat a.py").target == FileTarget("a.py")
