@@ -76,16 +76,15 @@ EDIT_IDIOMS: tuple[str, ...] = (
     "background",
     "utime-same-size",
     "outside-write",
+    "parent-link",
     "sleep",
 )
 
 # Read idioms whose classification is known to be wrong (an open classifier fault, with the
 # stored counterexample's id). Hunts aimed at a detector leave them out so that they report the
-# detector's faults rather than the classifier's; `ledger verify`'s hunt keeps them.
-# `git diff` rewrites .git/index when a file's stat data changed but its content did not (a
-# `touch`, a no-op `sed -i`), even with GIT_OPTIONAL_LOCKS=0 (git 2.39). The Runtime stays safe
-# (the step reports a change, so nothing is observed), but the classifier's contract is broken.
-OPEN_CLASSIFIER_FAULTS: dict[str, str] = {"git-diff": "classifier-git-diff-rewrites-index"}
+# detector's faults rather than the classifier's; `ledger verify`'s hunt keeps them. None is
+# open now: `git diff` rewriting .git/index and `ls -la` showing the root's parent are fixed.
+OPEN_CLASSIFIER_FAULTS: dict[str, str] = {}
 
 READ_IDIOMS: tuple[str, ...] = (
     "cat",
@@ -104,6 +103,7 @@ READ_IDIOMS: tuple[str, ...] = (
     "grep-tree",
     "ls",
     "ls-long",
+    "ls-all-long",
     "find",
     "git-status",
     "git-diff",
@@ -242,6 +242,9 @@ def read_commands(
         return f"ls {shlex.quote(directory)}"
     if idiom == "ls-long":
         return f"ls -l {shlex.quote(directory)}"
+    if idiom == "ls-all-long":
+        # Always the root: its `..` line is the one entry that lies outside the workspace.
+        return "ls -la"
     if idiom == "find":
         return f"find {shlex.quote(directory)} -name '*.txt'"
     if idiom == "git-status":
@@ -377,6 +380,11 @@ def edit_commands(
         return f"python3 -S -c {shlex.quote(program)} {path}"
     if idiom == "outside-write":
         return f"echo {shlex.quote(text)} >> {OUTSIDE_PLACEHOLDER}/{OUTSIDE_FILE}"
+    if idiom == "parent-link":
+        # The root's parent is outside every detector's view, yet `ls -la` at the root shows its
+        # link count, which a sibling directory made or removed next to the root changes.
+        sibling = f"{ROOT_PLACEHOLDER}/../sibling"
+        return f"mkdir {sibling} 2>/dev/null || rmdir {sibling}"
     if idiom == "sleep":
         return "sleep 0.3"
     raise ValueError(f"unknown edit idiom {idiom!r}")
