@@ -630,6 +630,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT, help="seconds per command")
     parser.add_argument("--jobs", type=int, default=1, help="trajectories replayed in parallel")
     parser.add_argument("--sandbox", choices=("auto", "on", "off"), default="auto")
+    parser.add_argument("--budget", type=float, default=None, help="start no trajectory after this many minutes")
     args = parser.parse_args(argv)
 
     repos = {r.strip() for r in args.repos.split(",") if r.strip()} or None
@@ -660,14 +661,31 @@ def main(argv: list[str] | None = None) -> int:
 
     total = ReplayResult()
     started = time.perf_counter()
+    deadline = started + args.budget * 60 if args.budget else None
     context = multiprocessing.get_context("spawn")
     with concurrent.futures.ProcessPoolExecutor(max_workers=args.jobs, mp_context=context, max_tasks_per_child=1) as pool:
-        futures = {
-            pool.submit(replay_trajectory, t, str(args.cache), args.timeout): t["instance_id"] for t in trajectories
-        }
-        for done in concurrent.futures.as_completed(futures):
+        pending = collections.deque(trajectories)
+        futures: dict[concurrent.futures.Future[dict[str, Any]], str] = {}
+
+        def submit() -> None:
+            # Keep only `jobs` trajectories in flight, so that the budget can stop new ones.
+            while pending and len([f for f in futures if not f.done()]) < args.jobs:
+                if deadline is not None and time.perf_counter() > deadline:
+                    pending.clear()
+                    return
+                t = pending.popleft()
+                futures[pool.submit(replay_trajectory, t, str(args.cache), args.timeout)] = t["instance_id"]
+
+        submit()
+        reported: set[concurrent.futures.Future[dict[str, Any]]] = set()
+        while len(reported) < len(futures):
+            done = next(concurrent.futures.as_completed([f for f in futures if f not in reported]))
+            reported.add(done)
             one = ReplayResult.from_json(done.result())
             total.merge(one)
+            submit()
+            if args.json is not None:  # the running total, so an interrupted run still reports
+                args.json.write_text(json.dumps(total.to_json(), indent=1) + "\n")
             print(
                 f"{futures[done]}: {one.counts['commands']} commands, {one.counts['reuse']} reuse, "
                 f"{one.counts['perfect reusable']} perfect, {len(one.stale)} stale, {one.seconds:.0f} s"
@@ -684,6 +702,8 @@ def main(argv: list[str] | None = None) -> int:
     for violation in total.violations:
         print(f"\nVIOLATION {violation['instance_id']} step {violation['step']}: {violation['command'][:200]} "
               f"changed {violation['changed']}")
+    if total.failures:
+        print(f"\nfailed to set up: {total.failures}")
     if args.json is not None:
         data = total.to_json()
         data["wall_seconds"] = wall
