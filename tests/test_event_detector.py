@@ -183,3 +183,13 @@ def test_a_temporary_file_written_and_removed_is_handled_by_events_alone(tmp_pat
     session = Session(detector, tmp_path)
     changes, _ = session.step("echo scratch > tmp.txt && rm tmp.txt")
     assert changes.empty and detector.fallbacks == 0
+
+
+def test_a_hard_link_to_a_symlink_reports_the_symlink_s_other_name(tmp_path, detector):
+    # Found by the thorough safety hunt (seed 20261130): GNU `ln` hard-links a symlink itself,
+    # so the symlink inode's link count and ctime change under its first name too.
+    sh(tmp_path, "mkdir docs && ln -s 'docs/naïve notes.txt' a.txt")
+    session = Session(detector, tmp_path)
+    changes, _ = session.step("ln -f a.txt 'docs/naïve notes.txt'")
+    assert os.lstat(tmp_path / "a.txt").st_nlink == 2, "the scenario must really link the symlink"
+    assert changes.unknown or {"a.txt", "docs/naïve notes.txt"} <= changes.paths

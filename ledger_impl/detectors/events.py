@@ -112,13 +112,14 @@ class EventDetector:
         racy_window_ns: int = RACY_WINDOW_NS,
         marker_timeout_s: float = MARKER_TIMEOUT_S,
         *,
-        check_vanished_links: bool = True,
+        complete_link_tracking: bool = True,
     ) -> None:
-        """`check_vanished_links=False` trusts event names alone, reproducing a fault the safety
-        hunt found (a transient hard link changes an inode's ctime unseen); tests only."""
+        """`complete_link_tracking=False` reproduces two faults the thorough safety hunt found:
+        a hard link made and removed within a command, and a hard link to a symlink, each
+        change an inode's ctime and link count under names no event mentions. Tests only."""
         self.racy_window_ns = racy_window_ns
         self.marker_timeout_s = marker_timeout_s
-        self.check_vanished_links = check_vanished_links
+        self.complete_link_tracking = complete_link_tracking
         self._root: str | None = None
         self._baseline: Snapshot | None = None
         self._inotify = None
@@ -127,7 +128,7 @@ class EventDetector:
         self._wd_to_dir: dict[int, str] = {}
         self._dir_to_wd: dict[str, int] = {}
         self._retired: dict[int, str] = {}  # watches removed by us whose events may still be queued
-        self._inodes: dict[tuple[int, int], set[str]] = {}  # (dev, ino) -> keys of regular files
+        self._inodes: dict[tuple[int, int], set[str]] = {}  # (dev, ino) -> keys of non-directories
         self._externally_linked: set[str] = set()  # keys whose inode has links outside the root
         self._events: list = []  # read by before(), processed by the next after()
         self._markers = 0  # after() n creates marker file "n": a stale marker cannot be mistaken for it
@@ -236,14 +237,20 @@ class EventDetector:
         }
 
     def _index_add(self, key: str, entry: Entry) -> None:
-        if entry.sig[KIND] == stat.S_IFREG:
+        if self._links_tracked(entry):
             inode = (entry.sig[DEV], entry.sig[INO])
             self._inodes.setdefault(inode, set()).add(key)
             if entry.sig[NLINK] > 1:
                 self._relinked.add(inode)
 
+    def _links_tracked(self, entry: Entry) -> bool:
+        # Everything but a directory can have several names: GNU `ln` hard-links a symlink itself.
+        if self.complete_link_tracking:
+            return entry.sig[KIND] != stat.S_IFDIR
+        return entry.sig[KIND] == stat.S_IFREG
+
     def _index_remove(self, key: str, entry: Entry) -> None:
-        if entry.sig[KIND] == stat.S_IFREG:
+        if self._links_tracked(entry):
             inode = (entry.sig[DEV], entry.sig[INO])
             if entry.sig[NLINK] > 1:
                 # The other names share this inode: its link count and ctime changed for them.
@@ -341,7 +348,7 @@ class EventDetector:
             self._refresh(key, changed, deep=False)
         if self._degraded:
             raise _Fallback  # a watch could not be added while scanning a new directory
-        if self.check_vanished_links and any(
+        if self.complete_link_tracking and any(
             not os.path.lexists(os.path.join(self._root, key)) for key in created_unwritten
         ):
             raise _Fallback
@@ -365,7 +372,7 @@ class EventDetector:
             key
             for key in self._externally_linked | seen
             if (entry := self._baseline.entries.get(key)) is not None
-            and entry.sig[KIND] == stat.S_IFREG
+            and self._links_tracked(entry)
             and entry.sig[NLINK] > len(self._inodes.get((entry.sig[DEV], entry.sig[INO]), ()))
         }
 

@@ -10,10 +10,10 @@ Reuse for each within the `ci` profile; the counterexamples it found are stored 
   stat_only          compares size and mtime only: no ctime, no racy-clean hashing, so a
                      same-size rewrite that puts the old mtime back (or lands in the same
                      clock tick) goes unseen, as does a chmod
-  events_by_name     the inotify detector trusting event names alone, as the default
-                     detector did until the hunt showed otherwise: a hard link made and
-                     removed within one command (`ln -f` onto a name of the same inode)
-                     changes the inode's ctime, and no event names the inode's other names
+  events_by_name     the inotify detector with its link tracking as it was before the
+                     thorough hunt: a hard link made and removed within one command (`ln -f`
+                     onto a name of the same inode), or a hard link to a symlink, changes an
+                     inode's ctime and link count under names no event mentions
 """
 
 from __future__ import annotations
@@ -28,8 +28,8 @@ from .rules import RulesDetector
 
 
 def events_by_name() -> EventDetector:
-    """The inotify detector without the check for names that vanished after a link()."""
-    return EventDetector(check_vanished_links=False)
+    """The inotify detector tracking only regular files' links, through names events mention."""
+    return EventDetector(complete_link_tracking=False)
 
 
 def optimistic_rules() -> RulesDetector:
