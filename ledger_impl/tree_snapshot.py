@@ -338,7 +338,20 @@ def diff(before: Snapshot, after: Snapshot) -> Changes:
     have changed in between without any evidence left.
     """
     unknown = bool(after.unreadable) or bool(before.unreadable)
-    return Changes(frozenset(changed_keys(before.entries, after.entries)), unknown=unknown)
+    changed = changed_keys(before.entries, after.entries)
+    if not changed and root_entry_changed(before, after):
+        # No key names the root, yet `ls -ld .` or `find . -newer x` show its metadata. Only
+        # tree targets depend on it, and any reported key advances G, so naming the top-level
+        # entries suffices; an empty root can only say "unknown".
+        changed = {key for key in after.entries if key != ROOT_KEY and "/" not in key}
+        unknown = unknown or not changed
+    return Changes(frozenset(changed), unknown=unknown)
+
+
+def root_entry_changed(before: Snapshot, after: Snapshot) -> bool:
+    """Whether the root's own stat data (mode, owner, times, link count) differ."""
+    old, new = before.entries.get(ROOT_KEY), after.entries.get(ROOT_KEY)
+    return old is not None and new is not None and old.sig != new.sig
 
 
 def _observable(entry: Entry) -> tuple:

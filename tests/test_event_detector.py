@@ -193,3 +193,11 @@ def test_a_hard_link_to_a_symlink_reports_the_symlink_s_other_name(tmp_path, det
     changes, _ = session.step("ln -f a.txt 'docs/naïve notes.txt'")
     assert os.lstat(tmp_path / "a.txt").st_nlink == 2, "the scenario must really link the symlink"
     assert changes.unknown or {"a.txt", "docs/naïve notes.txt"} <= changes.paths
+
+
+@pytest.mark.parametrize("command", ["touch -d '2001-01-01' .", "chmod 700 ."])
+def test_a_change_to_the_root_s_own_metadata_is_reported_as_unknown(tmp_path, detector, command):
+    sh(tmp_path, "echo a > a.txt")
+    session = Session(detector, tmp_path)
+    changes, _ = session.step(command)
+    assert "a.txt" in changes.paths, "a top-level name must advance G for tree reads of the root"

@@ -265,3 +265,13 @@ def test_a_prefix_read_through_a_pipe_is_served_from_an_absolute_path_read(works
     served = runtime.step("cat a.txt | head -n 3")
     assert served.verdict == "reuse"
     assert (served.output, served.exit_code) == fresh(workspace, "cat a.txt | head -n 3") == ("a\nb\nc\n", 0)
+
+
+@pytest.mark.parametrize("change", ["touch -d '2001-01-01' .", "chmod 700 ."])
+def test_a_listing_of_the_root_itself_sees_a_change_to_the_root_s_metadata(workspace: Path, change: str) -> None:
+    runtime = Runtime(workspace)
+    runtime.step("ls -ld .")
+    runtime.step(change)
+    again = runtime.step("ls -ld .")
+    assert (again.output, again.exit_code) == fresh(workspace, "ls -ld .")
+    assert again.verdict != "reuse"

@@ -11,6 +11,7 @@ import pytest
 from detector_scenarios import READ_ONLY_COMMANDS, SCENARIOS, Session, sh
 from ledger_impl import tree_snapshot
 from ledger_impl.detectors import SnapshotDetector, default_detector
+from ledger_spec import Changes
 from ledger_impl.tree_snapshot import Entry, diff, ground_truth_snapshot, observable_diff, take_snapshot
 
 
@@ -164,3 +165,24 @@ def test_default_detector_is_sound_on_a_sequence(tmp_path):
     session = Session(detector, tmp_path)
     for _, setup, command, _ in SCENARIOS[:12]:
         session.step(f"rm -rf ./* ./.[!.]* 2>/dev/null; {setup}; {command}")
+
+
+@pytest.mark.parametrize("command", ["touch -d '2001-01-01' .", "chmod 700 ."])
+def test_a_change_to_the_root_s_own_metadata_is_reported_as_unknown(tmp_path, command):
+    # No key names the root, yet `ls -ld .` prints its mode and mtime.
+    sh(tmp_path, "echo a > a.txt")
+    session = Session(SnapshotDetector(), tmp_path)
+    changes, _ = session.step(command)
+    assert "a.txt" in changes.paths, "a top-level name must advance G for tree reads of the root"
+
+
+def test_a_change_to_an_empty_root_s_metadata_is_unknown(tmp_path):
+    session = Session(SnapshotDetector(), tmp_path)
+    changes, _ = session.step("chmod 700 .")
+    assert changes.unknown
+
+
+def test_a_new_top_level_file_explains_the_root_s_new_mtime(tmp_path):
+    session = Session(SnapshotDetector(), tmp_path)
+    changes, _ = session.step("echo x > new.txt")
+    assert changes == Changes(frozenset({"new.txt"}))

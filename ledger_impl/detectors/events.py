@@ -326,9 +326,8 @@ class EventDetector:
             if not event.name:
                 # About the watched directory itself (chmod, touch, deleted, moved).
                 if directory == ROOT_KEY:
-                    if mask & _SELF_GONE:
-                        raise _Fallback
-                    continue  # the root's own metadata is not a key
+                    # The root's own metadata is not a key; the full diff reports it as unknown.
+                    raise _Fallback
                 shallow.add(directory)
                 continue
             key = directory + "/" + event.name if directory else event.name
