@@ -231,20 +231,7 @@ def scan_into(
                 and not previous_entry.racy
                 and not hash_all
                 and mode & 0o170000 != stat.S_IFLNK
-                and previous_entry.sig
-                == (
-                    mode & 0o170000,
-                    mode,
-                    st.st_uid,
-                    st.st_gid,
-                    st.st_size,
-                    st.st_mtime_ns,
-                    st.st_ctime_ns,
-                    st.st_ino,
-                    st.st_dev,
-                    st.st_nlink,
-                    None,
-                )
+                and previous_entry.sig == _signature(st, None)
                 and st.st_mtime_ns < racy_threshold_ns
                 and st.st_ctime_ns < racy_threshold_ns
             ):
