@@ -77,7 +77,8 @@ def test_other_single_file_reads_have_views_that_are_never_sliced(command, view)
         ("rg -n foo src", "src", Category.SEARCH),
         ("find . -name '*.py' -type f", ".", Category.SEARCH),
         ("find src -name '*.py' | head -20", "src", Category.SEARCH),
-        ("ls -la", ".", Category.SEARCH),
+        ("ls -l", ".", Category.SEARCH),  # `ls -la` at the root reads its parent: no target
+        ("ls -la src", ".", Category.SEARCH),  # src and src/.., the root
         ("ls -R src", "src", Category.SEARCH),
         ("git diff", ".", Category.SEARCH),
         ("git status", ".", Category.SEARCH),
@@ -334,7 +335,7 @@ def _tree_state(root: pathlib.Path) -> dict[str, tuple]:
 SOUNDNESS_COMMANDS = [
     "cat a.py", "cat -n a.py | sed -n '1,3p'", "nl -ba a.py", "head -n 2 a.py", "tail -n 2 a.py", "sed -n '2,3p' a.py",
     "awk 'NR>=1 && NR<=2' a.py", "grep -rn foo .", "grep -rn foo --include=*.py src", "grep -l foo a.py src/b.py",
-    "find . -name '*.py'", "find . -type f | head", "ls -la", "ls -R", "wc -l a.py", "git status", "git diff",
+    "find . -name '*.py'", "find . -type f | head", "ls -la src", "ls -l", "ls -R", "wc -l a.py", "git status", "git diff",
     "git log --oneline", "cd src && cat b.py", "cat a.py | grep foo | sort | uniq -c", "sed -n '/foo/p;=' a.py",
     "sort a.py", "cut -d' ' -f1 a.py", "diff a.py src/b.py", "grep -c foo a.py 2>/dev/null", "cat *.py",
 ]
