@@ -275,3 +275,13 @@ def test_a_listing_of_the_root_itself_sees_a_change_to_the_root_s_metadata(works
     again = runtime.step("ls -ld .")
     assert (again.output, again.exit_code) == fresh(workspace, "ls -ld .")
     assert again.verdict != "reuse"
+
+
+def test_a_text_only_detector_sees_nothing_in_the_poll_before_a_reuse(workspace: Path) -> None:
+    # The poll shows detectors the no-op `:`; a rules detector answering "unknown" to it would
+    # silently turn every Reuse off.
+    from ledger_impl import RulesDetector
+
+    runtime = Runtime(workspace, detector=RulesDetector())
+    runtime.step("cat notes.txt")
+    assert runtime.step("cat notes.txt").verdict == "reuse"
