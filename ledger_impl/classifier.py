@@ -563,6 +563,7 @@ _FIND_ONE_ARG = frozenset(
     "-printf".split()
 )
 _FIND_FILE_ARG = frozenset({"-newer", "-samefile", "-cnewer"})
+_FIND_AGE_TESTS = frozenset({"-mmin", "-mtime", "-cmin", "-ctime"})
 _FIND_WRITES = frozenset({"-delete", "-fprint", "-fprint0", "-fprintf", "-fls"})
 
 
@@ -584,6 +585,8 @@ def _find(args: list[Word]) -> Effect:
         elif token in _FIND_ONE_ARG and i + 1 < len(args):
             if token == "-printf" and ("%A" in args[i + 1].text or "%a" in args[i + 1].text):
                 return _run()  # access times change whenever anything reads a file
+            if token in _FIND_AGE_TESTS:
+                return _run()  # "changed in the last 5 minutes" changes answer as time passes
             i += 2
         elif token in _FIND_FILE_ARG and i + 1 < len(args):
             files.append(args[i + 1])
@@ -685,6 +688,16 @@ _GIT_EDITS = frozenset({"apply", "checkout", "restore", "stash", "reset", "add",
                         "tag", "branch", "worktree"})
 
 
+# Output that moves with the clock: relative or human dates, and limits such as "yesterday".
+_GIT_CLOCK_OPTIONS = ("--relative-date", "--date=relative", "--date=human", "--since", "--until", "--after",
+                      "--before", "--max-age", "--min-age")
+_GIT_CLOCK_PLACEHOLDERS = re.compile(r"%[ac][rh]")  # %ar %cr (relative), %ah %ch (human)
+
+
+def _git_reads_the_clock(text: str) -> bool:
+    return text.startswith(_GIT_CLOCK_OPTIONS) or bool(_GIT_CLOCK_PLACEHOLDERS.search(text))
+
+
 def _git(args: list[Word]) -> Effect:
     i = 0
     while i < len(args) and args[i].text in ("--no-pager",):
@@ -701,6 +714,8 @@ def _git(args: list[Word]) -> Effect:
             if text.startswith(("--output", "--ext-diff", "--textconv", "--no-index", "-O", "--open-files")):
                 return _run()
             if text.startswith("-o") and sub in ("diff", "log", "show"):
+                return _run()
+            if _git_reads_the_clock(text):
                 return _run()
         return Effect(READS, search=True, trees=[Word(((".", False),))], tree=True, rewrite={})
     if sub in ("branch",) and all(w.text in ("-a", "-l", "--list", "-v", "-vv", "-r", "--all", "--show-current")

@@ -210,6 +210,25 @@ def test_a_listing_whose_parent_entries_stay_inside_keeps_its_target(command):
     assert isinstance(c(command).target, TreeTarget)
 
 
+@pytest.mark.parametrize(
+    "command",
+    ["find . -mmin -5", "find src -mtime 0 -name '*.py'", "find . -cmin -1", "find . -ctime +2",
+     "git log --relative-date", "git log --date=relative -3", "git log --date=human",
+     "git log --pretty='%h %ar %s'", "git log -1 --format=%cr", "git show -s --format=%ah",
+     "git log --since=yesterday", "git log --until='2 hours ago'", "git log --after=2.weeks"],
+)
+def test_reads_whose_output_moves_with_the_clock_are_not_reusable(command):
+    # No file changes when "3 minutes ago" becomes "4 minutes ago", so no detector can report
+    # it: such a read must never be served from storage.
+    result = c(command)
+    assert result.target is None or not result.read_only
+
+
+@pytest.mark.parametrize("command", ["git log --oneline -5", "git log --format='%h %an %s'", "find . -newer a.py"])
+def test_reads_pinned_to_files_or_absolute_data_stay_reusable(command):
+    assert c(command).target is not None
+
+
 def test_without_a_root_absolute_paths_are_outside():
     assert classify("cat /testbed/a.py").target is None
     assert classify("cat a.py").target == FileTarget("a.py")
