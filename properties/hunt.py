@@ -25,7 +25,7 @@ import posixpath
 import re
 import shlex
 import time
-from typing import Callable, Iterator, Mapping, Sequence
+from typing import Callable, Mapping, Sequence
 
 import attrs
 import hypothesis

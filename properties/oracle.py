@@ -35,7 +35,7 @@ import ledger_spec
 from ledger_impl.execution import run_command
 from ledger_impl.runtime import Runtime
 from ledger_impl.tree_snapshot import DEV, GID, KIND, LINK_TARGET, MODE, ROOT_KEY, UID, Snapshot, ground_truth_snapshot
-from ledger_spec import Changes, Policy
+from ledger_spec import Policy
 
 from .shell_strategies import OUTSIDE_PLACEHOLDER, ROOT_PLACEHOLDER, WorkspaceSetup
 

@@ -19,7 +19,6 @@ from ledger_spec import (
     READ_ONLY,
     Allow,
     Changes,
-    Command,
     Decision,
     FileTarget,
     Nudge,

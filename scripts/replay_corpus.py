@@ -70,7 +70,7 @@ from ledger_impl import shell  # noqa: E402
 from ledger_impl.detectors import RulesDetector  # noqa: E402
 from ledger_impl.execution import kill_group, run_command  # noqa: E402
 from ledger_impl.tree_snapshot import Snapshot, ground_truth_snapshot, observable_diff  # noqa: E402
-from ledger_spec import Category, FileTarget  # noqa: E402
+from ledger_spec import FileTarget  # noqa: E402
 from ledger_spec.values import READ_ONLY, SLICEABLE_VIEWS  # noqa: E402
 
 DEFAULT_CORPUS = REPO.parent / "shared" / "corpus" / "mini-swe-agent-deepseek.jsonl"
