@@ -123,3 +123,18 @@ READ_ONLY_COMMANDS: list[str] = [
     "head -c 10 a.txt; tail -n 1 sub/b.txt",
     "true",
 ]
+
+
+def deny_listing(monkeypatch, directory: pathlib.Path) -> None:
+    """Make listing `directory` fail as an unreadable one would: as root, chmod cannot."""
+    from ledger_impl import tree_snapshot
+
+    real_scandir = os.scandir
+    locked = str(directory)
+
+    def scandir(path):
+        if os.fspath(path) == locked:
+            raise PermissionError(13, "Permission denied", path)
+        return real_scandir(path)
+
+    monkeypatch.setattr(tree_snapshot.os, "scandir", scandir)

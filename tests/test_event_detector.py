@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from detector_scenarios import READ_ONLY_COMMANDS, SCENARIOS, Session, sh
+from detector_scenarios import READ_ONLY_COMMANDS, SCENARIOS, Session, deny_listing, sh
 from ledger_impl.detectors import EventDetector, default_detector, events
 
 pytestmark = pytest.mark.skipif(events.INotify is None, reason="inotify is Linux-only")
@@ -133,17 +133,7 @@ def test_unmappable_event_falls_back(tmp_path, detector, monkeypatch):
 
 def test_unreadable_new_directory_reports_unknown(tmp_path, detector, monkeypatch):
     session = Session(detector, tmp_path)
-    real_scandir = os.scandir
-    locked = str(tmp_path / "locked")
-
-    def scandir(path):
-        if os.fspath(path) == locked:
-            raise PermissionError(13, "Permission denied", path)
-        return real_scandir(path)
-
-    from ledger_impl import tree_snapshot
-
-    monkeypatch.setattr(tree_snapshot.os, "scandir", scandir)
+    deny_listing(monkeypatch, tmp_path / "locked")
     changes, _ = session.step("mkdir locked && echo x > locked/f")
     assert changes.unknown
 

@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from detector_scenarios import READ_ONLY_COMMANDS, SCENARIOS, Session, sh
+from detector_scenarios import READ_ONLY_COMMANDS, SCENARIOS, Session, deny_listing, sh
 from ledger_impl import tree_snapshot
 from ledger_impl.detectors import SnapshotDetector, default_detector
 from ledger_spec import Changes
@@ -106,16 +106,8 @@ def test_unreadable_directory_reports_unknown(tmp_path, monkeypatch):
     (tmp_path / "locked" / "f").write_text("x")
     detector = SnapshotDetector()
     detector.before(tmp_path, "x")
-    real_scandir = os.scandir
-    locked = str(tmp_path / "locked")
-
-    def scandir(path):
-        if os.fspath(path) == locked:
-            raise PermissionError(13, "Permission denied", path)
-        return real_scandir(path)
-
-    monkeypatch.setattr(tree_snapshot.os, "scandir", scandir)
-    os.utime(locked, ns=(1, 1))  # its stat changed, so its listing cannot be reused
+    deny_listing(monkeypatch, tmp_path / "locked")
+    os.utime(tmp_path / "locked", ns=(1, 1))  # its stat changed, so its listing cannot be reused
     assert detector.after(tmp_path, "x", 0).unknown
 
 
