@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Callable
 
 import attrs
 
@@ -47,6 +48,7 @@ class Step:
     command: Command
     changes: Changes  # the detector's report for this command (empty when reused)
     changes_before: tuple[Changes, ...]  # recorded before govern: background jobs, outside writes
+    detector_error: str | None = None  # why the detector could not report (recorded as unknown)
 
 
 class Runtime:
@@ -92,33 +94,63 @@ class Runtime:
             self._background = {group for group in self._background if group_alive(group)}
             self._record_before(UNKNOWN_SCOPE, before)
         decision = self.ledger.govern(classified)
+        errors: list[str] = []
         if isinstance(decision, Reuse):
-            pending = self._poll_detector()
+            pending = self._detect(BETWEEN_STEPS, None, errors)
             if not pending.empty:
                 self._record_before(pending, before)
                 decision = self.ledger.govern(classified)
         index = self.ledger.step
         if isinstance(decision, Reuse):
             self.ledger.advance(classified, decision, "", decision.exit_status, Changes())
-            return Step("reuse", decision.output, decision.exit_status, decision.note, index, classified, Changes(), tuple(before))
+            return Step(
+            "reuse", decision.output, decision.exit_status, decision.note, index, classified, Changes(), tuple(before)
+        )
 
-        self.detector.before(self.root, command)
-        completed = run_command(command, self.root, self.timeout, self.output_limit)
-        changes = self.detector.after(self.root, command, completed.exit_code)
+        completed = None
+
+        def run() -> int:
+            nonlocal completed
+            completed = run_command(command, self.root, self.timeout, self.output_limit)
+            return completed.exit_code
+
+        changes = self._detect(command, run, errors)
+        assert completed is not None
         if completed.background_group is not None:
             self._background.add(completed.background_group)
         recorded = classified if completed.complete else _unobservable(classified)
         self.ledger.advance(recorded, decision, completed.output, completed.exit_code, changes)
         note = getattr(decision, "note", None)
-        return Step(decision.verdict.value, completed.output, completed.exit_code, note, index, classified, changes, tuple(before))
+        error = "; ".join(errors) or None
+        return Step(
+            decision.verdict.value, completed.output, completed.exit_code, note, index, classified, changes, tuple(before), error
+        )
 
     def view(self) -> str:
         """The inform view, to append to the agent's next prompt."""
         return self.ledger.render(self.task)
 
-    def _poll_detector(self) -> Changes:
-        self.detector.before(self.root, BETWEEN_STEPS)
-        return self.detector.after(self.root, BETWEEN_STEPS, 0)
+    def _detect(self, command: str, run: Callable[[], int] | None, errors: list[str]) -> Changes:
+        """The detector's report around `run` (or, with no `run`, of what changed since its last
+        report). A detector that fails cannot prove anything unchanged: its report becomes
+        "unknown scope", the command still runs, and the error is kept for the Step."""
+        failed = False
+        try:
+            self.detector.before(self.root, command)
+        except Exception as error:  # a user's detector may raise anything
+            errors.append(f"{self.detector_name}.before: {error!r}")
+            failed = True
+        exit_code = run() if run is not None else 0
+        try:
+            changes = self.detector.after(self.root, command, exit_code)
+        except Exception as error:
+            errors.append(f"{self.detector_name}.after: {error!r}")
+            return UNKNOWN_SCOPE
+        return UNKNOWN_SCOPE if failed else changes
+
+    @property
+    def detector_name(self) -> str:
+        return str(getattr(self.detector, "name", type(self.detector).__name__))
 
     def _record_before(self, changes: Changes, before: list[Changes]) -> None:
         self.ledger.modify(changes)

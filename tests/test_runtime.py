@@ -285,3 +285,33 @@ def test_a_text_only_detector_sees_nothing_in_the_poll_before_a_reuse(workspace:
     runtime = Runtime(workspace, detector=RulesDetector())
     runtime.step("cat notes.txt")
     assert runtime.step("cat notes.txt").verdict == "reuse"
+
+
+class BrokenDetector:
+    """A detector whose report fails, as a user's might, after the command already ran."""
+
+    name = "broken"
+
+    def __init__(self, fail_in: str) -> None:
+        self.fail_in = fail_in
+
+    def before(self, root: Path, command: str) -> None:
+        if self.fail_in == "before":
+            raise OSError("before failed")
+
+    def after(self, root: Path, command: str, exit_code: int):
+        if self.fail_in == "after":
+            raise OSError("after failed")
+        from ledger_impl import Changes
+
+        return Changes()
+
+
+@pytest.mark.parametrize("fail_in", ["before", "after"])
+def test_a_failing_detector_costs_reuse_never_the_result(workspace: Path, fail_in: str) -> None:
+    runtime = Runtime(workspace, detector=BrokenDetector(fail_in))
+    first = runtime.step("echo ran >> notes.txt; cat notes.txt")
+    assert first.output == "alpha\nbetaran\n", "the command ran and its output is returned"
+    assert first.changes.unknown and f"{fail_in} failed" in (first.detector_error or "")
+    runtime.step("cat notes.txt")
+    assert runtime.step("cat notes.txt").verdict != "reuse", "nothing can be proved unchanged"
