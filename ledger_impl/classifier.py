@@ -21,6 +21,7 @@ spec serves a failed run only to the identical raw text). Three rules keep that 
 
 from __future__ import annotations
 
+import glob
 import os
 import posixpath
 import re
@@ -64,6 +65,7 @@ class Effect:
     path_free: bool = False  # output never contains a path as typed
     stream_slice: tuple[int, int | None] | None = None  # for a FILTER: output lines a..b of stdin
     rewrite: dict[int, str] = field(default_factory=dict)  # word index -> canonical replacement
+    repository: bool = False  # output depends on the git repository, which must lie in the root
 
 
 def _run() -> Effect:
@@ -413,13 +415,15 @@ _AWK_NR = re.compile(
     r"^\s*NR\s*(>=|>|==)\s*(\d+)\s*(?:&&\s*NR\s*(<=|<)\s*(\d+)\s*)?(?:\{\s*print(?:\s+\$0)?\s*;?\s*\})?\s*$"
 )
 # `@` also covers gawk's indirect calls (`f = "sys" "tem"; @f("...")`).
-_AWK_UNSAFE = re.compile(r"system|getline|\||@|close\s*\(")
+# ARGV/ARGC can name another file to read; systime/strftime/rand print the clock or chance.
+_AWK_UNSAFE = re.compile(r"system|getline|\||@|close\s*\(|ARGV|ARGC|systime|strftime|srand|rand")
 _AWK_PRINT = re.compile(r"\b(print|printf)\b([^;}\n]*)")
 _AWK_PATHS = re.compile(r"FILENAME|ARGV|ENVIRON|PROCINFO")
 
 
 def awk_program_is_safe(program: str) -> bool:
     """Whether an awk program only prints to stdout: no system(), pipes, getline or `print >`."""
+    program = program.replace("\\\n", " ")  # a line continuation would hide `> "file"`
     if _AWK_UNSAFE.search(program.replace("||", "  ")):
         return False
     for match in _AWK_PRINT.finditer(program):
@@ -523,7 +527,9 @@ def _grep(args: list[Word]) -> Effect:
         if not operands:
             return _run()
         operands = operands[1:]
-    recursive = o.has("r", "R", "recursive", "dereference-recursive") or "recurse" in o.values("d", "directories")
+    if o.has("R", "dereference-recursive"):
+        return _run()  # follows symbolic links, possibly out of the root, where no detector looks
+    recursive = o.has("r", "recursive") or "recurse" in o.values("d", "directories")
     if recursive:
         trees = [w for _, w in operands] or [Word((("."
                                                     , False),))]
@@ -535,7 +541,7 @@ def _grep(args: list[Word]) -> Effect:
 
 
 def _rg(args: list[Word]) -> Effect:
-    o = _Options(args, short="nNilLcwvoqsSFuUH", short_arg="eABCmtTg",
+    o = _Options(args, short="nNilcwvoqsSFuUH", short_arg="eABCmtTg",  # not -L: follows links
                  long=frozenset({"line-number", "no-line-number", "ignore-case", "smart-case", "files-with-matches",
                                  "count", "word-regexp", "invert-match", "only-matching", "fixed-strings", "hidden",
                                  "no-ignore", "no-heading", "heading", "with-filename", "no-filename", "files"}),
@@ -555,7 +561,7 @@ def _rg(args: list[Word]) -> Effect:
 
 _FIND_NO_ARG = frozenset(
     "-print -print0 -prune -o -or -a -and -not ! ( ) -empty -true -false -quit -depth -xdev -mount -noleaf "
-    "-follow -readable -writable -executable -nouser -nogroup -daystart -ls".split()
+    "-readable -writable -executable -nouser -nogroup -daystart -ls".split()
 )
 _FIND_ONE_ARG = frozenset(
     "-name -iname -path -ipath -wholename -iwholename -type -xtype -maxdepth -mindepth -size -mtime -mmin "
@@ -570,6 +576,8 @@ _FIND_WRITES = frozenset({"-delete", "-fprint", "-fprint0", "-fprintf", "-fls"})
 def _find(args: list[Word]) -> Effect:
     i = 0
     while i < len(args) and args[i].text in ("-L", "-H", "-P"):
+        if args[i].text == "-L":
+            return _run()  # follows symbolic links, possibly out of the root
         i += 1
     trees: list[Word] = []
     while i < len(args) and not args[i].text.startswith("-") and args[i].text not in ("(", "!", ")"):
@@ -596,10 +604,10 @@ def _find(args: list[Word]) -> Effect:
     return Effect(READS, search=True, trees=trees or [Word(((".", False),))], files=files, tree=True)
 
 
-_LS_SHORT = "aAbBcCdfFgGhHiklLmnNopqQrRsStvxXZ1"
+_LS_SHORT = "aAbBcCdfFgGhHiklmnNopqQrRsStvxXZ1"  # not -L: it follows every symbolic link
 _LS_LONG = frozenset(
     {"all", "almost-all", "escape", "directory", "classify", "no-group", "human-readable", "si", "inode",
-     "dereference", "numeric-uid-gid", "literal", "hide-control-chars", "quote-name", "recursive", "reverse",
+     "numeric-uid-gid", "literal", "hide-control-chars", "quote-name", "recursive", "reverse",
      "size", "group-directories-first", "full-time", "context"}
 )
 _LS_LONG_ARG = frozenset({"color", "sort", "time-style", "format", "indicator-style", "ignore", "hide", "width",
@@ -607,9 +615,9 @@ _LS_LONG_ARG = frozenset({"color", "sort", "time-style", "format", "indicator-st
 
 
 # Flags under which `ls` prints names only (and sorts by name), so a `..` entry is just "..".
-_LS_NAMES_ONLY = frozenset("aAfdC1xmFpQbBNqrRvHL") | frozenset(
+_LS_NAMES_ONLY = frozenset("aAfdC1xmFpQbBNqrRvH") | frozenset(
     {"all", "almost-all", "classify", "quote-name", "escape", "literal", "hide-control-chars", "recursive",
-     "reverse", "directory", "dereference", "color", "indicator-style", "quoting-style", "ignore", "hide",
+     "reverse", "directory", "color", "indicator-style", "quoting-style", "ignore", "hide",
      "width", "group-directories-first"}
 )
 
@@ -630,8 +638,9 @@ def _ls(args: list[Word]) -> Effect:
 
 
 def _diff(args: list[Word]) -> Effect:
-    o = _Options(args, short="uqrNbBwiyctsaTp", short_arg="UCxX",
-                 long=frozenset({"brief", "recursive", "new-file", "unified", "ignore-all-space", "text",
+    # Not -r: a recursive diff follows symbolic links, possibly out of the root.
+    o = _Options(args, short="uqNbBwiyctsaTp", short_arg="UCxX",
+                 long=frozenset({"brief", "new-file", "unified", "ignore-all-space", "text",
                                  "ignore-space-change", "ignore-blank-lines", "report-identical-files"}),
                  long_arg=frozenset({"color", "exclude"}), numeric=False)
     if not o.ok or len(o.operands) != 2 or any(v != "never" for v in o.values("color")):
@@ -640,7 +649,7 @@ def _diff(args: list[Word]) -> Effect:
 
 
 def _sort(args: list[Word]) -> Effect:
-    o = _Options(args, short="bdfgiMhnRrsuVcCz", short_arg="ktS",
+    o = _Options(args, short="bdfgiMhnrsuVcCz", short_arg="ktS",  # not -R: random order
                  long=frozenset({"reverse", "unique", "numeric-sort", "version-sort", "human-numeric-sort",
                                  "ignore-case", "stable", "general-numeric-sort"}),
                  long_arg=frozenset({"key", "field-separator", "buffer-size"}))
@@ -694,8 +703,14 @@ _GIT_CLOCK_OPTIONS = ("--relative-date", "--date=relative", "--date=human", "--s
 _GIT_CLOCK_PLACEHOLDERS = re.compile(r"%[ac][rh]")  # %ar %cr (relative), %ah %ch (human)
 
 
-def _git_reads_the_clock(text: str) -> bool:
-    return text.startswith(_GIT_CLOCK_OPTIONS) or bool(_GIT_CLOCK_PLACEHOLDERS.search(text))
+def _git_reads_the_clock(text: str, previous: str) -> bool:
+    """Whether an argument makes git's output move with the clock. `previous` is the argument
+    before it, for options given as two words (`--date relative`)."""
+    if text.startswith(_GIT_CLOCK_OPTIONS) or _GIT_CLOCK_PLACEHOLDERS.search(text) or "@{" in text:
+        return True  # `HEAD@{5 minutes ago}` picks a commit by time
+    if text.startswith("--date=") or previous == "--date":
+        return any(word in text for word in ("relative", "human"))
+    return False
 
 
 def _git(args: list[Word]) -> Effect:
@@ -707,6 +722,7 @@ def _git(args: list[Word]) -> Effect:
     sub = args[i].text
     rest = args[i + 1 :]
     if sub in _GIT_READS:
+        previous = ""
         for word in rest:
             text = word.text
             # --output writes a file; external diff and textconv drivers run programs;
@@ -715,14 +731,17 @@ def _git(args: list[Word]) -> Effect:
                 return _run()
             if text.startswith("-o") and sub in ("diff", "log", "show"):
                 return _run()
-            if _git_reads_the_clock(text):
+            if _git_reads_the_clock(text, previous):
                 return _run()
-        return Effect(READS, search=True, trees=[Word(((".", False),))], tree=True, rewrite={})
+            if not text.startswith("-") and (text.startswith("/") or ".." in text.split("/")):
+                return _run()  # a path outside the root: git falls back to --no-index
+            previous = text
+        return Effect(READS, search=True, trees=[Word(((".", False),))], tree=True, repository=True)
     if sub in ("branch",) and all(w.text in ("-a", "-l", "--list", "-v", "-vv", "-r", "--all", "--show-current")
                                   for w in rest):
-        return Effect(READS, search=True, trees=[Word(((".", False),))], tree=True)
+        return Effect(READS, search=True, trees=[Word(((".", False),))], tree=True, repository=True)
     if sub == "stash" and rest and rest[0].text in ("list", "show"):
-        return Effect(READS, search=True, trees=[Word(((".", False),))], tree=True)
+        return Effect(READS, search=True, trees=[Word(((".", False),))], tree=True, repository=True)
     if sub in _GIT_EDITS:
         return Effect(EDIT)
     return _run()
@@ -831,11 +850,28 @@ class _Workspace:
             return None
         return joined
 
+    def holds_repository(self) -> bool:
+        """On disk: whether the root holds its git repository. Lexically: assumed."""
+        if self.real_root is None:
+            return True
+        return os.path.lexists(os.path.join(self.real_root, ".git"))
+
+    def _inside(self, real: str) -> bool:
+        assert self.real_root is not None
+        return real == self.real_root or real.startswith(self.real_root.rstrip("/") + "/")
+
     def key(self, cwd: str | None, word: Word) -> str | None:
         """The key a path operand names, '.' for the root itself, None if outside or unknowable."""
         if cwd is None or word.dynamic or word.executes or not word.text:
             return None
         text = word.text
+        if word.has_glob and self.real_root is not None:
+            # On disk, every match must resolve inside the root: `cat l*/data` can reach
+            # through a symbolic link to a directory outside it.
+            assert self.root is not None
+            pattern = os.path.join(self.root, cwd, text)
+            if any(not self._inside(os.path.realpath(match)) for match in glob.glob(pattern)):
+                return None
         if word.has_glob:
             # A pattern is checked through its literal prefix; a component that starts with a dot
             # and holds a glob could match `..` and reach outside.
@@ -912,6 +948,8 @@ def _effective_redirect_kind(effect: Effect, redirects: list[Redirect]) -> Effec
         return _run()
     if any(r.writes_file for r in redirects):
         return effect if effect.kind in (TEST, RUN) else Effect(EDIT)
+    if effect.kind in (READS, FILTER) and any(r.moves_stdout for r in redirects):
+        return _run()  # `cat f > /dev/null` prints nothing: that is not f's content
     inputs = [r.reads_file for r in redirects if r.reads_file is not None]
     if inputs:
         if effect.kind not in (FILTER, READS):
@@ -971,6 +1009,8 @@ def _classify(text: str, cwd: str, root: str | os.PathLike[str] | None) -> Comma
             inside = False
         if effect.kind == READS and not effect.files and not effect.trees and cwd_here is None:
             inside = False
+        if effect.repository and not workspace.holds_repository():
+            inside = False  # a .git above the root changes where no detector looks
 
     for command, cwd_here in zip(commands, cwds):
         for word in command.words:

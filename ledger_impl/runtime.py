@@ -126,6 +126,18 @@ class Runtime:
             decision.verdict.value, completed.output, completed.exit_code, note, index, classified, changes, tuple(before), error
         )
 
+    def close(self) -> None:
+        """Release the detector's resources (an inotify instance is a per-user, limited one)."""
+        close = getattr(self.detector, "close", None)
+        if callable(close):
+            close()
+
+    def __enter__(self) -> "Runtime":
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
     def view(self) -> str:
         """The inform view, to append to the agent's next prompt."""
         return self.ledger.render(self.task)
@@ -145,6 +157,9 @@ class Runtime:
             changes = self.detector.after(self.root, command, exit_code)
         except Exception as error:
             errors.append(f"{self.detector_name}.after: {error!r}")
+            return UNKNOWN_SCOPE
+        if not isinstance(changes, Changes):
+            errors.append(f"{self.detector_name}.after returned {type(changes).__name__}, not a Changes")
             return UNKNOWN_SCOPE
         return UNKNOWN_SCOPE if failed else changes
 

@@ -113,6 +113,12 @@ class Redirect:
         return not (self.target.static and self.target.text == "/dev/null")
 
     @property
+    def moves_stdout(self) -> bool:
+        """Whether standard output goes somewhere other than the pipe the agent reads, even
+        /dev/null or stderr: what is printed is then no longer what was read."""
+        return self.op in (">", ">>", ">|", "&>", "&>>", ">&") and self.fd in (None, "1")
+
+    @property
     def reads_file(self) -> Word | None:
         """The file an input redirection reads, if any."""
         if self.op == "<" and self.target is not None:

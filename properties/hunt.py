@@ -484,8 +484,17 @@ def run_hunt(
     with hunt_environment():
         try:
             run_state_machine_as_test(machine, settings=hunt_settings(chosen, **overrides))
-        except (HuntViolation, BaseExceptionGroup, hypothesis.errors.Flaky):  # type: ignore[attr-defined]
+        except HuntViolation:
             pass  # the log holds the minimized runs
+        except BaseExceptionGroup as group:  # type: ignore[name-defined]
+            # Several distinct failures: violations are in the log; anything else is a crash
+            # of the hunt itself, which must never read as "no violation".
+            _, crashes = group.split(HuntViolation)
+            if crashes is not None:
+                raise crashes
+        except hypothesis.errors.Flaky:
+            if not log.last:
+                raise  # a failure that did not recur, and that no violation explains
     runs = [minimize(run, detector_factory, MINIMIZE_SECONDS.get(chosen.name, 60.0)) for run in log.last.values()]
     if not any(run.violation.property == REUSE_IS_FRESH for run in runs):
         stale = [found for run in runs if (found := escalate(run, detector_factory)) is not None]

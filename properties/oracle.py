@@ -344,6 +344,7 @@ class CheckedSession:
             while group_alive(group) and time.monotonic() < deadline:
                 time.sleep(0.02)
             kill_group(group)
+        self.runtime.close()
 
 
 def _state_summary(state: ledger_spec.State) -> dict[str, object]:

@@ -229,6 +229,55 @@ def test_reads_pinned_to_files_or_absolute_data_stay_reusable(command):
     assert c(command).target is not None
 
 
+@pytest.mark.parametrize(
+    "command",
+    [
+        # stdout sent elsewhere: what is printed is not the file (an empty output stored as
+        # the file's content was served to later reads)
+        "cat a.py > /dev/null", "cat a.py >/dev/null 2>&1", "cat a.py &> /dev/null", "head -n 3 a.py >/dev/null",
+        "grep -rn foo . > /dev/null",
+        # awk that writes through a line continuation, reads another file, or reads the clock
+        "awk '{ print \"x\" \\\n> \"/tmp/pwn\" }' a.py", "awk 'BEGIN{ARGV[1]=\"/etc/passwd\"} {print}' a.py",
+        "awk '{print systime()}' a.py", "awk '{print strftime()}' a.py", "awk 'BEGIN{srand()} {print rand()}' a.py",
+        # random order
+        "sort -R a.py", "sort --random-sort a.py",
+        # relative dates and reflog times
+        "git log --date relative", "git log --date human -3", "git log --date=auto:relative",
+        "git blame --date relative a.py", "git show 'HEAD@{5 minutes ago}'",
+        # options that follow symbolic links out of the root
+        "grep -R foo .", "grep --dereference-recursive foo .", "find -L . -name '*.py'", "find . -follow -name x",
+        "rg -L foo", "ls -L", "ls --dereference", "diff -r src tests",
+        # git operands outside the root
+        "git diff /etc/hostname a.py",
+    ],
+)
+def test_reads_that_are_not_a_pure_function_of_their_target_are_not_reusable(command):
+    result = c(command)
+    assert result.target is None or not result.read_only, result
+
+
+def test_a_glob_that_reaches_through_a_symlink_out_of_the_root_has_no_target(tmp_path):
+    root, outside = tmp_path / "ws", tmp_path / "outside"
+    root.mkdir()
+    outside.mkdir()
+    (outside / "data").write_text("secret\n")
+    (root / "link").symlink_to(outside)
+    (root / "src").mkdir()
+    (root / "src" / "data").write_text("inside\n")
+    assert classify("cat l*/data", root=root).target is None
+    assert classify("cat */data", root=root).target is None
+    assert classify("cat s*/data", root=root).target is not None
+
+
+def test_git_reads_have_no_target_when_the_repository_is_above_the_root(tmp_path):
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+    root = tmp_path / "ws"
+    root.mkdir()
+    assert classify("git log --oneline", root=root).target is None
+    subprocess.run(["git", "init", "-q", str(root)], check=True)
+    assert classify("git log --oneline", root=root).target is not None
+
+
 def test_without_a_root_absolute_paths_are_outside():
     assert classify("cat /testbed/a.py").target is None
     assert classify("cat a.py").target == FileTarget("a.py")

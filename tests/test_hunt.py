@@ -105,3 +105,22 @@ def test_oracle_flags_a_runtime_that_disagrees_with_the_spec(monkeypatch: pytest
     monkeypatch.setattr(Ledger, "govern", lambda self, command: Allow())
     records = run_checked(SETUP, ["cat a.txt", "cat a.txt"], default_detector())
     assert records[1].violation is not None and records[1].violation.property == SPEC_AGREES
+
+
+def test_a_crash_inside_the_hunt_is_raised_not_reported_as_no_violation(monkeypatch) -> None:
+    # Found in review: exception groups and Flaky were swallowed, so a hunt whose own code
+    # crashed reported "no violation" and check-detector exited 0.
+    from ledger_impl.detectors import default_detector
+    from properties import oracle
+    from properties.hunt import run_hunt
+
+    def broken_step(self, template):
+        # Two distinct crashes, which Hypothesis reports together as an exception group.
+        if "cat" in template:
+            raise RuntimeError("the oracle itself broke")
+        raise ValueError("the oracle broke another way")
+
+    monkeypatch.setattr(oracle.CheckedSession, "step", broken_step)
+    with pytest.raises(BaseException) as raised:
+        run_hunt(default_detector, "ci", seed=3, max_examples=20)
+    assert "broke" in repr(raised.value) + "".join(repr(e) for e in getattr(raised.value, "exceptions", ()))

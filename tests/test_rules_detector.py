@@ -146,3 +146,16 @@ def test_optimistic_mode_misses_a_script_edit(workspace):
     changes, truth = _run(RulesDetector(unknown_for_opaque=False), workspace, command)
     assert "a.py" in truth
     assert not changes.unknown and "a.py" not in changes.paths
+
+
+@pytest.mark.parametrize(
+    "command",
+    ["cp -b b.py a.py", "cp --backup=numbered b.py a.py", "mv -b b.py a.py", "cp -S .orig -b b.py a.py",
+     "ln -f -b b.py a.py", "cd nonexistent; rm a.py", "cd src | touch made.py"],
+)
+def test_backups_and_cd_across_other_operators_are_covered(workspace, command):
+    # Found in review: backup copies (a.py~, a.py.~1~, a.py.orig) went unreported, and `cd`
+    # was followed across `;`, `||` and `|`, where it may fail or run in a subshell.
+    changes, truth = _run(RulesDetector(), workspace, command)
+    assert truth, "the command must change something"
+    assert changes.unknown or truth <= changes.paths, (truth - changes.paths)

@@ -315,3 +315,34 @@ def test_a_failing_detector_costs_reuse_never_the_result(workspace: Path, fail_i
     assert first.changes.unknown and f"{fail_in} failed" in (first.detector_error or "")
     runtime.step("cat notes.txt")
     assert runtime.step("cat notes.txt").verdict != "reuse", "nothing can be proved unchanged"
+
+
+def test_a_read_sent_to_dev_null_is_not_stored_as_the_file(workspace: Path) -> None:
+    # Found in review: the empty output of `cat f > /dev/null` was served to later reads of f.
+    runtime = Runtime(workspace)
+    runtime.step("cat notes.txt > /dev/null")
+    for command in ("cat notes.txt", "sed -n '1,2p' notes.txt"):
+        step = runtime.step(command)
+        assert (step.output, step.exit_code) == fresh(workspace, command) == ("alpha\nbeta", 0)
+
+
+def test_closing_the_runtime_releases_the_detector(workspace: Path) -> None:
+    closed = []
+
+    class ClosableDetector(BrokenDetector):
+        def close(self) -> None:
+            closed.append(True)
+
+    with Runtime(workspace, detector=ClosableDetector("nowhere")) as runtime:
+        runtime.step("true")
+    assert closed == [True]
+
+
+def test_a_detector_that_returns_something_other_than_changes_is_a_failed_report(workspace: Path) -> None:
+    class ReturnsNone(BrokenDetector):
+        def after(self, root: Path, command: str, exit_code: int):
+            return None
+
+    step = Runtime(workspace, detector=ReturnsNone("nowhere")).step("cat notes.txt")
+    assert step.output == "alpha\nbeta" and step.changes.unknown
+    assert "not a Changes" in (step.detector_error or "")

@@ -87,12 +87,22 @@ class RulesDetector:
         unknown = False
         cwd: str | None = "."
         for statement in script.statements:
-            for pipeline in statement.pipelines:
+            for index, pipeline in enumerate(statement.pipelines):
+                start = cwd
+                # In a pipeline of several commands each runs in its own subshell: a `cd` there
+                # moves nothing that follows.
+                in_subshells = len(pipeline.commands) > 1
                 for simple in pipeline.commands:
                     try:
-                        cwd = self._command(real_root, cwd, simple, paths)
+                        moved = self._command(real_root, start if in_subshells else cwd, simple, paths)
                     except _Unknown:
                         unknown = True
+                        moved = cwd
+                    if not in_subshells:
+                        cwd = moved
+                chained = index < len(statement.connectors) and statement.connectors[index] == "&&"
+                if cwd != start and not chained:
+                    cwd = None  # after `;` or `||` the cd may have failed: later paths are unknown
         return paths, unknown
 
     def _command(self, root: pathlib.Path, cwd: str | None, command: SimpleCommand, paths: set[str]) -> str | None:
@@ -148,6 +158,8 @@ class RulesDetector:
         if name in ("mv", "cp", "ln", "install"):
             if any(w.text in ("-t", "--target-directory") or w.text.startswith("--target-directory") for w in args):
                 raise _Unknown
+            if any(_makes_backups(w.text) for w in args):
+                raise _Unknown  # a backup (`f~`, `f.~1~`, `f.orig`) is named by flags and VERSION_CONTROL
             for word in operands:
                 # mv removes the source name and creates the destination (or an entry inside it).
                 paths.update(self._keys(root, cwd, word, follow=True, removes=name == "mv"))
@@ -277,3 +289,10 @@ def _keys_below(root: pathlib.Path, key: str) -> set[str]:
             if rel is not None and rel != ".":
                 keys.add(rel)
     return keys
+
+
+def _makes_backups(argument: str) -> bool:
+    """Whether a cp/mv/ln/install argument asks for backup copies (-b, -S SUFFIX, --backup)."""
+    if argument.startswith("--"):
+        return argument.startswith(("--backup", "--suffix"))
+    return argument.startswith("-") and ("b" in argument[1:] or "S" in argument[1:])
