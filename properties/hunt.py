@@ -409,7 +409,7 @@ def counterexample_document(
             for record in run.steps
         ],
         # expected/observed always carry output and exit_code (and observed the verdict), as
-        # `ledger_impl.counterexample` requires; a property's own evidence (changed keys, the
+        # `properties.counterexample` requires; a property's own evidence (changed keys, the
         # report) is added beside them.
         "violation": {
             "step": violation.step,

@@ -8,7 +8,7 @@ import textwrap
 
 import pytest
 
-from ledger_impl.cli import main
+from ledger_cli.main import main
 
 REPO = pathlib.Path(__file__).parent.parent
 

@@ -12,8 +12,8 @@ import pathlib
 
 import pytest
 
-from ledger_impl import counterexample
-from ledger_impl.replay import load_document, load_factory, replay
+from properties import counterexample
+from properties.replay import load_document, load_factory, replay
 
 COUNTEREXAMPLES = sorted((pathlib.Path(__file__).parent.parent / "counterexamples").glob("*.json"))
 # A fault of Ledger itself that has been fixed has no detector left that shows it: its

@@ -8,9 +8,9 @@ import pathlib
 import attrs
 import pytest
 
-from ledger_impl.cli import main
-from ledger_impl.commands import prove
-from ledger_impl.counterexample import load
+from ledger_cli.main import main
+from ledger_cli.commands import prove
+from properties.counterexample import load
 from ledger_spec import z3_theorems
 
 

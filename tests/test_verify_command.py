@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 
 from ledger_impl import cli
-from ledger_impl.commands import verify
+from ledger_cli.commands import verify
 from properties.profiles import Profile
 
 

@@ -15,7 +15,7 @@ import subprocess
 
 import pytest
 
-from ledger_impl.counterexample import (
+from properties.counterexample import (
     Counterexample,
     CounterexampleError,
     dump,

@@ -14,7 +14,7 @@ import sys
 from rich.console import Console
 from rich.markup import escape
 
-from ledger_impl.replay import CounterexampleError, DetectorLoadError, load_document, load_factory, replay
+from properties.replay import CounterexampleError, DetectorLoadError, load_document, load_factory, replay
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:

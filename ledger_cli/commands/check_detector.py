@@ -15,7 +15,7 @@ from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from ledger_impl.replay import DetectorLoadError, load_factory
+from properties.replay import DetectorLoadError, load_factory
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:

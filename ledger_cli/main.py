@@ -1,4 +1,4 @@
-"""The `ledger` command line. Each subcommand lives in `ledger_impl.commands.<name>`.
+"""The `ledger` command line. Each subcommand lives in `ledger_cli.commands.<name>`.
 
 A subcommand module exposes `register(subparsers)`, which adds its parser and sets
 `run=<callable(args) -> int>` as a default. Exit codes: 0 holds, 1 a violation, 2 bad usage.
@@ -21,7 +21,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in COMMANDS:
-        importlib.import_module(f"ledger_impl.commands.{name}").register(subparsers)
+        importlib.import_module(f"ledger_cli.commands.{name}").register(subparsers)
     return parser
 
 

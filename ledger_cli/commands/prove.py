@@ -47,7 +47,7 @@ def _as_json(result: TheoremResult) -> dict[str, object]:
 
 
 def _write_counterexamples(results: list[TheoremResult], directory: pathlib.Path) -> list[pathlib.Path]:
-    from ledger_impl.counterexample import dump, from_trace
+    from properties.counterexample import dump, from_trace
 
     written = []
     for result in results:

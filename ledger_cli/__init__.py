@@ -1,0 +1,1 @@
+"""The `ledger` command line: the top layer, which may import the harness, the implementation and the spec."""
