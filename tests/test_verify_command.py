@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from ledger_impl import cli
+from ledger_cli import main as cli
 from ledger_cli.commands import verify
 from properties.profiles import Profile
 
