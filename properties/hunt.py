@@ -39,7 +39,9 @@ from .oracle import (
     DETECTOR_COVERS_CHANGES,
     PROPERTIES,
     REUSE_IS_FRESH,
+    FINGERPRINT_LINE,
     CheckedSession,
+    fingerprint_line,
     StepRecord,
     Violation,
     checked_session,
@@ -417,7 +419,10 @@ def counterexample_document(
             "expected": {"output": step.output, "exit_code": step.exit_code, **violation.expected},
             "observed": {"output": step.output, "exit_code": step.exit_code, "verdict": step.verdict, **violation.observed},
         },
-        "found_by": {"tool": "hypothesis", "seed": seed, "profile": profile, "command": command},
+        "found_by": {
+            "tool": "hypothesis", "seed": seed, "profile": profile, "command": command,
+            "fingerprint": FINGERPRINT_LINE.get(),
+        },
         "date": datetime.date.today().isoformat(),
     }
 
@@ -467,13 +472,35 @@ def run_hunt(
     on_step: Callable[[int, int], None] | None = None,
     max_examples: int | None = None,
     stale_reads_only: bool = False,
+    fingerprint: bool = True,
 ) -> HuntReport:
     """Hunt violations for detectors made by `detector_factory` under `profile`'s budget.
 
     `detector` names the factory as MODULE:FACTORY in the files written; `seed` makes the run
     repeatable (one is drawn and reported when not given); `max_examples` overrides the
-    profile's number of runs.
+    profile's number of runs; `fingerprint=False` runs the Runtime without the observation
+    fingerprint, judging the detector and classifier alone.
     """
+    with fingerprint_line(fingerprint):
+        return _run_hunt(
+            detector_factory, profile, seed, out_dir, detector=detector, grammar=grammar, command=command,
+            on_step=on_step, max_examples=max_examples, stale_reads_only=stale_reads_only,
+        )
+
+
+def _run_hunt(
+    detector_factory: DetectorFactory,
+    profile: Profile | str | None,
+    seed: int | None,
+    out_dir: str | pathlib.Path | None,
+    *,
+    detector: str | None,
+    grammar: Grammar,
+    command: str,
+    on_step: Callable[[int, int], None] | None,
+    max_examples: int | None,
+    stale_reads_only: bool,
+) -> HuntReport:
     chosen = profile if isinstance(profile, Profile) else named_profile(profile)
     seed = seed if seed is not None else random.SystemRandom().randrange(2**32)
     name = detector or f"{getattr(detector_factory, '__module__', '?')}:{getattr(detector_factory, '__qualname__', '?')}"

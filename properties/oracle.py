@@ -19,6 +19,7 @@ hashed, every entry lstat'ed, `.git/` included.
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import os
 import pathlib
 import shutil
@@ -67,6 +68,22 @@ GIT_ENVIRONMENT: dict[str, str] = {
     "GIT_CONFIG_GLOBAL": os.devnull,
     "LC_ALL": "C.UTF-8",
 }
+
+
+FINGERPRINT_LINE: contextvars.ContextVar[bool] = contextvars.ContextVar("FINGERPRINT_LINE", default=True)
+"""Whether checked sessions run the Runtime with the observation fingerprint (as shipped).
+Off, the detector and classifier are judged alone: the defense-in-depth measurement and the
+replay of counterexamples found before the fingerprint existed."""
+
+
+@contextlib.contextmanager
+def fingerprint_line(enabled: bool) -> Iterator[None]:
+    """Run the checked sessions opened inside with the fingerprint on or off."""
+    token = FINGERPRINT_LINE.set(enabled)
+    try:
+        yield
+    finally:
+        FINGERPRINT_LINE.reset(token)
 
 
 @contextlib.contextmanager
@@ -191,7 +208,10 @@ class CheckedSession:
     def __init__(self, placement: Placement, detector: object, policy: Policy | None = None) -> None:
         self.placement = placement
         self.policy = policy if policy is not None else Policy()
-        self.runtime = Runtime(placement.root, detector, self.policy, timeout=STEP_TIMEOUT, output_limit=OUTPUT_LIMIT)
+        self.runtime = Runtime(
+            placement.root, detector, self.policy, timeout=STEP_TIMEOUT, output_limit=OUTPUT_LIMIT,
+            fingerprint=FINGERPRINT_LINE.get(),
+        )
         self.spec_state: ledger_spec.State = ledger_spec.INITIAL
         self.truth: Snapshot = ground_truth_snapshot(placement.root)
         self.records: list[StepRecord] = []
@@ -257,7 +277,7 @@ class CheckedSession:
         state = self.spec_state
         for changes in step.changes_before:  # type: ignore[attr-defined]
             state = ledger_spec.modify(state, changes)
-        decision = ledger_spec.govern(state, step.command, self.policy)  # type: ignore[attr-defined]
+        decision = ledger_spec.govern(state, step.command, self.policy, step.fingerprint)  # type: ignore[attr-defined]
         expected: dict[str, object] = {"verdict": decision.verdict.value}
         observed: dict[str, object] = {"verdict": step.verdict}  # type: ignore[attr-defined]
         if isinstance(decision, ledger_spec.Reuse) and step.verdict == "reuse":  # type: ignore[attr-defined]
@@ -265,11 +285,17 @@ class CheckedSession:
             observed.update(output=step.output, exit_code=step.exit_code)  # type: ignore[attr-defined]
         if expected != observed:
             return Violation(SPEC_AGREES, index, command, expected, observed, f"spec says {expected}, runtime did {observed}")
-        # The Runtime records an incomplete result (timed out, truncated, left a background
-        # job) without its target, so that it is never served; the spec is fed the same.
+        # The Runtime records an incomplete result (never launched, timed out, truncated, left
+        # a background job) without its target, so that it is never served; the spec is fed
+        # the same, with the fingerprint the Runtime recorded.
         incomplete = bool(launched) or "\n[ledger] timed out after" in step.output or "\n[ledger] output truncated:" in step.output  # type: ignore[attr-defined]
         recorded = attrs.evolve(step.command, target=None) if incomplete else step.command  # type: ignore[attr-defined]
-        state = ledger_spec.advance(state, recorded, decision, step.output, step.exit_code, step.changes)  # type: ignore[attr-defined]
+        if step.recorded is not None and step.recorded.target is None:  # type: ignore[attr-defined]
+            recorded = step.recorded  # type: ignore[attr-defined]
+        state = ledger_spec.advance(
+            state, recorded, decision, step.output, step.exit_code, step.changes,  # type: ignore[attr-defined]
+            step.recorded_fingerprint, self.policy,  # type: ignore[attr-defined]
+        )
         self.spec_state = state
         ledger_state = self.runtime.ledger.snapshot()
         if ledger_state != state:

@@ -113,13 +113,23 @@ def replay(
     document: Mapping[str, object],
     detector_factory: DetectorFactory,
     on_record: Callable[[object], None] | None = None,
+    *,
+    fingerprint: bool | None = None,
 ) -> ReplayResult:
-    """Run the counterexample's steps in a fresh temporary repository, with every step checked."""
-    from properties.oracle import first_violation, run_checked
+    """Run the counterexample's steps in a fresh temporary repository, with every step checked.
+
+    `fingerprint` turns the Runtime's observation fingerprint on or off; by default it is set as
+    it was when the counterexample was found (`found_by.fingerprint`; off for files older than
+    the fingerprint)."""
+    from properties.oracle import fingerprint_line, first_violation, run_checked
     from properties.shell_strategies import WorkspaceSetup
 
     setup = WorkspaceSetup.from_json(document["setup"])  # type: ignore[arg-type]
     templates = [step["command"] for step in document["steps"]]  # type: ignore[index,union-attr]
     prop = str(document["property"])
-    records = run_checked(setup, templates, make_detector(detector_factory), on_record=on_record)
+    if fingerprint is None:
+        found_by = document.get("found_by")
+        fingerprint = bool(found_by.get("fingerprint", False)) if isinstance(found_by, Mapping) else False
+    with fingerprint_line(fingerprint):
+        records = run_checked(setup, templates, make_detector(detector_factory), on_record=on_record)
     return ReplayResult(prop, tuple(records), first_violation(records, prop))
