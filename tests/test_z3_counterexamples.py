@@ -50,11 +50,15 @@ def _run_for_real(command: str, root: pathlib.Path) -> tuple[str, int]:
     return done.stdout + done.stderr, done.returncode
 
 
-def replay(counterexample: Counterexample, detector: object, root: pathlib.Path) -> tuple[str, str, str]:
+def replay(
+    counterexample: Counterexample, detector: object, root: pathlib.Path, *, fingerprint: bool = True
+) -> tuple[str, str, str]:
     """Run the steps up to the violation through a Runtime; return (verdict, output the agent
-    got, output running the command at that point really prints)."""
+    got, output running the command at that point really prints). The theorems are about the
+    counters, so the unsound detector's replay runs without the fingerprint, which would
+    otherwise catch the edit the detector missed."""
     _materialize(counterexample, root)
-    runtime = Runtime(root, detector=detector)
+    runtime = Runtime(root, detector=detector, fingerprint=fingerprint)
     for command in counterexample.commands[: counterexample.violation_step]:
         runtime.step(command)
     command = counterexample.commands[counterexample.violation_step]
@@ -83,7 +87,7 @@ def test_every_negative_theorem_has_a_committed_counterexample() -> None:
 @pytest.mark.parametrize("make", _cases())
 def test_stale_read_reproduces_with_the_unsound_detector(make, tmp_path: pathlib.Path) -> None:
     counterexample = make()
-    verdict, served, real = replay(counterexample, _factory(counterexample.detector)(), tmp_path)
+    verdict, served, real = replay(counterexample, _factory(counterexample.detector)(), tmp_path, fingerprint=False)
     print(f"{counterexample.id}: verdict={verdict} served={served!r} real={real!r}")
     assert verdict == "reuse"
     assert served == counterexample.observed.output
