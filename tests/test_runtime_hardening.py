@@ -165,3 +165,32 @@ def test_a_missing_root_mid_session_costs_reuse_not_correctness(workspace: Path,
         assert again.output == "recreated\n"
     finally:
         runtime.close()
+
+
+class _DegradedDetector:
+    """A detector running in a degraded mode, as the events detector does past the watch limit."""
+
+    name = "degraded"
+    degraded = "cannot watch sub (watch limit): every command runs a full snapshot diff"
+
+    def before(self, root: str, command: str) -> None:
+        return None
+
+    def after(self, root: str, command: str, exit_code: int) -> Changes:
+        return Changes()
+
+
+def test_a_degraded_detector_is_reported_in_the_step_and_the_view(workspace: Path) -> None:
+    runtime = Runtime(workspace, _DegradedDetector())
+    try:
+        step = runtime.step("cat a.txt")
+        assert step.degraded == _DegradedDetector.degraded
+        assert "detector degraded: cannot watch sub" in runtime.view()
+    finally:
+        runtime.close()
+    healthy = Runtime(workspace)
+    try:
+        assert healthy.step("cat a.txt").degraded is None
+        assert "degraded" not in healthy.view()
+    finally:
+        healthy.close()
