@@ -33,7 +33,7 @@ from typing import Callable, Iterator, Mapping
 import attrs
 
 import ledger_spec
-from ledger_impl.execution import run_command
+from ledger_impl.execution import command_environment, run_command
 from ledger_impl.runtime import Runtime
 from ledger_impl.tree_snapshot import DEV, GID, KIND, LINK_TARGET, MODE, ROOT_KEY, UID, Snapshot, ground_truth_snapshot
 from ledger_spec import Policy
@@ -120,6 +120,18 @@ class Placement:
         return text.replace(str(self.root), ROOT_PLACEHOLDER).replace(str(self.outside), OUTSIDE_PLACEHOLDER)
 
 
+def session_environment(placement: "Placement") -> dict[str, str]:
+    """The environment a checked session's commands run with: the hunt's, plus a HOME and a
+    directory first on PATH of its own, both outside the root, so that the grammar can edit
+    git's global configuration and shadow a program on PATH without touching the machine's."""
+    environment = dict(os.environ)
+    environment.pop("GIT_CONFIG_GLOBAL", None)
+    environment.pop("XDG_CONFIG_HOME", None)
+    environment["HOME"] = str(placement.outside / "home")
+    environment["PATH"] = f"{placement.outside / 'bin'}{os.pathsep}{environment.get('PATH', '')}"
+    return environment
+
+
 def materialize(setup: WorkspaceSetup, parent: pathlib.Path) -> Placement:
     """Write `setup` under `parent` (`ws/` a git repository with one commit, `outside/`)."""
     root = parent / "ws"
@@ -130,6 +142,8 @@ def materialize(setup: WorkspaceSetup, parent: pathlib.Path) -> Placement:
             path = base / key
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_bytes(text.encode("utf-8"))
+    (outside / "home").mkdir(exist_ok=True)
+    (outside / "bin").mkdir(exist_ok=True)
     if setup.git:
         # An empty template: no sample hooks, fewer files to hash at every step.
         for args in (["init", "-q", "-b", "main", "--template="], ["add", "-A"], ["commit", "-q", "--allow-empty", "-m", "initial"]):
@@ -208,9 +222,10 @@ class CheckedSession:
     def __init__(self, placement: Placement, detector: object, policy: Policy | None = None) -> None:
         self.placement = placement
         self.policy = policy if policy is not None else Policy()
+        self.environment = session_environment(placement)
         self.runtime = Runtime(
             placement.root, detector, self.policy, timeout=STEP_TIMEOUT, output_limit=OUTPUT_LIMIT,
-            fingerprint=FINGERPRINT_LINE.get(),
+            environment=self.environment, fingerprint=FINGERPRINT_LINE.get(),
         )
         self.spec_state: ledger_spec.State = ledger_spec.INITIAL
         self.truth: Snapshot = ground_truth_snapshot(placement.root)
@@ -311,7 +326,9 @@ class CheckedSession:
 
     def _check_reuse(self, index: int, command: str, step: object) -> Violation | None:
         before = ground_truth_snapshot(self.placement.root)
-        fresh = run_command(command, self.placement.root, STEP_TIMEOUT, OUTPUT_LIMIT)
+        fresh = run_command(
+            command, self.placement.root, STEP_TIMEOUT, OUTPUT_LIMIT, command_environment(self.environment)
+        )
         after = ground_truth_snapshot(self.placement.root)
         self.truth = after
         changed = truth_changes(before, after)
