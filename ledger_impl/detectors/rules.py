@@ -133,7 +133,7 @@ class RulesDetector:
         effect = effect_of(command)
         if effect.kind in (READS, FILTER, NEUTRAL, CD):
             return cwd
-        operands = [w for w in args if not w.text.startswith("-") or w.text == "-"]
+        operands = plain_operands(args)
         if any(w.has_glob for w in args):
             raise _Unknown  # which files a pattern names is known only when the shell expands it
         if name == "sed":
@@ -187,6 +187,9 @@ class RulesDetector:
         i = 0
         while i < len(args):
             text = args[i].text
+            if text == "--":
+                files.extend(args[i + 1 :])  # after `--` every word is an operand, even `-x`
+                break
             if text in ("-e", "--expression", "-f", "--file", "-l", "--line-length"):
                 if text in ("-f", "--file"):
                     raise _Unknown
@@ -256,6 +259,18 @@ class RulesDetector:
         if os.path.isdir(resolved) and not os.path.islink(resolved):
             keys.update(_keys_below(root, key))
         return keys
+
+
+def plain_operands(args: list[Word]) -> list[Word]:
+    """The operands of a GNU-style command: words that are not options, and every word after
+    the first `--`, even one that starts with a dash (`rm -- -a.txt` removes `-a.txt`)."""
+    operands: list[Word] = []
+    for index, word in enumerate(args):
+        if word.text == "--":
+            return operands + list(args[index + 1 :])
+        if not word.text.startswith("-") or word.text == "-":
+            operands.append(word)
+    return operands
 
 
 def _relative(root: pathlib.Path, path: pathlib.Path) -> str | None:
