@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Callable
 
 from ..shell import SimpleCommand, Word
-from . import awk, git, listing, programs, search, sed, streams, views
+from . import awk, git, hazards, listing, programs, search, sed, streams, views
 from .effect import NEUTRAL, RUN, TEST, Effect
 
 Parser = Callable[[list[Word]], Effect]
@@ -45,6 +45,8 @@ def effect_of(command: SimpleCommand) -> Effect:
         return RUN
     name = command.name
     if name is None or command.words[0].has_glob:
+        return RUN
+    if hazards.reads_the_clock(name, [w.text for w in command.args]):
         return RUN
     if programs.is_test(name, command.args):
         return TEST
