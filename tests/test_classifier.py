@@ -101,6 +101,23 @@ def test_tree_reads(command, scope, category):
     assert result.target == TreeTarget(scope)
 
 
+@pytest.mark.parametrize(
+    "command,view",
+    [("od -c a.py", "od:c"), ("od -An -tx1 a.py", "od:A=n t=x1"), ("cd src && od -c ../a.py", "od:c")],
+)
+def test_od_reads_one_file_in_a_view_of_its_own(command, view):
+    # The read idiom added by following CONTRIBUTING.md: od never prints the path, so the key
+    # replaces it; its bytes view is not line-sliceable.
+    result = c(command)
+    assert result.category is Category.READ
+    assert result.target == FileTarget("a.py", WHOLE_FILE, view)
+
+
+@pytest.mark.parametrize("command", ["od -w8 a.py", "od a.py +10", "od +10", "od --traditional a.py"])
+def test_od_forms_it_does_not_know_are_not_reusable(command):
+    assert c(command).target is None or c(command).target == TreeTarget(".")
+
+
 # --- normalization ---------------------------------------------------------------------------
 
 EQUIVALENT = [
@@ -441,6 +458,7 @@ SOUNDNESS_COMMANDS = [
     "find . -name '*.py'", "find . -type f | head", "ls -la src", "ls -l", "ls -R", "wc -l a.py", "git status", "git diff",
     "git log --oneline", "cd src && cat b.py", "cat a.py | grep foo | sort | uniq -c", "sed -n '/foo/p;=' a.py",
     "sort a.py", "cut -d' ' -f1 a.py", "diff a.py src/b.py", "grep -c foo a.py 2>/dev/null", "cat *.py",
+    "od -c a.py", "od -An -tx1 src/b.py",
 ]
 
 
@@ -595,3 +613,30 @@ def test_git_reads_in_a_repository_configured_to_run_programs_are_not_reusable(t
 )
 def test_outside_paths_inside_option_values_are_outside(command):
     assert c(command).target is None or not c(command).read_only
+
+
+# --- the hunt's read grammar ---------------------------------------------------------------------
+
+# Idioms the grammar draws on purpose although they get no reusable target (`run`, or a read
+# outside the root): the hunt checks that refusing them is what keeps them from going stale.
+NOT_REUSABLE_IDIOMS = {"tilde-word", "ls-long-classify", "find-xtype", "ls-all-long"}
+
+
+@pytest.mark.parametrize("idiom", sorted(__import__("properties.shell_strategies").shell_strategies.READ_IDIOM_TABLE))
+def test_every_read_idiom_of_the_grammar_is_classified_as_intended(idiom):
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    from properties.shell_strategies import ROOT_PLACEHOLDER, read_commands
+
+    @settings(max_examples=5, deadline=None, database=None)
+    @given(read_commands(idioms=(idiom,)))
+    def check(command: str) -> None:
+        result = c(command.replace(ROOT_PLACEHOLDER, ROOT))
+        assert result.category is not Category.UNKNOWN, command
+        if idiom in NOT_REUSABLE_IDIOMS:
+            assert result.target is None or not result.read_only, command
+        elif idiom != "outside" and "@OUTSIDE@" not in command:
+            assert result.read_only and result.target is not None, command
+
+    check()

@@ -18,7 +18,7 @@ Parser = Callable[[list[Word]], Effect]
 
 TOOLS: dict[str, Parser] = {
     # file views: whole files and line ranges
-    "cat": views.cat, "head": views.head, "tail": views.tail, "nl": views.nl, "wc": views.wc,
+    "cat": views.cat, "head": views.head, "tail": views.tail, "nl": views.nl, "wc": views.wc, "od": views.od,
     "sed": sed.sed, "awk": awk.awk, "gawk": awk.awk, "mawk": awk.awk,
     # searches
     "grep": search.grep, "egrep": search.grep, "fgrep": search.grep, "rg": search.rg,

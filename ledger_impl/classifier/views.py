@@ -100,3 +100,14 @@ def wc(args: list[Word]) -> Effect:
     view = "wc-" + "".join(sorted({name[0] for name, _ in o.flags}))
     return reader(o, view, WHOLE_FILE, path_free=False)
 
+
+
+def od(args: list[Word]) -> Effect:
+    """od: a byte dump of one file, in a view named by its format options. It never prints the
+    path. An operand starting with `+` may be an offset rather than a file: refused."""
+    o = Options(args, short="bcdfiloxsv", short_arg="AjNt",
+                long_arg=frozenset({"address-radix", "skip-bytes", "read-bytes", "format"}))
+    if not o.ok or any(w.text.startswith("+") for _, w in o.operands):
+        return RUN
+    view = "od:" + " ".join(name if value is None else f"{name}={value}" for name, value in o.flags)
+    return reader(o, view, WHOLE_FILE, path_free=True)
