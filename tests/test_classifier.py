@@ -640,3 +640,11 @@ def test_every_read_idiom_of_the_grammar_is_classified_as_intended(idiom):
             assert result.read_only and result.target is not None, command
 
     check()
+
+
+def test_every_hazard_counterexample_named_in_the_table_exists():
+    from ledger_impl.classifier.hazards import HAZARDS
+
+    directory = pathlib.Path(__file__).resolve().parent.parent / "counterexamples"
+    named = [name.split(" ")[0] for h in HAZARDS if h.counterexample for name in h.counterexample.split(", ")]
+    assert named and all((directory / name).exists() for name in named), named

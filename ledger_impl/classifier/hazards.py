@@ -28,18 +28,18 @@ class Hazard:
     name: str
     rule: str
     reason: str
-    counterexample: str | None  # the file in counterexamples/ that shows the class, if any
+    counterexample: str | None  # the files in counterexamples/ that show the class, if any
 
 
 HAZARDS: tuple[Hazard, ...] = (
     Hazard("header views", "head/tail -v (and any view that names its file) get a view of their own",
            "`==> a.txt <==` is not in `cat a.txt`: slicing one into the other serves the wrong bytes",
-           "classifier-head-v-served-from-cat.json"),
+           "classifier-head-v-sliced-across-spellings.json (hunt), classifier-head-v-served-from-cat.json"),
     Hazard("tilde in a word", "`~` right after an unquoted `=` or `:` makes the word dynamic",
            "bash expands `x=~/f` to `x=$HOME/f`, a path outside the root", None),
     Hazard("clock readers", "printf's %(...)T, $SECONDS, $EPOCHSECONDS, $EPOCHREALTIME, $RANDOM, date, time: run",
            "the answer changes with nothing on disk changing, so no detector can report it",
-           "classifier-printf-time-reads-the-clock.json"),
+           "classifier-find-mmin-reads-the-clock.json (the same class through find's age tests)"),
     Hazard("link targets", "ls -l with -F/-p/--classify/--file-type/--indicator-style; find -xtype, "
            "-executable, -readable, -writable, -printf %Y: run",
            "they stat a symlink's target, which may lie outside the root where no detector looks",
@@ -47,9 +47,10 @@ HAZARDS: tuple[Hazard, ...] = (
     Hazard("git side effects", "git describe --dirty/--broken is not read-only; no git read is reusable while "
            "a git config file sets an external diff, textconv, fsmonitor, pager or include",
            "describe --dirty writes .git/index even with GIT_OPTIONAL_LOCKS=0; configured programs can do "
-           "anything and print anything", None),
+           "anything and print anything",
+           "classifier-git-describe-dirty-rewrites-index.json, classifier-git-diff-runs-a-configured-textconv.json"),
     Hazard("option values", "a path in `--opt=value` (absolute or with `..`) is checked like an operand",
-           "`git blame --contents=/etc/x a.py` reads a file outside the root", None),
+           "`git ls-files --exclude-from=/x` reads a file outside the root", "classifier-exclude-from-outside-the-root.json"),
 )
 
 
