@@ -186,3 +186,12 @@ def test_a_runtime_with_the_rules_detector_never_serves_ls_stale_after_rm_double
         again = runtime.step("ls")
     assert "-a.txt" not in again.output
     assert again.verdict != "reuse"
+
+
+def test_after_for_another_command_than_before_saw_is_unknown(workspace):
+    # Issue 13, detector contract: a report for a command the detector did not see start
+    # cannot list its writes.
+    detector = RulesDetector()
+    detector.before(workspace, "echo x > a.py")
+    changes = detector.after(workspace, "echo y > b.py", 0)
+    assert changes.unknown
