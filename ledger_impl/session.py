@@ -47,6 +47,8 @@ UNKNOWN_SCOPE = Changes(unknown=True)
 # Claude Code's Bash tool stops a command after 10 minutes at most; a call still pending well
 # after that was abandoned.
 DEFAULT_ABANDON_AFTER_S = 15 * 60.0
+# An abandoned call whose record has not come after this long is dropped from the store.
+FORGET_ABANDONED_AFTER_S = 24 * 3600.0
 # Outputs longer than this (in UTF-8 bytes) are never stored, so never reused.
 DEFAULT_OUTPUT_CAP = 256 * 1024
 
@@ -142,7 +144,9 @@ class DurableSession:
             state = self._load()
             decision = state.ledger.govern(classified)
             if isinstance(decision, Reuse):
-                writers = [row for row in self._store.pending() if row.may_write and row.call_id != call_id]
+                writers = [
+                    row for row in self._store.pending() if row.may_write and not row.abandoned and row.call_id != call_id
+                ]
                 if writers:
                     state.notes.append(f"not reused: {len(writers)} command(s) that may write still running")
                     decision = Allow()
@@ -184,8 +188,8 @@ class DurableSession:
             row = rows.get(call_id)
             unpacked = _unpack(row) if row is not None else None
             if unpacked is None:
-                # Never decided, already abandoned, or its row is damaged: nothing to observe;
-                # what it changed was recorded by the poll in `_load`.
+                # Never decided, forgotten long after it was abandoned, or its row is damaged:
+                # nothing to observe; what it changed was recorded by the poll in `_load`.
                 self._store.add_note(f"record for unknown call {call_id!r}: its output is not kept")
             else:
                 classified, decision = unpacked
@@ -202,9 +206,11 @@ class DurableSession:
         in unknown scope. Returns how many calls were pending."""
         with self._store.transaction():
             state = self._load()
-            rows = [row for row in self._store.pending() if call_id is None or row.call_id == call_id]
+            rows = [
+                row for row in self._store.pending() if not row.abandoned and (call_id is None or row.call_id == call_id)
+            ]
             for row in rows:
-                self._store.remove_pending(row.call_id)
+                self._store.mark_abandoned(row.call_id)
             if rows:
                 state.ledger.modify(UNKNOWN_SCOPE)
                 self._store.add_note(f"{len(rows)} command(s) {reason} before their result was recorded: changes unknown")
@@ -268,9 +274,14 @@ class DurableSession:
             ledger = Ledger(self.policy)
         state = _State(ledger, index)
         now = time.time()
-        expired = [row for row in self._store.pending() if now - row.started_at > self.abandon_after]
+        expired = [
+            row for row in self._store.pending() if not row.abandoned and now - row.started_at > self.abandon_after
+        ]
         for pending in expired:
-            self._store.remove_pending(pending.call_id)
+            # Kept, marked: a record arriving late still concludes the step (with no observation:
+            # the unknown scope recorded now moved G since its start).
+            self._store.mark_abandoned(pending.call_id)
+        self._store.forget_abandoned(now - FORGET_ABANDONED_AFTER_S)
         if expired:
             ledger.modify(UNKNOWN_SCOPE)
             self._store.add_note(

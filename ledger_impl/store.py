@@ -50,7 +50,8 @@ CREATE TABLE IF NOT EXISTS pending (
     blob_sum TEXT NOT NULL,
     total_at_start INTEGER NOT NULL,
     may_write INTEGER NOT NULL,
-    started_at REAL NOT NULL
+    started_at REAL NOT NULL,
+    abandoned INTEGER NOT NULL DEFAULT 0  -- declared abandoned (unknown scope already recorded)
 );
 CREATE TABLE IF NOT EXISTS notes (
     id INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -83,6 +84,7 @@ class PendingRow:
     total_at_start: int
     may_write: bool
     started_at: float
+    abandoned: bool = False
 
 
 @attrs.frozen
@@ -172,15 +174,26 @@ class Store:
 
     def add_pending(self, row: PendingRow) -> None:
         self._db.execute(
-            "INSERT OR REPLACE INTO pending VALUES (?, ?, ?, ?, ?, ?, ?)",
-            (row.call_id, row.command, row.blob, row.blob_sum, row.total_at_start, int(row.may_write), row.started_at),
+            "INSERT OR REPLACE INTO pending VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                row.call_id, row.command, row.blob, row.blob_sum, row.total_at_start,
+                int(row.may_write), row.started_at, int(row.abandoned),
+            ),
         )
 
     def pending(self) -> list[PendingRow]:
         rows = self._db.execute(
-            "SELECT call_id, command, blob, blob_sum, total_at_start, may_write, started_at FROM pending ORDER BY started_at"
+            "SELECT call_id, command, blob, blob_sum, total_at_start, may_write, started_at, abandoned"
+            " FROM pending ORDER BY started_at"
         ).fetchall()
-        return [PendingRow(r[0], r[1], bytes(r[2]), r[3], r[4], bool(r[5]), r[6]) for r in rows]
+        return [PendingRow(r[0], r[1], bytes(r[2]), r[3], r[4], bool(r[5]), r[6], bool(r[7])) for r in rows]
+
+    def mark_abandoned(self, call_id: str) -> None:
+        self._db.execute("UPDATE pending SET abandoned = 1 WHERE call_id = ?", (call_id,))
+
+    def forget_abandoned(self, older_than: float) -> None:
+        """Drop abandoned calls started before `older_than`: a record that late is not coming."""
+        self._db.execute("DELETE FROM pending WHERE abandoned = 1 AND started_at < ?", (older_than,))
 
     def remove_pending(self, call_id: str) -> None:
         self._db.execute("DELETE FROM pending WHERE call_id = ?", (call_id,))
