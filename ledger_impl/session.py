@@ -41,7 +41,7 @@ from ledger_spec.values import Allow
 from .classifier import classify
 from .detectors.stat_index import StatIndex
 from .ledger import Ledger
-from .store import PendingRow, Store, checksum
+from .store import PendingRow, StateRow, Store, checksum
 
 UNKNOWN_SCOPE = Changes(unknown=True)
 # Claude Code's Bash tool stops a command after 10 minutes at most; a call still pending well
@@ -250,23 +250,7 @@ class DurableSession:
         index: bytes | None = None
         if row is not None:
             index = row.stat_index
-            problem = None
-            if row.code != code_fingerprint():
-                problem = "it was written by another version of Ledger"
-            elif checksum(row.ledger) != row.ledger_sum:
-                problem = "its checksum does not match"
-            else:
-                try:
-                    loaded = pickle.loads(row.ledger)
-                except Exception as error:  # noqa: BLE001 - any failure means: not trusted
-                    problem = f"it cannot be read ({type(error).__name__})"
-                else:
-                    if not isinstance(loaded, Ledger):
-                        problem = "it is not a ledger"
-                    elif loaded.policy != self.policy:
-                        problem = "it was kept under another policy"
-                    else:
-                        ledger = loaded
+            ledger, problem = trusted_ledger(row, self.policy)
             if problem is not None:
                 self._store.add_note(f"session state discarded: {problem}; starting a new ledger")
                 self._store.clear_pending()
@@ -317,6 +301,24 @@ class DurableSession:
         depends on beyond the tree (program on PATH, environment, git config) is unchanged.
         Until that module lands there is no fingerprint to compare, so nothing refuses here."""
         return True
+
+
+def trusted_ledger(row: StateRow, policy: Policy | None) -> tuple[Ledger | None, str | None]:
+    """The stored ledger if it can be shown intact (and kept under `policy`, unless None),
+    else None and why not."""
+    if row.code != code_fingerprint():
+        return None, "it was written by another version of Ledger"
+    if checksum(row.ledger) != row.ledger_sum:
+        return None, "its checksum does not match"
+    try:
+        loaded = pickle.loads(row.ledger)
+    except Exception as error:  # noqa: BLE001 - any failure means: not trusted
+        return None, f"it cannot be read ({type(error).__name__})"
+    if not isinstance(loaded, Ledger):
+        return None, "it is not a ledger"
+    if policy is not None and loaded.policy != policy:
+        return None, "it was kept under another policy"
+    return loaded, None
 
 
 @attrs.define

@@ -169,7 +169,7 @@ def test_a_file_that_is_not_a_database_is_set_aside(workspace: Path, state_dir: 
     decision = call(workspace, state_dir, "cat notes.txt", "t1")
     assert decision.verdict == "allow" and "discarded" in (decision.degraded or "")
     assert call(workspace, state_dir, "cat notes.txt", "t2").verdict == "reuse"
-    assert any(p.name.startswith(path.name + ".corrupt-") for p in path.parent.iterdir())
+    assert any(p.name.startswith(path.name + ".discarded-") for p in path.parent.iterdir())
 
 
 def test_state_kept_under_another_policy_is_not_trusted(workspace: Path, state_dir: Path) -> None:
