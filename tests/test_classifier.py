@@ -39,6 +39,8 @@ FILE_READS = [
     ("sed -n '5,3p' a.py", FileTarget("a.py", LineRange.from_sed(5, 3), PLAIN)),
     ("sed -n '10p' a.py", FileTarget("a.py", LineRange(10, 10), PLAIN)),
     ("sed -n '10,$p' a.py", FileTarget("a.py", LineRange(10, None), PLAIN)),
+    ("sed -n '10,+5p' a.py", FileTarget("a.py", LineRange(10, 15), PLAIN)),
+    ("sed -n '10,+0p' a.py", FileTarget("a.py", LineRange(10, 10), PLAIN)),
     ("cat -n a.py | sed -n '5,10p'", FileTarget("a.py", LineRange(5, 10), NUMBERED)),
     ("cat -n a.py | head -n 7", FileTarget("a.py", LineRange(1, 7), NUMBERED)),
     ("nl -ba a.py | sed -n '5,10p'", FileTarget("a.py", LineRange(5, 10), NL_NUMBERED)),
@@ -348,6 +350,7 @@ CONTENT_VARIANTS = {
 VIEW_COMMANDS = [
     "cat a.txt", "cat -n a.txt", "nl -ba a.txt", "head -n 7 a.txt", "head -n 0 a.txt", "head a.txt", "tail -n +25 a.txt",
     "sed -n '5,9p' a.txt", "sed -n '9,5p' a.txt", "sed -n '28,$p' a.txt", "sed -n '30p' a.txt", "sed -n '25,40p' a.txt",
+    "sed -n '10,+5p' a.txt", "sed -n '28,+5p' a.txt", "cat -n a.txt | sed -n '4,+2p'",
     "cat -n a.txt | sed -n '3,6p'", "cat -n a.txt | head -n 4", "nl -ba a.txt | sed -n '27,35p'",
     "nl -ba a.txt | head -n 2", "sed -n '5,20p' a.txt | head -n 3", "cat a.txt | head -n 3", "cat a.txt | tail -n +29",
 ]
@@ -377,6 +380,38 @@ def test_sliceable_views_match_the_real_tools(tmp_path, variant, command):
     expected = spec_lines.serve(WHOLE_FILE, full, target.lines)
     actual = subprocess.run(["bash", "-c", command], cwd=tmp_path, capture_output=True, check=True).stdout.decode()
     assert actual == expected
+
+
+AWK_RANGE_COMMANDS = ["awk 'NR==5' a.txt", "awk 'NR>=25' a.txt", "awk 'NR>27' a.txt", "awk 'NR>=3 && NR<=6' a.txt",
+                      "awk 'NR>3 && NR<6' a.txt", "awk 'NR==0' a.txt", "awk 'NR==31' a.txt",
+                      "awk 'NR>=29 && NR<=40 {print}' a.txt"]
+
+
+@pytest.mark.parametrize("variant", sorted(CONTENT_VARIANTS))
+@pytest.mark.parametrize("command", AWK_RANGE_COMMANDS)
+def test_awk_line_ranges_name_exactly_the_lines_awk_prints(tmp_path, variant, command):
+    # Issue 13: `NR==a`, `NR>=a` and `NR>a` were never tested, so an off-by-one survived.
+    content = CONTENT_VARIANTS[variant]
+    (tmp_path / "a.txt").write_text(content)
+    target = classify(command, root=tmp_path).target
+    assert isinstance(target, FileTarget) and target.view == "awk-lines"
+    # awk ends every record it prints with a newline, even the last one of a file without it.
+    wanted = spec_lines.serve(WHOLE_FILE, content, target.lines)
+    expected = wanted + ("\n" if wanted and not wanted.endswith("\n") else "")
+    actual = subprocess.run(["bash", "-c", command], cwd=tmp_path, capture_output=True, check=True).stdout.decode()
+    assert actual == expected
+
+
+def test_sed_plus_range_is_not_served_past_its_last_line(tmp_path):
+    # Issue 13: with a target one line too long, `10,+5p` on a 30-line file seemed to cover
+    # line 16, and `16,20p` was then served the empty slice.
+    from ledger_impl import Runtime
+
+    (tmp_path / "f").write_text("".join(f"line {i}\n" for i in range(1, 31)))
+    with Runtime(tmp_path) as runtime:
+        runtime.step("sed -n '10,+5p' f")
+        step = runtime.step("sed -n '16,20p' f")
+    assert step.output == "".join(f"line {i}\n" for i in range(16, 21))
 
 
 def test_awk_adds_a_final_newline_so_it_is_not_the_plain_view(tmp_path):
