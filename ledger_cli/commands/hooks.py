@@ -1,14 +1,16 @@
-"""`ledger hooks install|uninstall claude [--project|--user]`: Ledger's entries in Claude Code's
-settings.
+"""`ledger hooks install|uninstall claude|codex [--project|--user]`: Ledger's entries in an
+agent's hook settings.
 
-Install merges one matcher group per event into `.claude/settings.json` (the project, the
-default) or `~/.claude/settings.json` (`--user`), keeping every other setting and hook; running
-it twice changes nothing. Uninstall removes exactly the entries whose command is Ledger's hook,
-and the lists that only they made non-empty. The hook command names this Python interpreter,
-so it works without `ledger` on PATH.
+Claude Code reads `.claude/settings.json` (the project, the default) or
+`~/.claude/settings.json` (`--user`); Codex reads `hooks.json` in `.codex/` or in `$CODEX_HOME`
+(default `~/.codex`), in the same shape (`{"hooks": {EVENT: [{"matcher": ..., "hooks":
+[{"type": "command", "command": ...}]}]}}`). Install merges one matcher group per event,
+keeping every other setting and hook; running it twice changes nothing. Uninstall removes
+exactly the entries whose command is Ledger's hook, and the lists that only they made
+non-empty. The hook command names this Python interpreter, so it works without `ledger` on PATH.
 
-A project install writes into the workspace (`.claude/settings.json`) because the user asked
-for it; the session sees that write as one change before the first step, nothing more.
+A project install writes into the workspace because the user asked for it; the session sees
+that write as one change before the first step, nothing more.
 """
 
 from __future__ import annotations
@@ -23,16 +25,24 @@ from typing import Any
 
 from ledger_impl.adapters.claude import TOOLS
 
-#: Events and their matchers (None: the event takes no matcher).
-CLAUDE_EVENTS: dict[str, str | None] = {
-    "PreToolUse": "|".join(TOOLS),
-    "PostToolUse": "|".join(TOOLS),
-    "PostToolUseFailure": "|".join(TOOLS),
-    "SessionStart": None,
-    "UserPromptSubmit": None,
+#: Per agent: events and their matchers (None: the event takes no matcher, or all tools).
+EVENTS: dict[str, dict[str, str | None]] = {
+    "claude": {
+        "PreToolUse": "|".join(TOOLS),
+        "PostToolUse": "|".join(TOOLS),
+        "PostToolUseFailure": "|".join(TOOLS),
+        "SessionStart": None,
+        "UserPromptSubmit": None,
+    },
+    "codex": {
+        "PreToolUse": None,
+        "PostToolUse": None,
+        "SessionStart": None,
+        "UserPromptSubmit": None,
+    },
 }
+CLAUDE_EVENTS = EVENTS["claude"]
 HOOK_TIMEOUT_S = 60
-_MARKER = "ledger_cli.main hook claude"
 
 
 class SettingsError(Exception):
@@ -44,38 +54,44 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     actions = parser.add_subparsers(dest="action", metavar="ACTION", required=True)
     for action, text in (("install", "add Ledger's hooks (idempotent)"), ("uninstall", "remove exactly Ledger's hooks")):
         sub = actions.add_parser(action, help=text)
-        sub.add_argument("agent", choices=["claude"])
+        sub.add_argument("agent", choices=sorted(EVENTS))
         where = sub.add_mutually_exclusive_group()
-        where.add_argument("--project", action="store_true", help="PROJECT/.claude/settings.json (the default)")
-        where.add_argument("--user", action="store_true", help="~/.claude/settings.json")
+        where.add_argument("--project", action="store_true",
+                           help="PROJECT/.claude/settings.json or PROJECT/.codex/hooks.json (the default)")
+        where.add_argument("--user", action="store_true", help="~/.claude/settings.json or $CODEX_HOME/hooks.json")
         sub.add_argument("--root", default=".", help="the project directory for --project (default: .)")
         if action == "install":
             sub.add_argument("--state-dir", default=None, help="pass --state-dir to every hook call")
         sub.set_defaults(run=run)
 
 
-def settings_path(user: bool, root: str | os.PathLike[str]) -> pathlib.Path:
-    base = pathlib.Path.home() if user else pathlib.Path(root)
-    return base / ".claude" / "settings.json"
+def settings_path(agent: str, user: bool, root: str | os.PathLike[str]) -> pathlib.Path:
+    if agent == "codex":
+        home = pathlib.Path(os.environ.get("CODEX_HOME") or pathlib.Path.home() / ".codex")
+        return (home if user else pathlib.Path(root) / ".codex") / "hooks.json"
+    return (pathlib.Path.home() if user else pathlib.Path(root)) / ".claude" / "settings.json"
 
 
-def hook_command(state_dir: str | None = None) -> str:
-    parts = [sys.executable, "-m", "ledger_cli.main", "hook", "claude"]
+def hook_command(agent: str, state_dir: str | None = None) -> str:
+    parts = [sys.executable, "-m", "ledger_cli.main", "hook", agent]
     if state_dir is not None:
         parts += ["--state-dir", os.path.abspath(state_dir)]
     return shlex.join(parts)
 
 
 def is_ledger_hook(entry: Any) -> bool:
-    return isinstance(entry, dict) and _MARKER in str(entry.get("command", ""))
+    return isinstance(entry, dict) and "ledger_cli.main hook " in str(entry.get("command", ""))
 
 
-def installed(settings: dict[str, Any], command: str) -> dict[str, Any]:
+def installed(settings: dict[str, Any], command: str, agent: str = "claude") -> dict[str, Any]:
     """`settings` with Ledger's hooks (running `command`) present exactly once per event."""
     merged = uninstalled(settings)
     hooks = merged.setdefault("hooks", {})
-    for event, matcher in CLAUDE_EVENTS.items():
-        group: dict[str, Any] = {"hooks": [{"type": "command", "command": command, "timeout": HOOK_TIMEOUT_S}]}
+    for event, matcher in EVENTS[agent].items():
+        entry: dict[str, Any] = {"type": "command", "command": command}
+        if agent == "claude":
+            entry["timeout"] = HOOK_TIMEOUT_S
+        group: dict[str, Any] = {"hooks": [entry]}
         if matcher is not None:
             group = {"matcher": matcher, **group}
         hooks.setdefault(event, []).append(group)
@@ -118,7 +134,7 @@ def read_settings(path: pathlib.Path) -> dict[str, Any]:
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
         raise SettingsError(f"{path}: not readable as JSON ({error})") from error
     if not isinstance(settings, dict) or not isinstance(settings.get("hooks", {}), dict):
-        raise SettingsError(f"{path}: not Claude Code settings (expected an object with an object 'hooks')")
+        raise SettingsError(f"{path}: not hook settings (expected an object with an object 'hooks')")
     return settings
 
 
@@ -130,14 +146,14 @@ def write_settings(path: pathlib.Path, settings: dict[str, Any]) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    path = settings_path(args.user, args.root)
+    path = settings_path(args.agent, args.user, args.root)
     try:
         settings = read_settings(path)
     except SettingsError as error:
         print(f"ledger hooks: {error}", file=sys.stderr)
         return 2
     if args.action == "install":
-        updated = installed(settings, hook_command(args.state_dir))
+        updated = installed(settings, hook_command(args.agent, args.state_dir), args.agent)
     else:
         updated = uninstalled(settings)
     if updated == settings:

@@ -70,3 +70,20 @@ def test_unreadable_settings_are_refused_and_left_intact(tmp_path: pathlib.Path)
         done = ledger("hooks", "install", "claude", "--user", home=tmp_path)
         assert done.returncode == 2 and done.stderr.startswith("ledger hooks: ") and "Traceback" not in done.stderr
         assert settings.read_text() == text
+
+
+def test_codex_hooks_go_to_its_hooks_json(tmp_path: pathlib.Path) -> None:
+    codex_home, project = tmp_path / "codex-home", tmp_path / "project"
+    project.mkdir()
+    done = subprocess.run([sys.executable, "-m", "ledger_cli.main", "hooks", "install", "codex", "--user"],
+                          capture_output=True, text=True, timeout=60,
+                          env={"HOME": str(tmp_path), "CODEX_HOME": str(codex_home), "PATH": "/usr/bin:/bin"})
+    assert done.returncode == 0, done.stderr
+    hooks = json.loads((codex_home / "hooks.json").read_text())["hooks"]
+    assert set(hooks) == {"PreToolUse", "PostToolUse", "SessionStart", "UserPromptSubmit"}
+    assert hooks["PreToolUse"] == [{"hooks": [{"type": "command",
+                                               "command": f"{sys.executable} -m ledger_cli.main hook codex"}]}]
+    assert ledger("hooks", "install", "codex", "--root", str(project), home=tmp_path).returncode == 0
+    assert (project / ".codex" / "hooks.json").is_file()
+    assert ledger("hooks", "uninstall", "codex", "--root", str(project), home=tmp_path).returncode == 0
+    assert json.loads((project / ".codex" / "hooks.json").read_text()) == {}
