@@ -3,6 +3,7 @@ answers that Codex's output parser accepts (checked by the rules it applies)."""
 
 from __future__ import annotations
 
+import json
 import pathlib
 from typing import Any, Iterator
 
@@ -63,11 +64,35 @@ def test_a_first_call_gets_no_opinion(workspace: pathlib.Path, session: DurableS
     assert codex.handle(pre_payload(workspace, "call_1", "cat notes.txt"), session) is None
 
 
-def test_codex_results_carry_no_exit_status_so_they_are_never_served(workspace: pathlib.Path, session: DurableSession) -> None:
+def test_a_result_whose_status_cannot_be_shown_is_never_served(workspace: pathlib.Path, session: DurableSession) -> None:
     assert codex.handle(pre_payload(workspace, "call_1", "cat notes.txt"), session) is None
     assert codex.handle(post_payload(workspace, "call_1", "cat notes.txt", "alpha\nbeta\n"), session) is None
     output = accepted_by_codex(codex.handle(pre_payload(workspace, "call_2", "cat notes.txt"), session))
     assert output.get("permissionDecision") != "deny"
+
+
+def completed(call_id: str, command: str, output: str, exit_code: int) -> str:
+    """One `item_completed` line of a Codex session transcript, as Codex 0.171 writes it."""
+    item = {"type": "CommandExecution", "id": call_id, "process_id": "123", "command": ["/bin/bash", "-lc", command],
+            "source": "unified_exec_startup", "status": "completed", "aggregated_output": output,
+            "exit_code": exit_code, "duration": {"secs": 0, "nanos": 1}}
+    return json.dumps({"timestamp": "t", "type": "event_msg", "payload": {"type": "item_completed", "item": item}})
+
+
+@pytest.mark.parametrize("transcript_output, served", [("alpha\nbeta\n", True), ("alpha\n[truncated]", False)])
+def test_the_exit_status_comes_from_codexs_transcript(
+    workspace: pathlib.Path, session: DurableSession, tmp_path: pathlib.Path, transcript_output: str, served: bool
+) -> None:
+    transcript = tmp_path / "rollout.jsonl"
+    transcript.write_text("\n".join([json.dumps({"type": "session_meta"}),
+                                     completed("call_1", "cat notes.txt", transcript_output, 0)]) + "\n")
+    codex.handle({**pre_payload(workspace, "call_1", "cat notes.txt"), "transcript_path": str(transcript)}, session)
+    codex.handle({**post_payload(workspace, "call_1", "cat notes.txt", "alpha\nbeta\n"),
+                  "transcript_path": str(transcript)}, session)
+    output = accepted_by_codex(codex.handle(pre_payload(workspace, "call_2", "cat notes.txt"), session))
+    assert (output.get("permissionDecision") == "deny") is served
+    if served:
+        assert output["permissionDecisionReason"].endswith("Output, verbatim:\nalpha\nbeta\n")
 
 
 def test_a_repeat_is_nudged_through_additional_context(workspace: pathlib.Path, session: DurableSession) -> None:
