@@ -181,8 +181,10 @@ def definition_error(definition: object) -> str | None:
         return f"skill id {definition.id!r} is not a kebab-case slug"
     if not isinstance(definition.injection, str) or not definition.injection.strip():
         return "empty injection"
-    if "\n" in definition.injection or len(definition.injection) > MAX_INJECTION:
-        return f"injection must be one line of at most {MAX_INJECTION} characters"
+    if not definition.injection.isprintable() or len(definition.injection) > MAX_INJECTION:
+        # isprintable rules out every line break Python knows (\n, \r, \x1e, \u2028, ...),
+        # so one skill is always exactly one manual line.
+        return f"injection must be one printable line of at most {MAX_INJECTION} characters"
     for role in ("scope", "confirm", "contradict", "need"):
         detector = getattr(definition, role)
         if detector is None and role in ("contradict", "need"):

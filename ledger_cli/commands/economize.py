@@ -45,6 +45,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     feed.add_argument("--catalog", default="bash", help="comma-separated tool catalog (used when a repository's state is created)")
     feed.add_argument("--core", default="bash", help="comma-separated core tools, never masked")
     feed.add_argument("--json", action="store_true")
+    feed.add_argument("--busy-timeout-ms", type=int, default=5000, help="how long to wait for another writer (default 5000)")
 
     show = with_state(sub.add_parser("show", help="show a repository's controller state"))
     show.add_argument("repository")
@@ -110,7 +111,7 @@ def _feed(args: argparse.Namespace) -> int:
             raise BadInput(f"{args.file}: a task id appears twice for {repository}")
     output: list[dict[str, Any]] = []
     for repository, trajectories in by_repository.items():
-        with Store(repository, args.state_dir) as store:
+        with Store(repository, args.state_dir, args.busy_timeout_ms) as store:
             def work(controller: Controller) -> list[Any]:
                 return [controller.feed(t, controllers) for t in trajectories]
 
