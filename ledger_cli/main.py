@@ -11,7 +11,7 @@ import importlib
 import sys
 from typing import Sequence
 
-COMMANDS: tuple[str, ...] = ("verify", "prove", "check_detector", "replay")
+COMMANDS: tuple[str, ...] = ("verify", "prove", "check_detector", "replay", "audit")
 
 
 def build_parser() -> argparse.ArgumentParser:
