@@ -58,6 +58,8 @@ class Settings:
     detector: str | None = None
     detector_path: str | None = None
     skip_outside_writes: bool = False
+    # Paths no step may write even under /tmp: the user's repository the copy was made from.
+    protected: tuple[str, ...] = attrs.field(default=(), converter=tuple)
 
 
 def detectors_for(settings: Settings) -> tuple[tuple[str, Any], list[tuple[str, Any]]]:
@@ -149,8 +151,8 @@ def replay(
                 _skip(result, item.index, TIME_LIMIT)
                 continue
             try:
-                command = "" if isinstance(item, Skipped) else to_command(item, trajectory.recorded_root, workspace)
-                reason = skip_reason(item, command, workspace)
+                command = "" if isinstance(item, Skipped) else to_command(item, trajectory.recorded_root, workspace, settings.protected)
+                reason = skip_reason(item, command, workspace, settings.protected)
             except OutsideWrite:
                 if not settings.skip_outside_writes:
                     raise

@@ -75,11 +75,19 @@ def rewrite(text: str, recorded_root: str, workspace: Path) -> str:
     return text.replace(recorded_root.rstrip("/"), str(workspace))
 
 
-def to_command(item: Item, recorded_root: str, workspace: Path) -> str:
+def _allowed(workspace: Path, protected: tuple[str, ...], path: str) -> bool:
+    """Whether a write to `path` stays in the workspace or /tmp, and off the protected paths
+    (the user's repository, which may itself live under /tmp)."""
+    if any(_inside(path, (p,)) for p in protected):
+        return False
+    return _inside(path, (str(workspace),) + WRITABLE_PREFIXES)
+
+
+def to_command(item: Item, recorded_root: str, workspace: Path, protected: tuple[str, ...] = ()) -> str:
     """The shell command that replays `item` in `workspace` (not for `Skipped`)."""
     if isinstance(item, Shell):
         return rewrite(item.command, recorded_root, workspace)
-    path = _file_path(item, recorded_root, workspace)  # type: ignore[arg-type]
+    path = _file_path(item, recorded_root, workspace, protected)  # type: ignore[arg-type]
     quoted = shlex.quote(path)
     if isinstance(item, FileRead):
         return f"sed -n '{item.offset},{item.offset + item.limit - 1}p' {quoted}"
@@ -91,11 +99,11 @@ def to_command(item: Item, recorded_root: str, workspace: Path) -> str:
     raise TypeError(f"no command for {type(item).__name__}")
 
 
-def _file_path(item: FileRead | FileWrite | FileEdit, recorded_root: str, workspace: Path) -> str:
+def _file_path(item: FileRead | FileWrite | FileEdit, recorded_root: str, workspace: Path, protected: tuple[str, ...]) -> str:
     path = rewrite(item.path, recorded_root, workspace)
     if not path.startswith("/"):
         path = str(workspace / path)
-    if not isinstance(item, FileRead) and not _inside(path, (str(workspace),) + WRITABLE_PREFIXES):
+    if not isinstance(item, FileRead) and not _allowed(workspace, protected, path):
         raise OutsideWrite(f"step {item.index} ({type(item).__name__}) writes {item.path}, outside the workspace")
     return path
 
@@ -105,7 +113,7 @@ def _inside(path: str, prefixes: tuple[str, ...]) -> bool:
     return any(normal == p or normal.startswith(p.rstrip("/") + "/") for p in prefixes)
 
 
-def skip_reason(item: Item, command: str, workspace: Path) -> str | None:
+def skip_reason(item: Item, command: str, workspace: Path, protected: tuple[str, ...] = ()) -> str | None:
     """Why the step must not run (None: run it). Raises `OutsideWrite` for a certain escape."""
     if isinstance(item, Skipped):
         return item.reason
@@ -117,7 +125,7 @@ def skip_reason(item: Item, command: str, workspace: Path) -> str | None:
         return NETWORK
     if _PROCESS.search(command):
         return PROCESS_CONTROL
-    escape = _redirect_outside(command, workspace)
+    escape = _redirect_outside(command, workspace, protected)
     if escape is not None:
         raise OutsideWrite(f"step {item.index} redirects output to {escape}, outside the workspace: {command[:120]!r}")
     if classify(command, root=workspace).category in READ_ONLY:
@@ -126,29 +134,27 @@ def skip_reason(item: Item, command: str, workspace: Path) -> str | None:
         return None
     if _DEEP_ESCAPE.search(command):
         return MAY_WRITE_OUTSIDE
-    allowed = (str(workspace),) + WRITABLE_PREFIXES
     for match in _ABSOLUTE_PATH.finditer(command):
         path = match.group(0).rstrip("/") or "/"
-        if path in HARMLESS_PATHS or path.startswith("/dev/fd/") or _inside(path, allowed):
+        if path in HARMLESS_PATHS or path.startswith("/dev/fd/") or _allowed(workspace, protected, path):
             continue
         return MAY_WRITE_OUTSIDE
     return None
 
 
-def _redirect_outside(command: str, workspace: Path) -> str | None:
+def _redirect_outside(command: str, workspace: Path, protected: tuple[str, ...] = ()) -> str | None:
     """An absolute path outside the workspace and /tmp that a redirection writes, if any."""
     try:
         script = shell.parse(command)
     except shell.ShellSyntaxError:
         return None
-    allowed = (str(workspace),) + WRITABLE_PREFIXES
     for simple in script.commands():
         for redirect in simple.redirects:
             target = redirect.target
             if not redirect.writes_file or target is None or not target.static:
                 continue
             path = target.text
-            if path.startswith("/") and path not in HARMLESS_PATHS and not path.startswith("/dev/") and not _inside(path, allowed):
+            if path.startswith("/") and path not in HARMLESS_PATHS and not path.startswith("/dev/") and not _allowed(workspace, protected, path):
                 return path
     return None
 
@@ -169,17 +175,17 @@ def _writes_listed_inside(command: str, workspace: Path) -> bool:
 _PLACEHOLDER = Path("/ledger-audit-workspace")
 
 
-def certain_escape(item: Item, recorded_root: str) -> str | None:
+def certain_escape(item: Item, recorded_root: str, protected: tuple[str, ...] = ()) -> str | None:
     """Why `item` certainly writes outside the workspace, checked before anything runs."""
     if isinstance(item, Skipped):
         return None
     try:
-        command = to_command(item, recorded_root, _PLACEHOLDER)
+        command = to_command(item, recorded_root, _PLACEHOLDER, protected)
     except OutsideWrite as error:
         return str(error)
     if not isinstance(item, Shell) or any(p.search(command) for p in (_INSTALL, _NETWORK, _PROCESS)):
         return None  # skipped anyway
-    target = _redirect_outside(command, _PLACEHOLDER)
+    target = _redirect_outside(command, _PLACEHOLDER, protected)
     if target is None:
         return None
     return f"step {item.index} redirects output to {target}, outside the workspace: {item.command[:120]!r}"

@@ -121,10 +121,8 @@ def load(path: str | os.PathLike[str]) -> list[Trajectory]:
     if not text.strip():
         raise InputError(f"{file}: empty file")
     document = _whole_json(text)
-    if isinstance(document, dict):
-        if isinstance(document.get("messages"), list):
-            return [_mini_swe_agent(document, file)]
-        raise InputError(f"{file}: unknown format (a JSON object without `messages`)")
+    if isinstance(document, dict) and isinstance(document.get("messages"), list):
+        return [_mini_swe_agent(document, file)]
     records = list(_jsonl(text, file))
     first = records[0][1]
     if not isinstance(first, dict):

@@ -97,13 +97,16 @@ def plan(
     for base in wanted:
         if base not in resolved:
             resolved[base] = resolve(base)
-    for trajectory in trajectories:
+    jobs = []
+    for trajectory, base in zip(trajectories, wanted):
+        repo_path = resolved[base].repo
         for item in trajectory.items:
-            escape = certain_escape(item, trajectory.recorded_root)
+            escape = certain_escape(item, trajectory.recorded_root, (repo_path,))
             if escape is not None and not skip_outside_writes:
                 raise OutsideWrite(f"{trajectory.name}: {escape}")
-    settings = attrs.evolve(settings, skip_outside_writes=skip_outside_writes)
-    return [Job(t.source, t.name, resolved[b], settings, sandbox) for t, b in zip(trajectories, wanted)]
+        own = attrs.evolve(settings, skip_outside_writes=skip_outside_writes, protected=(repo_path,))
+        jobs.append(Job(trajectory.source, trajectory.name, resolved[base], own, sandbox))
+    return jobs
 
 
 def audit_job(job: Job) -> dict[str, Any]:
