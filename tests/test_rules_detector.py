@@ -159,3 +159,15 @@ def test_backups_and_cd_across_other_operators_are_covered(workspace, command):
     changes, truth = _run(RulesDetector(), workspace, command)
     assert truth, "the command must change something"
     assert changes.unknown or truth <= changes.paths, (truth - changes.paths)
+
+
+def test_after_for_another_command_than_before_saw_is_unknown(workspace):
+    # The prediction belongs to the command before() parsed; applied to another one it proves
+    # nothing. `touch a.py` predicted, `rm b.py` run: b.py must not be silently missed.
+    detector = RulesDetector()
+    detector.before(workspace, "touch a.py")
+    (workspace / "b.py").unlink()
+    assert detector.after(workspace, "rm b.py", 0).unknown
+    detector.before(workspace, "touch a.py")
+    assert detector.after(workspace / "src", "touch a.py", 0).unknown, "another root is another command"
+    assert detector.after(workspace, "touch a.py", 0).unknown, "a prediction is used once"
