@@ -447,3 +447,17 @@ def test_sed_scripts_that_write_read_or_execute_are_unsafe(script):
                                           ("NR > 5 || NR < 2", True)])
 def test_awk_programs(program, safe):
     assert awk_program_is_safe(program) is safe
+
+
+def test_a_filter_that_starts_past_its_input_reads_the_empty_range():
+    # `sed -n '3,5p'` streams at most three lines, so a filter printing lines 5-6 of that stream
+    # prints nothing: the composed range is empty (7..6), never an invalid one that ends
+    # before its start - 1. Checked against the real tools as well.
+    result = c("sed -n '3,5p' a.py | sed -n '5,6p'")
+    assert result.target == FileTarget("a.py", LineRange(7, 6), PLAIN)
+    assert result.target.lines.is_empty
+    text = "".join(f"line {i}\n" for i in range(1, 11))
+    printed = subprocess.run(
+        ["bash", "-c", "sed -n '3,5p' | sed -n '5,6p'"], input=text.encode(), capture_output=True, check=True
+    ).stdout
+    assert printed == b""
