@@ -65,7 +65,7 @@ class _ChannelRuntime(Runtime):
         return classified
 
     def _lexical_names_are_sound(self) -> bool:
-        snapshot = self.channel._baseline
+        snapshot = self.channel.last_snapshot
         if snapshot is None:
             return False
         git = snapshot.entries.get(".git")
