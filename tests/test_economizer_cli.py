@@ -198,3 +198,11 @@ def test_a_valid_proposer_file_is_used(tmp_path: pathlib.Path, capsys) -> None:
     capsys.readouterr()
     assert main(["economize", "manual", "owner/repo", "--state-dir", str(state)]) == 0
     assert "- ls lists files." in capsys.readouterr().out
+
+
+def test_an_already_fed_task_in_a_second_repository_writes_neither(fed: pathlib.Path, tmp_path: pathlib.Path, capsys) -> None:
+    before = snapshot(fed)
+    rows = [row("other__repo-1", PASSING, repo="other/repo"), row("owner__repo-3", PASSING)]
+    assert main(["economize", "feed", str(write(tmp_path / "two.jsonl", rows)), "--state-dir", str(fed)]) == 2
+    assert "already fed" in capsys.readouterr().err
+    assert {k: v for k, v in snapshot(fed).items() if v[0]} == before
