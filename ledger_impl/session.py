@@ -35,7 +35,7 @@ import time
 
 import attrs
 
-from ledger_spec import Changes, Command, Policy, Reuse
+from ledger_spec import Changes, Command, Policy, Reuse, State
 from ledger_spec.values import Allow
 
 from .classifier import classify
@@ -174,9 +174,12 @@ class DurableSession:
             self._save(state)
         return result
 
-    def record(self, call_id: str, output: str, exit_code: int) -> None:
+    def record(self, call_id: str, output: str, exit_code: int, *, exact: bool = True) -> None:
         """What the command decided under `call_id` printed and returned; the detector's report of
-        everything changed since the last call is recorded with it."""
+        everything changed since the last call is recorded with it. `exact=False`: the caller
+        cannot vouch that `output` and `exit_code` are exactly what the command printed and
+        returned (an agent's hook that sees only a reformatted or status-less result): the
+        step is kept, its output is never served."""
         _check_call_id(call_id)
         if not isinstance(output, str):
             raise TypeError(f"output is a string, got {type(output).__name__}")
@@ -195,7 +198,7 @@ class DurableSession:
                 classified, decision = unpacked
                 overlapped = state.ledger.total != row.total_at_start
                 too_long = len(output.encode("utf-8", "surrogateescape")) > self.output_cap
-                if classified.read_only and (overlapped or too_long):
+                if classified.read_only and (overlapped or too_long or not exact):
                     classified = attrs.evolve(classified, target=None)
                 state.ledger.advance(classified, decision, output, exit_code, Changes())
                 self._store.remove_pending(call_id)
@@ -225,6 +228,13 @@ class DurableSession:
             state = self._load(poll=False)
             self._save(state)
         return state.ledger.render(task)
+
+    def snapshot(self) -> State:
+        """The stored ledger as a `ledger_spec.State` (read only; no poll): for checks and tools."""
+        with self._store.transaction():
+            state = self._load(poll=False)
+            self._save(state)
+        return state.ledger.snapshot()
 
     def close(self) -> None:
         self._store.close()

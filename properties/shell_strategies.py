@@ -36,6 +36,7 @@ TOOL_SCRIPT = "tool.py"
 OUTSIDE_FILE = "ext.txt"
 # Names that do not exist at the start but that edits create (copies, renames, links).
 NEW_FILES: tuple[str, ...] = ("new.txt", "src/new.py", "link.txt", "hard.txt")
+HARD_LINK = "hard.txt"
 DEFAULT_POOL: tuple[str, ...] = TEXT_FILES + (FIXTURE,) + NEW_FILES
 DIRECTORIES: tuple[str, ...] = (".", "src", "docs", "tests")
 
@@ -65,6 +66,8 @@ EDIT_IDIOMS: tuple[str, ...] = (
     "rm",
     "ln-s",
     "ln-hard",
+    "toggle-hard-link",
+    "toggle-dir-file",
     "touch",
     "chmod",
     "patch",
@@ -342,6 +345,17 @@ def edit_commands(
         return f"ln -sfn {shlex.quote(target)} {path}"
     if idiom == "ln-hard":
         return f"ln -f {_plain(other)} {path}"
+    if idiom == "toggle-hard-link":
+        # Each run flips it: link a second name to the file, or drop that name again. Dropping
+        # it changes the link count and ctime of a file no command names.
+        return f"if [ -e {HARD_LINK} ]; then rm {HARD_LINK}; else ln -f {path} {HARD_LINK}; fi"
+    if idiom == "toggle-dir-file":
+        # A directory replaced by a file of the same name (its entries are gone), and back.
+        directory = shlex.quote(draw(st.sampled_from(DIRECTORIES[1:])))
+        return (
+            f"if [ -d {directory} ]; then mv {directory} {directory}.old && echo {shlex.quote(text)} > {directory}; "
+            f"else rm -f {directory} && mv {directory}.old {directory}; fi"
+        )
     if idiom == "touch":
         return f"touch {path}"
     if idiom == "chmod":

@@ -648,3 +648,17 @@ def test_every_hazard_counterexample_named_in_the_table_exists():
     directory = pathlib.Path(__file__).resolve().parent.parent / "counterexamples"
     named = [name.split(" ")[0] for h in HAZARDS if h.counterexample for name in h.counterexample.split(", ")]
     assert named and all((directory / name).exists() for name in named), named
+
+
+def test_a_filter_that_starts_past_its_input_reads_the_empty_range():
+    # `sed -n '3,5p'` streams at most three lines, so a filter printing lines 5-6 of that stream
+    # prints nothing: the composed range is empty (7..6), never an invalid one that ends
+    # before its start - 1. Checked against the real tools as well.
+    result = c("sed -n '3,5p' a.py | sed -n '5,6p'")
+    assert result.target == FileTarget("a.py", LineRange(7, 6), PLAIN)
+    assert result.target.lines.is_empty
+    text = "".join(f"line {i}\n" for i in range(1, 11))
+    printed = subprocess.run(
+        ["bash", "-c", "sed -n '3,5p' | sed -n '5,6p'"], input=text.encode(), capture_output=True, check=True
+    ).stdout
+    assert printed == b""
