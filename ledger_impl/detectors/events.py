@@ -55,6 +55,7 @@ from __future__ import annotations
 
 import os
 import pathlib
+import re
 import shutil
 import stat
 import tempfile
@@ -127,13 +128,26 @@ def _root_identity(root: str) -> tuple[tuple[int, int], ...] | None:
         path = parent
 
 
-def _mount_table() -> bytes | None:
-    """This process's mount table, to compare: a mount or unmount raises no inotify event."""
+def _mount_table(root: str) -> tuple[bytes, ...] | None:
+    """The mounts at or below `root` in this process's mount table, to compare: a mount or
+    unmount raises no inotify event. Mounts elsewhere are left out, so that an unrelated mount
+    on a busy machine does not cost a full diff (one over an ancestor changes the root's
+    identity, which is checked separately)."""
     try:
         with open("/proc/self/mountinfo", "rb") as handle:
-            return handle.read()
+            table = handle.read()
     except OSError:
         return None
+    prefix = os.fsencode(root.rstrip("/") + "/")
+    inside: list[bytes] = []
+    for line in table.splitlines():
+        fields = line.split(b" ")
+        if len(fields) > 4:
+            # The mount point, with space, tab, newline and backslash escaped as octal.
+            point = re.sub(rb"\\([0-7]{3})", lambda m: bytes([int(m.group(1), 8)]), fields[4])
+            if point + b"/" == prefix or point.startswith(prefix):
+                inside.append(line)
+    return tuple(inside)
 
 
 def _loop_backing_files() -> list[str]:
@@ -238,7 +252,7 @@ class EventDetector:
             return self._full_diff(set())
         changed: set[str] = set()
         try:
-            if self._mounts != _mount_table():
+            if self._mounts != _mount_table(root_s):
                 raise _Fallback("the mount table changed (a mount raises no inotify event): full snapshot diff")
             events = self._drain()
             self._apply(events, changed)
@@ -273,7 +287,7 @@ class EventDetector:
         self._retired.clear()
         self._events = []
         self._root_identity = _root_identity(root)
-        self._mounts = _mount_table()
+        self._mounts = _mount_table(root)
         self._degraded = INotify is None
         self._degraded_reason = "inotify is not available: every command runs a full snapshot diff" if self._degraded else None
         if not self._degraded:
