@@ -10,7 +10,11 @@ import pytest
 
 from ledger_cli.main import main
 
+from properties import sandbox
+
 REPO = pathlib.Path(__file__).parent.parent
+# Replays run sandboxed where bubblewrap works (tests/test_replay_safety.py covers the sandbox).
+UNSANDBOXED: tuple[str, ...] = () if sandbox.available() else ("--unsandboxed",)
 
 
 @pytest.fixture
@@ -81,10 +85,12 @@ def test_check_detector_catches_the_append_blind_example_and_replay_shows_the_st
     path = pathlib.Path(stale[0]["file"])
     assert json.loads(path.read_text())["detector"] == "examples.append_blind_detector:make"
 
-    assert main(["replay", str(path)]) == 1
+    assert main(["replay", str(path)]) == 2  # a detector that does not ship with Ledger is code
+    assert "--trust-detector" in capsys.readouterr().err
+    assert main(["replay", str(path), "--trust-detector", "--path", str(REPO), *UNSANDBOXED]) == 1
     shown = capsys.readouterr().out
     assert "reuse" in shown and "--- stale (reused)" in shown and "+++ fresh (run now)" in shown
-    assert main(["replay", str(path), "--detector", "ledger_impl.detectors:default_detector"]) == 0
+    assert main(["replay", str(path), "--detector", "ledger_impl.detectors:default_detector", *UNSANDBOXED]) == 0
     assert "not reproduced" in capsys.readouterr().out
 
 
