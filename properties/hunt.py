@@ -137,6 +137,10 @@ class ViolationLog:
         self.on_step = on_step
         self.shrink_seconds = shrink_seconds
         self.first_violation_at: float | None = None
+        # An exception that is not a violation (the harness broke, or the detector's factory
+        # raised): every later run raises it again at once, so Hypothesis reports it quickly
+        # instead of shrinking it over real git repositories.
+        self.crash: BaseException | None = None
         self.detector_errors: collections.Counter[str] = collections.Counter()
 
     def record(self, run: FailingRun) -> None:
@@ -214,6 +218,8 @@ def make_hunt(
         @initialize(setup=workspaces(), data=st.data())
         def start(self, setup: WorkspaceSetup, data: st.DataObject) -> None:
             # Out of shrink budget: the run is skipped (invalid), so shrinking ends quickly.
+            if violation_log.crash is not None:
+                raise violation_log.crash
             hypothesis.assume(not violation_log.out_of_time())
             violation_log.examples += 1
             self.setup = setup
@@ -225,7 +231,11 @@ def make_hunt(
             self.edit_idioms = data.draw(
                 st.lists(st.sampled_from(grammar.edit_idioms), min_size=1, max_size=5, unique=True), "edit idioms"
             )
-            self.session = self._exit.enter_context(checked_session(setup, detector_factory(), policy))
+            try:
+                self.session = self._exit.enter_context(checked_session(setup, detector_factory(), policy))
+            except Exception as error:
+                violation_log.crash = error
+                raise
 
         @rule(data=st.data())
         def read(self, data: st.DataObject) -> None:
@@ -276,7 +286,11 @@ def make_hunt(
 
         def _step(self, template: str) -> None:
             assert self.session is not None and self.setup is not None
-            record = self.session.step(template)
+            try:
+                record = self.session.step(template)
+            except Exception as error:
+                violation_log.crash = error
+                raise
             violation_log.count_step(record)
             if record.violation is None:
                 return
@@ -471,12 +485,16 @@ def run_hunt(
             # Several distinct failures: violations are in the log; anything else is a crash
             # of the hunt itself, which must never read as "no violation".
             _, crashes = group.split(HuntViolation)
-            if crashes is not None:
-                failed, _ = crashes.split(DetectorFailed)
-                raise _first_leaf(failed) if failed is not None else crashes
+            if crashes is not None and log.crash is None:
+                raise crashes
         except hypothesis.errors.Flaky:
-            if not log.last:
+            if not log.last and log.crash is None:
                 raise  # a failure that did not recur, and that no violation explains
+    if log.crash is not None:
+        # Whatever Hypothesis made of it (shrunk, grouped, or flaky because later runs re-raise
+        # it at once), the first crash is the one to report: the harness's own error, or the
+        # detector factory's DetectorFailed.
+        raise log.crash
     budget = MINIMIZE_SECONDS.get(chosen.name, 60.0)
     minimized = [minimize(run, detector_factory, budget) for run in log.last.values()]
     runs = [run for run in minimized if run is not None]
@@ -497,11 +515,6 @@ def run_hunt(
         unconfirmed=minimized.count(None), detector_errors=dict(log.detector_errors),
     )
 
-
-def _first_leaf(group: BaseException) -> BaseException:
-    while isinstance(group, BaseExceptionGroup):  # type: ignore[name-defined]
-        group = group.exceptions[0]
-    return group
 
 
 __all__ = [

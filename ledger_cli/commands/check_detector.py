@@ -136,7 +136,7 @@ def run(args: argparse.Namespace) -> int:
             where = traceback.extract_tb(error.__traceback__)[-1]
             print(
                 f"ledger check-detector: internal error in the hunt harness (not your detector): "
-                f"{type(error).__name__}: {error} at {pathlib.Path(where.filename).name}:{where.lineno}",
+                f"{type(error).__name__}: {(str(error).splitlines() or [''])[0]} at {pathlib.Path(where.filename).name}:{where.lineno}",
                 file=sys.stderr,
             )
             return EXIT_HARNESS_ERROR
