@@ -33,6 +33,7 @@ import attrs
 import hypothesis
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
+from hypothesis.database import DirectoryBasedExampleDatabase
 from hypothesis.stateful import RuleBasedStateMachine, initialize, precondition, rule, run_state_machine_as_test
 
 from ledger_spec import Policy
@@ -72,16 +73,18 @@ class DetectorFailed(Exception):
     """The detector under test could not be made: its factory raised."""
 
 
-def _guarded(factory: DetectorFactory) -> DetectorFactory:
-    """`factory`, with whatever it raises turned into DetectorFailed (the detector's fault)."""
+@attrs.frozen
+class GuardedFactory:
+    """A detector factory whose exceptions become DetectorFailed (the detector's fault, not the
+    harness's). A class, not a closure, so that a parallel hunt can send it to its workers."""
 
-    def make() -> object:
+    factory: DetectorFactory
+
+    def __call__(self) -> object:
         try:
-            return factory()
+            return self.factory()
         except Exception as error:  # noqa: BLE001 - the user's factory; named, never swallowed
             raise DetectorFailed(f"the detector factory raised {type(error).__name__}: {error}") from error
-
-    return make
 
 
 class HuntViolation(AssertionError):
@@ -127,20 +130,36 @@ class FailingRun:
 SHRINK_SECONDS: dict[str, float] = {"ci": 15.0, "dev": 60.0, "thorough": 180.0}
 
 
-class ViolationLog:
-    """The smallest failing run per property, and counters for the progress display."""
+# A crash of the oracle or the Runtime is not a detector's violation and is not worth
+# shrinking (each attempt runs a session): after this many, every further run is skipped, which
+# still leaves Hypothesis room to tell distinct crashes apart.
+CRASHES_TO_SHOW = 5
 
-    def __init__(self, on_step: Callable[[int, int], None] | None = None, shrink_seconds: float = 40.0) -> None:
+
+class ViolationLog:
+    """The smallest failing run per property, and counters for the progress display.
+
+    In a parallel hunt each worker has its own log; `shared_clock` is a file all of them see,
+    holding the time (`time.monotonic()`, one clock for every process of the machine) of the
+    first violation any worker found, so that every worker stops once the shrink budget is
+    spent, not only the one that found it.
+    """
+
+    def __init__(
+        self,
+        on_step: Callable[[int, int], None] | None = None,
+        shrink_seconds: float = 40.0,
+        shared_clock: pathlib.Path | None = None,
+    ) -> None:
         self.last: dict[str, FailingRun] = {}
         self.examples = 0
         self.steps = 0
         self.on_step = on_step
         self.shrink_seconds = shrink_seconds
+        self.shared_clock = shared_clock
         self.first_violation_at: float | None = None
-        # An exception that is not a violation (the harness broke, or the detector's factory
-        # raised): every later run raises it again at once, so Hypothesis reports it quickly
-        # instead of shrinking it over real git repositories.
-        self.crash: BaseException | None = None
+        self.crashes = 0
+        self.first_crash: Exception | None = None
         self.detector_errors: collections.Counter[str] = collections.Counter()
 
     def record(self, run: FailingRun) -> None:
@@ -151,12 +170,19 @@ class ViolationLog:
         """
         if self.first_violation_at is None:
             self.first_violation_at = time.monotonic()
+            if self.shared_clock is not None and not self.shared_clock.exists():
+                self.shared_clock.write_text(repr(self.first_violation_at))
         kept = self.last.get(run.violation.property)
         if kept is None or _size(run) <= _size(kept):
             self.last[run.violation.property] = run
 
     def out_of_time(self) -> bool:
-        """Whether the shrink budget is spent (counted from the first violation)."""
+        """Whether the shrink budget is spent (counted from the first violation of any worker)."""
+        if self.first_violation_at is None and self.shared_clock is not None:
+            try:
+                self.first_violation_at = float(self.shared_clock.read_text())
+            except (OSError, ValueError):
+                pass  # no violation yet, or its time is being written: look again next run
         return self.first_violation_at is not None and time.monotonic() - self.first_violation_at > self.shrink_seconds
 
     def count_step(self, record: StepRecord | None = None) -> None:
@@ -217,10 +243,9 @@ def make_hunt(
 
         @initialize(setup=workspaces(), data=st.data())
         def start(self, setup: WorkspaceSetup, data: st.DataObject) -> None:
-            # Out of shrink budget: the run is skipped (invalid), so shrinking ends quickly.
-            if violation_log.crash is not None:
-                raise violation_log.crash
-            hypothesis.assume(not violation_log.out_of_time())
+            # Out of shrink budget, or the hunt's own code keeps crashing: the run is skipped
+            # (invalid), so shrinking ends quickly. A crash is raised as found, unshrunk.
+            hypothesis.assume(not violation_log.out_of_time() and violation_log.crashes < CRASHES_TO_SHOW)
             violation_log.examples += 1
             self.setup = setup
             # Swarm testing: each run works on a few files with a few edit idioms, so that a
@@ -233,8 +258,9 @@ def make_hunt(
             )
             try:
                 self.session = self._exit.enter_context(checked_session(setup, detector_factory(), policy))
-            except Exception as error:
-                violation_log.crash = error
+            except Exception as crash:
+                violation_log.crashes += 1
+                violation_log.first_crash = violation_log.first_crash or crash
                 raise
 
         @rule(data=st.data())
@@ -288,8 +314,9 @@ def make_hunt(
             assert self.session is not None and self.setup is not None
             try:
                 record = self.session.step(template)
-            except Exception as error:
-                violation_log.crash = error
+            except Exception as crash:
+                violation_log.crashes += 1
+                violation_log.first_crash = violation_log.first_crash or crash
                 raise
             violation_log.count_step(record)
             if record.violation is None:
@@ -313,7 +340,8 @@ def make_hunt(
 
 
 def hunt_settings(profile: Profile, **overrides: object) -> settings:
-    """Hypothesis settings for a hunt: the profile's budget, no deadline, no example database."""
+    """Hypothesis settings for a hunt: the profile's budget, no deadline, no example database
+    unless one is passed (a parallel hunt shares one between its workers)."""
     values: dict[str, object] = dict(
         max_examples=profile.hunt_examples,
         stateful_step_count=profile.hunt_steps,
@@ -333,14 +361,17 @@ FULL_GRAMMAR = Grammar(read_idioms=READ_IDIOMS)
 
 
 def run_verify_hunt(
-    profile: Profile | str | None = None, seed: int | None = None, out_dir: str | pathlib.Path | None = None
+    profile: Profile | str | None = None,
+    seed: int | None = None,
+    out_dir: str | pathlib.Path | None = None,
+    workers: int = 1,
 ) -> "HuntReport":
     """The hunt `ledger verify` runs: the default detector, the full grammar."""
     from ledger_impl.detectors import default_detector
 
     return run_hunt(
         default_detector, profile, seed, out_dir, detector="ledger_impl.detectors:default_detector",
-        grammar=FULL_GRAMMAR, command="ledger verify",
+        grammar=FULL_GRAMMAR, command="ledger verify", workers=workers,
     )
 
 
@@ -461,72 +492,130 @@ def run_hunt(
     on_step: Callable[[int, int], None] | None = None,
     max_examples: int | None = None,
     stale_reads_only: bool = False,
+    workers: int = 1,
+    database: str | pathlib.Path | None = None,
 ) -> HuntReport:
     """Hunt violations for detectors made by `detector_factory` under `profile`'s budget.
 
     `detector` names the factory as MODULE:FACTORY in the files written; `seed` makes the run
-    repeatable (one is drawn and reported when not given); `max_examples` overrides the
-    profile's number of runs.
+    repeatable for a given number of `workers` (one is drawn and reported when not given);
+    `max_examples` overrides the profile's number of runs. With `workers` > 1 the runs are
+    shared out to that many processes (see `parallel`); the factory must then be importable
+    by reference, as a MODULE:FACTORY factory is. `database` is a Hypothesis example database
+    directory: failing examples stored there by an earlier hunt are replayed first.
     """
     chosen = profile if isinstance(profile, Profile) else named_profile(profile)
     seed = seed if seed is not None else random.SystemRandom().randrange(2**32)
-    detector_factory = _guarded(detector_factory)
-    name = detector or f"{getattr(detector_factory, '__module__', '?')}:{getattr(detector_factory, '__qualname__', '?')}"
-    log = ViolationLog(on_step, SHRINK_SECONDS.get(chosen.name, 60.0))
-    machine = hypothesis.seed(seed)(make_hunt(detector_factory, chosen, log=log, grammar=grammar, stale_reads_only=stale_reads_only))
-    overrides = {} if max_examples is None else {"max_examples": max_examples}
+    detector_factory = GuardedFactory(detector_factory)
+    name = detector or f"{getattr(detector_factory.factory, '__module__', '?')}:{getattr(detector_factory.factory, '__qualname__', '?')}"
+    budget = max_examples if max_examples is not None else chosen.hunt_examples
+    shrink_seconds = SHRINK_SECONDS.get(chosen.name, 60.0)
     started = time.monotonic()
+    try:
+        if workers > 1:
+            from .parallel import run_in_workers
+
+            examples, steps, found, detector_errors = run_in_workers(
+                HuntJob(detector_factory, chosen, seed, budget, grammar, stale_reads_only, shrink_seconds),
+                workers,
+                on_step,
+                pathlib.Path(database) if database is not None else None,
+            )
+        else:
+            log = ViolationLog(on_step, shrink_seconds)
+            examples_db = DirectoryBasedExampleDatabase(str(database)) if database is not None else None
+            run_machine(HuntJob(detector_factory, chosen, seed, budget, grammar, stale_reads_only, shrink_seconds), log, examples_db)
+            examples, steps, found, detector_errors = log.examples, log.steps, list(log.last.values()), dict(log.detector_errors)
+    except BaseExceptionGroup as group:  # type: ignore[name-defined]
+        failed, _ = group.split(DetectorFailed)
+        if failed is None:
+            raise
+        while isinstance(failed, BaseExceptionGroup):  # type: ignore[name-defined]
+            failed = failed.exceptions[0]
+        raise failed from group  # the detector's fault is named as such, whatever else broke
+    minimize_seconds = MINIMIZE_SECONDS.get(chosen.name, 60.0)
+    minimized = [minimize(run, detector_factory, minimize_seconds) for run in _smallest_per_property(found)]
+    runs = [run for run in minimized if run is not None]
+    if runs and not any(run.violation.property == REUSE_IS_FRESH for run in runs):
+        stale = [found for run in runs if (found := escalate(run, detector_factory)) is not None]
+        runs += [run for run in (minimize(found, detector_factory, minimize_seconds) for found in stale[:1]) if run is not None]
+    seconds = time.monotonic() - started
+    found_by = {"tool": "hypothesis", "seed": seed, "profile": chosen.name, "command": command}
+    counterexamples = [from_run(run.setup, run.steps, run.violation, detector=name, found_by=found_by) for run in runs]
+    files: tuple[pathlib.Path, ...] = ()
+    if out_dir is not None and counterexamples:
+        files = tuple(dump(counterexample, pathlib.Path(out_dir)) for counterexample in counterexamples)
+    return HuntReport(
+        name, chosen.name, seed, examples, steps, seconds,
+        tuple(to_json(counterexample) for counterexample in counterexamples), files,
+        unconfirmed=minimized.count(None), detector_errors=detector_errors,
+    )
+
+
+@attrs.frozen
+class HuntJob:
+    """One hunt's parameters, as a worker process receives them."""
+
+    detector_factory: DetectorFactory
+    profile: Profile
+    seed: int
+    max_examples: int
+    grammar: Grammar
+    stale_reads_only: bool
+    shrink_seconds: float
+
+
+def run_machine(job: HuntJob, log: ViolationLog, database: object | None = None) -> None:
+    """Run the hunt's state machine once under `job`'s budget; violations land in `log`.
+
+    A crash of the hunt's own code is raised: it must never read as "no violation".
+    """
+    machine = hypothesis.seed(job.seed)(
+        make_hunt(job.detector_factory, job.profile, log=log, grammar=job.grammar, stale_reads_only=job.stale_reads_only)
+    )
     with hunt_environment():
         try:
-            run_state_machine_as_test(machine, settings=hunt_settings(chosen, **overrides))
+            run_state_machine_as_test(
+                machine, settings=hunt_settings(job.profile, max_examples=job.max_examples, database=database)
+            )
         except HuntViolation:
             pass  # the log holds the minimized runs
         except BaseExceptionGroup as group:  # type: ignore[name-defined]
             # Several distinct failures: violations are in the log; anything else is a crash
             # of the hunt itself, which must never read as "no violation".
             _, crashes = group.split(HuntViolation)
-            if crashes is not None and log.crash is None:
+            if crashes is not None:
                 raise crashes
         except hypothesis.errors.Flaky:
-            if not log.last and log.crash is None:
+            if log.first_crash is not None:
+                raise log.first_crash  # its replay was skipped, with every run after a few crashes
+            if not log.last:
                 raise  # a failure that did not recur, and that no violation explains
-    if log.crash is not None:
-        # Whatever Hypothesis made of it (shrunk, grouped, or flaky because later runs re-raise
-        # it at once), the first crash is the one to report: the harness's own error, or the
-        # detector factory's DetectorFailed.
-        raise log.crash
-    budget = MINIMIZE_SECONDS.get(chosen.name, 60.0)
-    minimized = [minimize(run, detector_factory, budget) for run in log.last.values()]
-    runs = [run for run in minimized if run is not None]
-    if runs and not any(run.violation.property == REUSE_IS_FRESH for run in runs):
-        stale = [found for run in runs if (found := escalate(run, detector_factory)) is not None]
-        runs += [run for run in (minimize(found, detector_factory, budget) for found in stale[:1]) if run is not None]
-    seconds = time.monotonic() - started
-    found_by = {"tool": "hypothesis", "seed": seed, "profile": chosen.name, "command": command}
-    counterexamples = [
-        from_run(run.setup, run.steps, run.violation, detector=name, found_by=found_by) for run in runs
-    ]
-    files: tuple[pathlib.Path, ...] = ()
-    if out_dir is not None and counterexamples:
-        files = tuple(dump(counterexample, pathlib.Path(out_dir)) for counterexample in counterexamples)
-    return HuntReport(
-        name, chosen.name, seed, log.examples, log.steps, seconds,
-        tuple(to_json(counterexample) for counterexample in counterexamples), files,
-        unconfirmed=minimized.count(None), detector_errors=dict(log.detector_errors),
-    )
 
+
+def _smallest_per_property(runs: Sequence[FailingRun]) -> list[FailingRun]:
+    """One failing run per property, the smallest (workers may each have found one)."""
+    kept: dict[str, FailingRun] = {}
+    for run in runs:
+        prop = run.violation.property
+        if prop not in kept or _size(run) < _size(kept[prop]):
+            kept[prop] = run
+    return list(kept.values())
 
 
 __all__ = [
     "PROPERTIES",
     "DetectorFailed",
     "FailingRun",
+    "GuardedFactory",
     "Grammar",
+    "HuntJob",
     "HuntReport",
     "ViolationLog",
     "hunt_settings",
     "make_hunt",
     "run_hunt",
+    "run_machine",
     "run_verify_hunt",
     "FULL_GRAMMAR",
 ]

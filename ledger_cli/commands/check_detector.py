@@ -22,6 +22,7 @@ from rich.markup import escape
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from properties.profiles import default_workers
 from properties.replay import DetectorLoadError, load_factory, parse_spec
 
 EXIT_HARNESS_ERROR = 3
@@ -43,6 +44,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--profile", default=None, help="ci, dev or thorough (default: $LEDGER_PROFILE, else ci)")
     parser.add_argument("--path", default=None, help="directory to import MODULE from (the current one is searched too)")
     parser.add_argument("--json", action="store_true", help="print the summary as JSON")
+    parser.add_argument(
+        "--workers", type=int, default=None, metavar="N",
+        help=f"processes sharing the hunt (default: the number of cores, {default_workers()} here)",
+    )
     parser.set_defaults(run=run)
 
 
@@ -68,6 +73,8 @@ def usage_problem(args: argparse.Namespace) -> str | None:
 
     if args.max_examples is not None and args.max_examples < 1:
         return "--max-examples must be at least 1"
+    if args.workers is not None and args.workers < 1:
+        return "--workers must be at least 1"
     if args.seed is not None and not 0 <= args.seed <= MAX_SEED:
         return f"--seed must be between 0 and {MAX_SEED}"
     if args.path is not None and not pathlib.Path(args.path).is_dir():
@@ -124,6 +131,7 @@ def run(args: argparse.Namespace) -> int:
                 command=command or f"ledger check-detector {args.detector}",
                 on_step=on_step,
                 max_examples=args.max_examples,
+                workers=args.workers if args.workers is not None else default_workers(),
             )
         except KeyboardInterrupt:
             progress.stop()
