@@ -198,3 +198,18 @@ def test_a_trusted_detector_is_imported_inside_the_sandbox(
     captured = capfd.readouterr()
     assert code == 1, captured.err  # the detector is the recorded one's twin: the stale read reproduces
     assert "write refused: Read-only file system" in captured.err
+
+
+@needs_bwrap
+def test_terminal_control_characters_in_the_file_are_shown_escaped(
+    tmp_path: pathlib.Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    def hostile(d: dict[str, Any]) -> None:
+        d["explanation"] = "retitles \x1b]0;owned\x07 and clears \x1b[2J the terminal"
+        d["steps"][0]["command"] = "cat a.txt; printf '\\033[2J'"
+
+    code = main(["replay", str(write(tmp_path, edited(hostile)))])
+    out, err = capsys.readouterr()
+    assert code in (0, 1), err
+    assert "\x1b" not in out + err and "\x07" not in out + err
+    assert "\\x1b]0;owned\\x07" in out.replace("\n", "")

@@ -29,6 +29,15 @@ from properties.replay import TRUSTED_DETECTORS, DetectorLoadError, ReplayWorker
 
 EXIT_INTERRUPTED = 130
 
+# Control characters of untrusted text (the file's explanation, commands, outputs) are shown
+# escaped, so a file cannot move the cursor, retitle or clear the terminal it is replayed in.
+_CONTROLS = {code: f"\\x{code:02x}" for code in [*range(0x00, 0x09), *range(0x0B, 0x20), 0x7F, *range(0x80, 0xA0)]}
+
+
+def shown(text: str) -> str:
+    """`text` safe to print: control characters (but newline and tab) escaped, markup escaped."""
+    return escape(text.translate(_CONTROLS))
+
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
@@ -70,7 +79,7 @@ def run(args: argparse.Namespace) -> int:
                      "is code, so replay runs it in a sandbox: install bubblewrap, or pass --unsandboxed for a file you trust")
 
     out = Console(highlight=False)
-    out.print(f"[bold]{counterexample.id}[/bold]: {escape(counterexample.explanation)}")
+    out.print(f"[bold]{counterexample.id}[/bold]: {shown(counterexample.explanation)}")
     out.print(f"property {counterexample.property}, detector {spec}, {'sandboxed' if sandboxed else '[red]unsandboxed[/red]'}")
 
     def show(record: StepRecord) -> None:
@@ -78,7 +87,7 @@ def run(args: argparse.Namespace) -> int:
         if len(command) > 100:
             command = command[:97] + "..."
         colour = {"reuse": "yellow", "nudge": "cyan"}.get(record.verdict, "white")
-        out.print(f"{record.index + 1:>3} [{colour}]{record.verdict:<5}[/{colour}] exit {record.exit_code:<3} {escape(command)}")
+        out.print(f"{record.index + 1:>3} [{colour}]{record.verdict:<5}[/{colour}] exit {record.exit_code:<3} {shown(command)}")
 
     try:
         result = replay_in_worker(counterexample, spec, search_path=args.path, sandboxed=sandboxed, on_record=show)
@@ -92,12 +101,12 @@ def run(args: argparse.Namespace) -> int:
 
     violation = result.violation
     if not result.reproduced:
-        out.print(f"[green]not reproduced[/green]: {escape(str(result.mismatch))}")
+        out.print(f"[green]not reproduced[/green]: {shown(str(result.mismatch))}")
         if violation is not None:
-            out.print(f"[yellow]note[/yellow]: {escape(violation.message)}")
+            out.print(f"[yellow]note[/yellow]: {shown(violation.message)}")
         return 0
     assert violation is not None
-    out.print(f"[red]violation at step {violation.step + 1}[/red], as recorded: {escape(violation.message)}")
+    out.print(f"[red]violation at step {violation.step + 1}[/red], as recorded: {shown(violation.message)}")
     expected, observed = violation.expected, violation.observed
     if "output" in expected and "output" in observed:
         diff = difflib.unified_diff(
@@ -107,9 +116,9 @@ def run(args: argparse.Namespace) -> int:
             "fresh (run now)",
         )
         text = "".join(line if line.endswith("\n") else line + "\n\\ No newline at end of output\n" for line in diff)
-        out.print(escape(text), end="")
+        out.print(shown(text), end="")
         if observed.get("exit_code") != expected.get("exit_code"):
             out.print(f"exit status: stale {observed.get('exit_code')}, fresh {expected.get('exit_code')}")
     else:
-        out.print(f"expected {escape(str(dict(expected)))}\nobserved {escape(str(dict(observed)))}")
+        out.print(f"expected {shown(str(dict(expected)))}\nobserved {shown(str(dict(observed)))}")
     return 1
