@@ -139,9 +139,11 @@ class DurableSession:
         if not isinstance(command, str):
             raise TypeError(f"a command is a string, got {type(command).__name__}")
         _check_call_id(call_id)
-        classified = classify(command, cwd=self._relative_cwd(cwd), root=self.root)
         with self._store.transaction():
             state = self._load()
+            # Classified after the poll: the names it resolves on disk (symbolic links) are those
+            # of the state the start stamp covers; a change after the poll is caught at record.
+            classified = classify(command, cwd=self._relative_cwd(cwd), root=self.root)
             decision = state.ledger.govern(classified)
             if isinstance(decision, Reuse):
                 writers = [
