@@ -15,7 +15,7 @@ knows), so the detector brackets them.
 
 Codex's PostToolUse for a shell call carries the output as one string and no exit status.
 The status is taken from Codex's own session transcript (`transcript_path`): the
-`item_completed` event of this call, a completed `CommandExecution` whose
+`item_completed` event of this call, a finished `CommandExecution` whose
 `aggregated_output` equals the hook's output string and whose `exit_code` is an integer. Only
 then is the result exact (stored, servable); if the transcript is missing, unreadable, or
 disagrees, the result is recorded inexact (the bracket closes, changes are counted, nothing is
@@ -120,8 +120,9 @@ def exit_status_from_transcript(path: Any, call_id: str, output: str) -> int | N
         if not isinstance(item, dict) or item.get("id") != call_id or item.get("type") != "CommandExecution":
             continue
         status = item.get("exit_code")
-        if item.get("status") == "completed" and item.get("aggregated_output") == output \
-                and isinstance(status, int) and not isinstance(status, bool):
+        # Codex marks a command that exited non-zero "failed"; either way it ran to its end.
+        if item.get("status") in ("completed", "failed") and item.get("aggregated_output") == output \
+                and isinstance(status, int) and not isinstance(status, bool) and status >= 0:
             return status
         return None
     return None

@@ -19,8 +19,8 @@ import sys
 
 import pytest
 
-import claude_cli
-from scripted_anthropic import ScriptedModel, ScriptedServer, ToolResult, ToolUse
+import agent_cli
+from scripted_models import ScriptedModel, ScriptedServer, ToolResult, ToolUse
 
 DENIED = "PreToolUse:Bash hook error: "
 HEADER = re.compile(r"\[ledger\] Not run again: this is the unchanged result of step \d+[^\n]*\n")
@@ -31,7 +31,7 @@ GREP = "grep -n x src/app.py"
 
 @pytest.fixture(scope="module")
 def claude() -> pathlib.Path:
-    path, why = claude_cli.ensure()
+    path, why = agent_cli.ensure("claude")
     if path is None:
         pytest.skip(f"real Claude Code end-to-end test skipped: {why}")
     return path
