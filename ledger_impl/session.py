@@ -188,8 +188,10 @@ class DurableSession:
             unpacked = _unpack(row) if row is not None else None
             if unpacked is None:
                 # Never decided, already abandoned, or its row is damaged: nothing to observe;
-                # what it changed was recorded by the poll in `_load`.
-                self._store.add_note(f"record for unknown call {call_id!r}: its output is not kept")
+                # what it changed was recorded by the poll in `_load`. An inexact result would
+                # not have been kept anyway (a hook's Read answered as unchanged), so no note.
+                if exact:
+                    self._store.add_note(f"record for unknown call {call_id!r}: its output is not kept")
             else:
                 classified, decision = unpacked
                 overlapped = state.ledger.total != row.total_at_start

@@ -153,6 +153,7 @@ def test_read_is_nudged_never_denied_and_never_serves_bash(workspace: pathlib.Pa
     # A Read's result (numbered by Claude, not by cat) is never served as a shell command's output.
     ranged = {"file_path": path, "offset": 2, "limit": 1}
     call_id, reply = agent.pre("Read", ranged)
+    assert reply is None or "systemMessage" not in reply  # the nudged Read's record was no anomaly
     agent.post(call_id, "Read", ranged, {"type": "text", "file": {"filePath": path, "content": "y = 2",
                                                                   "numLines": 1, "startLine": 2, "totalLines": 3}})
     assert denied_text(agent.bash("sed -n '2,2p' src/app.py")) is None
