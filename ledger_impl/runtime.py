@@ -25,7 +25,7 @@ from ledger_spec import Changes, Command, Policy, Reuse
 
 from .classifier import classify
 from .detectors import default_detector
-from .execution import Completed, group_alive, run_command
+from .execution import Completed, group_alive, kill_group, run_command
 from .ledger import Ledger
 
 DEFAULT_TIMEOUT = 120.0
@@ -51,6 +51,9 @@ class Step:
     changes: Changes  # the detector's report for this command (empty when reused)
     changes_before: tuple[Changes, ...]  # recorded before govern: background jobs, outside writes
     detector_error: str | None = None  # why the detector could not report (recorded as unknown)
+    # False when the output is not the whole truth: the command timed out, its output was
+    # truncated, or it left a job running. Such a result is never recorded as an observation.
+    complete: bool = True
 
 
 class Runtime:
@@ -131,8 +134,20 @@ class Runtime:
         note = getattr(decision, "note", None)
         error = "; ".join(errors) or None
         return Step(
-            decision.verdict.value, completed.output, completed.exit_code, note, index, classified, changes, tuple(before), error
+            decision.verdict.value, completed.output, completed.exit_code, note, index, classified, changes, tuple(before), error,
+            completed.complete,
         )
+
+    @property
+    def background_jobs(self) -> frozenset[int]:
+        """Process groups that commands left running and that were alive at the last step."""
+        return frozenset(self._background)
+
+    def stop_background(self) -> None:
+        """Kill every process group a command left running (a harness ending a session)."""
+        for group in self._background:
+            kill_group(group)
+        self._background = set()
 
     def close(self) -> None:
         """Release the detector's resources (an inotify instance is a per-user, limited one)."""

@@ -41,12 +41,14 @@ from ledger_spec.values import Allow
 from .classifier import classify
 from .detectors.stat_index import StatIndex
 from .ledger import Ledger
-from .store import PendingRow, Store, checksum
+from .store import PendingRow, StateRow, Store, checksum
 
 UNKNOWN_SCOPE = Changes(unknown=True)
 # Claude Code's Bash tool stops a command after 10 minutes at most; a call still pending well
 # after that was abandoned.
 DEFAULT_ABANDON_AFTER_S = 15 * 60.0
+# An abandoned call whose record has not come after this long is dropped from the store.
+FORGET_ABANDONED_AFTER_S = 24 * 3600.0
 # Outputs longer than this (in UTF-8 bytes) are never stored, so never reused.
 DEFAULT_OUTPUT_CAP = 256 * 1024
 
@@ -142,7 +144,9 @@ class DurableSession:
             state = self._load()
             decision = state.ledger.govern(classified)
             if isinstance(decision, Reuse):
-                writers = [row for row in self._store.pending() if row.may_write and row.call_id != call_id]
+                writers = [
+                    row for row in self._store.pending() if row.may_write and not row.abandoned and row.call_id != call_id
+                ]
                 if writers:
                     state.notes.append(f"not reused: {len(writers)} command(s) that may write still running")
                     decision = Allow()
@@ -187,9 +191,10 @@ class DurableSession:
             row = rows.get(call_id)
             unpacked = _unpack(row) if row is not None else None
             if unpacked is None:
-                # Never decided, already abandoned, or its row is damaged: nothing to observe;
-                # what it changed was recorded by the poll in `_load`. An inexact result would
-                # not have been kept anyway (a hook's Read answered as unchanged), so no note.
+                # Never decided, forgotten long after it was abandoned, or its row is damaged:
+                # nothing to observe; what it changed was recorded by the poll in `_load`. An
+                # inexact result would not have been kept anyway (a hook's Read answered as
+                # unchanged), so it leaves no note.
                 if exact:
                     self._store.add_note(f"record for unknown call {call_id!r}: its output is not kept")
             else:
@@ -207,9 +212,11 @@ class DurableSession:
         in unknown scope. Returns how many calls were pending."""
         with self._store.transaction():
             state = self._load()
-            rows = [row for row in self._store.pending() if call_id is None or row.call_id == call_id]
+            rows = [
+                row for row in self._store.pending() if not row.abandoned and (call_id is None or row.call_id == call_id)
+            ]
             for row in rows:
-                self._store.remove_pending(row.call_id)
+                self._store.mark_abandoned(row.call_id)
             if rows:
                 state.ledger.modify(UNKNOWN_SCOPE)
                 self._store.add_note(f"{len(rows)} command(s) {reason} before their result was recorded: changes unknown")
@@ -249,23 +256,7 @@ class DurableSession:
         index: bytes | None = None
         if row is not None:
             index = row.stat_index
-            problem = None
-            if row.code != code_fingerprint():
-                problem = "it was written by another version of Ledger"
-            elif checksum(row.ledger) != row.ledger_sum:
-                problem = "its checksum does not match"
-            else:
-                try:
-                    loaded = pickle.loads(row.ledger)
-                except Exception as error:  # noqa: BLE001 - any failure means: not trusted
-                    problem = f"it cannot be read ({type(error).__name__})"
-                else:
-                    if not isinstance(loaded, Ledger):
-                        problem = "it is not a ledger"
-                    elif loaded.policy != self.policy:
-                        problem = "it was kept under another policy"
-                    else:
-                        ledger = loaded
+            ledger, problem = trusted_ledger(row, self.policy)
             if problem is not None:
                 self._store.add_note(f"session state discarded: {problem}; starting a new ledger")
                 self._store.clear_pending()
@@ -273,9 +264,14 @@ class DurableSession:
             ledger = Ledger(self.policy)
         state = _State(ledger, index)
         now = time.time()
-        expired = [row for row in self._store.pending() if now - row.started_at > self.abandon_after]
+        expired = [
+            row for row in self._store.pending() if not row.abandoned and now - row.started_at > self.abandon_after
+        ]
         for pending in expired:
-            self._store.remove_pending(pending.call_id)
+            # Kept, marked: a record arriving late still concludes the step (with no observation:
+            # the unknown scope recorded now moved G since its start).
+            self._store.mark_abandoned(pending.call_id)
+        self._store.forget_abandoned(now - FORGET_ABANDONED_AFTER_S)
         if expired:
             ledger.modify(UNKNOWN_SCOPE)
             self._store.add_note(
@@ -311,6 +307,24 @@ class DurableSession:
         depends on beyond the tree (program on PATH, environment, git config) is unchanged.
         Until that module lands there is no fingerprint to compare, so nothing refuses here."""
         return True
+
+
+def trusted_ledger(row: StateRow, policy: Policy | None) -> tuple[Ledger | None, str | None]:
+    """The stored ledger if it can be shown intact (and kept under `policy`, unless None),
+    else None and why not."""
+    if row.code != code_fingerprint():
+        return None, "it was written by another version of Ledger"
+    if checksum(row.ledger) != row.ledger_sum:
+        return None, "its checksum does not match"
+    try:
+        loaded = pickle.loads(row.ledger)
+    except Exception as error:  # noqa: BLE001 - any failure means: not trusted
+        return None, f"it cannot be read ({type(error).__name__})"
+    if not isinstance(loaded, Ledger):
+        return None, "it is not a ledger"
+    if policy is not None and loaded.policy != policy:
+        return None, "it was kept under another policy"
+    return loaded, None
 
 
 @attrs.define

@@ -28,9 +28,10 @@ import attrs
 
 from ledger_impl.detectors.stat_index import check_outside, default_state_dir
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 BUSY_TIMEOUT_S = 30.0
 DATABASE_SUFFIX = ".sqlite"
+DISCARDED_INFIX = ".discarded-"  # a database set aside for inspection: `<name>.sqlite.discarded-<ns>`
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -50,7 +51,8 @@ CREATE TABLE IF NOT EXISTS pending (
     blob_sum TEXT NOT NULL,
     total_at_start INTEGER NOT NULL,
     may_write INTEGER NOT NULL,
-    started_at REAL NOT NULL
+    started_at REAL NOT NULL,
+    abandoned INTEGER NOT NULL DEFAULT 0  -- declared abandoned (unknown scope already recorded)
 );
 CREATE TABLE IF NOT EXISTS notes (
     id INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -83,6 +85,7 @@ class PendingRow:
     total_at_start: int
     may_write: bool
     started_at: float
+    abandoned: bool = False
 
 
 @attrs.frozen
@@ -118,7 +121,7 @@ class Store:
             _initialize(connection, os.path.realpath(root))
         except sqlite3.DatabaseError as error:
             # Not a database, or a failed integrity check: keep it aside for inspection, start over.
-            aside = path.with_name(f"{path.name}.corrupt-{time.time_ns()}")
+            aside = path.with_name(f"{path.name}{DISCARDED_INFIX}{time.time_ns()}")
             with contextlib.suppress(OSError):
                 os.replace(path, aside)
             for suffix in ("-wal", "-shm"):
@@ -172,15 +175,26 @@ class Store:
 
     def add_pending(self, row: PendingRow) -> None:
         self._db.execute(
-            "INSERT OR REPLACE INTO pending VALUES (?, ?, ?, ?, ?, ?, ?)",
-            (row.call_id, row.command, row.blob, row.blob_sum, row.total_at_start, int(row.may_write), row.started_at),
+            "INSERT OR REPLACE INTO pending VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                row.call_id, row.command, row.blob, row.blob_sum, row.total_at_start,
+                int(row.may_write), row.started_at, int(row.abandoned),
+            ),
         )
 
     def pending(self) -> list[PendingRow]:
         rows = self._db.execute(
-            "SELECT call_id, command, blob, blob_sum, total_at_start, may_write, started_at FROM pending ORDER BY started_at"
+            "SELECT call_id, command, blob, blob_sum, total_at_start, may_write, started_at, abandoned"
+            " FROM pending ORDER BY started_at"
         ).fetchall()
-        return [PendingRow(r[0], r[1], bytes(r[2]), r[3], r[4], bool(r[5]), r[6]) for r in rows]
+        return [PendingRow(r[0], r[1], bytes(r[2]), r[3], r[4], bool(r[5]), r[6], bool(r[7])) for r in rows]
+
+    def mark_abandoned(self, call_id: str) -> None:
+        self._db.execute("UPDATE pending SET abandoned = 1 WHERE call_id = ?", (call_id,))
+
+    def forget_abandoned(self, older_than: float) -> None:
+        """Drop abandoned calls started before `older_than`: a record that late is not coming."""
+        self._db.execute("DELETE FROM pending WHERE abandoned = 1 AND started_at < ?", (older_than,))
 
     def remove_pending(self, call_id: str) -> None:
         self._db.execute("DELETE FROM pending WHERE call_id = ?", (call_id,))
@@ -242,3 +256,82 @@ def _initialize(connection: sqlite3.Connection, root: str) -> None:
         connection.execute("ROLLBACK")
         raise
     connection.execute("COMMIT")
+
+
+@attrs.frozen
+class SessionSummary:
+    """What `ledger sessions list|show` says about one database, read without changing it."""
+
+    path: pathlib.Path
+    root: str | None  # None if the database cannot be read
+    steps: int
+    pending: int
+    abandoned: int
+    updated_at: float | None
+    size: int  # bytes, with the WAL
+    problem: str | None = None
+
+    @property
+    def ident(self) -> str:
+        return self.path.name.split("-", 1)[0]
+
+
+def sessions_dir(state_dir: os.PathLike[str] | str | None = None) -> pathlib.Path:
+    return (pathlib.Path(state_dir) if state_dir is not None else default_state_dir()) / "sessions"
+
+
+def summarize(path: pathlib.Path) -> SessionSummary:
+    """Read one database without writing to it (a read-only connection)."""
+    size = sum(p.stat().st_size for p in (path, pathlib.Path(str(path) + "-wal")) if p.exists())
+    try:
+        connection = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True, timeout=BUSY_TIMEOUT_S)
+        try:
+            version = connection.execute("PRAGMA user_version").fetchone()[0]
+            if version != SCHEMA_VERSION:
+                raise sqlite3.DatabaseError(f"schema version {version}, expected {SCHEMA_VERSION}")
+            root = connection.execute("SELECT value FROM meta WHERE key = 'root'").fetchone()
+            state = connection.execute("SELECT steps, updated_at FROM state WHERE id = 1").fetchone()
+            pending, abandoned = connection.execute(
+                "SELECT COUNT(*) - COALESCE(SUM(abandoned), 0), COALESCE(SUM(abandoned), 0) FROM pending"
+            ).fetchone()
+        finally:
+            connection.close()
+    except sqlite3.DatabaseError as error:
+        return SessionSummary(path, None, 0, 0, 0, None, size, f"unreadable: {error}")
+    return SessionSummary(
+        path,
+        None if root is None else root[0],
+        0 if state is None else state[0],
+        pending,
+        abandoned,
+        None if state is None else state[1],
+        size,
+    )
+
+
+def read_state(path: pathlib.Path) -> tuple[StateRow | None, list[tuple[float, str]]]:
+    """The state row and the latest notes of a database, read without writing to it."""
+    connection = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True, timeout=BUSY_TIMEOUT_S)
+    try:
+        store = Store(path, connection, [])
+        return store.load_state(), store.notes()
+    finally:
+        connection.close()
+
+
+def list_sessions(state_dir: os.PathLike[str] | str | None = None) -> list[SessionSummary]:
+    directory = sessions_dir(state_dir)
+    if not directory.is_dir():
+        return []
+    return [summarize(path) for path in sorted(directory.glob(f"*{DATABASE_SUFFIX}"))]
+
+
+def discarded_databases(state_dir: os.PathLike[str] | str | None = None) -> list[pathlib.Path]:
+    return sorted(sessions_dir(state_dir).glob(f"*{DATABASE_SUFFIX}{DISCARDED_INFIX}*"))
+
+
+def remove_database(path: pathlib.Path) -> None:
+    """Delete a database with its WAL and shared-memory files."""
+    for candidate in (path, pathlib.Path(str(path) + "-wal"), pathlib.Path(str(path) + "-shm")):
+        with contextlib.suppress(FileNotFoundError):
+            candidate.unlink()

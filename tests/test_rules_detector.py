@@ -186,3 +186,24 @@ def test_a_runtime_with_the_rules_detector_never_serves_ls_stale_after_rm_double
         again = runtime.step("ls")
     assert "-a.txt" not in again.output
     assert again.verdict != "reuse"
+
+
+def test_after_for_another_command_than_before_saw_is_unknown(workspace):
+    # Issue 13, detector contract: a report for a command the detector did not see start
+    # cannot list its writes.
+    detector = RulesDetector()
+    detector.before(workspace, "echo x > a.py")
+    changes = detector.after(workspace, "echo y > b.py", 0)
+    assert changes.unknown
+
+
+def test_a_prediction_is_used_once_for_its_own_command_and_root(workspace):
+    # The prediction belongs to the command before() parsed; applied to another one it proves
+    # nothing. `touch a.py` predicted, `rm b.py` run: b.py must not be silently missed.
+    detector = RulesDetector()
+    detector.before(workspace, "touch a.py")
+    (workspace / "b.py").unlink()
+    assert detector.after(workspace, "rm b.py", 0).unknown
+    detector.before(workspace, "touch a.py")
+    assert detector.after(workspace / "src", "touch a.py", 0).unknown, "another root is another command"
+    assert detector.after(workspace, "touch a.py", 0).unknown, "a prediction is used once"

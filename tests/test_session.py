@@ -90,6 +90,19 @@ def test_a_call_pending_past_the_deadline_is_abandoned(workspace: Path, state_di
     assert "never reported" in (decision.degraded or "")
 
 
+def test_a_record_after_the_deadline_concludes_the_step_but_is_never_served(workspace: Path, state_dir: Path) -> None:
+    import time
+
+    with DurableSession.open(workspace, state_dir=state_dir, abandon_after=0.01) as session:
+        session.decide("cat notes.txt", call_id="slow")
+        time.sleep(0.05)
+        session.decide("ls", call_id="other")  # expires "slow"
+        session.record("slow", *fresh(workspace, "cat notes.txt"))
+        assert session.decide("cat notes.txt", call_id="again").verdict != "reuse"
+        history = [record.command.text for record in session._load(poll=False).ledger.snapshot().history]
+    assert history == ["cat notes.txt"]
+
+
 def test_no_reuse_while_a_writer_is_in_flight(workspace: Path, state_dir: Path) -> None:
     call(workspace, state_dir, "cat notes.txt", "t1")
     with DurableSession.open(workspace, state_dir=state_dir) as session:
@@ -156,7 +169,7 @@ def test_a_file_that_is_not_a_database_is_set_aside(workspace: Path, state_dir: 
     decision = call(workspace, state_dir, "cat notes.txt", "t1")
     assert decision.verdict == "allow" and "discarded" in (decision.degraded or "")
     assert call(workspace, state_dir, "cat notes.txt", "t2").verdict == "reuse"
-    assert any(p.name.startswith(path.name + ".corrupt-") for p in path.parent.iterdir())
+    assert any(p.name.startswith(path.name + ".discarded-") for p in path.parent.iterdir())
 
 
 def test_state_kept_under_another_policy_is_not_trusted(workspace: Path, state_dir: Path) -> None:

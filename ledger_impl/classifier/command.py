@@ -11,6 +11,7 @@ from .. import shell
 from ..shell import Redirect, Word
 from ..workspace import Workspace
 from .effect import EDIT, NEUTRAL, RUN, Effect, Kind
+from .hazards import git_config_runs_programs, option_value_path
 from .table import effect_of
 
 
@@ -74,6 +75,9 @@ def classify_strict(text: str, cwd: str = ".", root: str | os.PathLike[str] | No
     for category, kind in zip(_PRIORITY, (Kind.TEST, Kind.RUN, Kind.EDIT)):
         if kind in kinds:
             return Command(text=text, normalized=_canonical(script, start_cwd), category=category)
+    if any(e.repository for e in effects) and git_config_runs_programs(workspace.real_root):
+        # An external diff, textconv or fsmonitor program may write and print anything.
+        return Command(text=text, normalized=_canonical(script, start_cwd), category=Category.RUN)
     if background or Kind.READS not in kinds:
         # Nothing read, or a job left running: nothing worth serving again.
         return Command(text=text, normalized=_canonical(script, start_cwd), category=Category.RUN)
@@ -114,6 +118,10 @@ def classify_strict(text: str, cwd: str = ".", root: str | os.PathLike[str] | No
         for word in command.words:
             # The shell expands a glob against the directory; it must stay inside the root.
             if word.has_glob and workspace.key(cwd_here, word) is None:
+                inside = False
+            # A path inside `--opt=value` is read as surely as an operand (hazards.py).
+            value = option_value_path(word.text)
+            if value is not None and workspace.key(cwd_here, Word(((value, False),))) is None:
                 inside = False
 
     single = _single_file(script, effects, cwds, workspace) if only_and and inside else None

@@ -6,6 +6,7 @@ import re
 
 from ..shell import Word
 from .effect import DOT, EDIT, RUN, Effect, Kind
+from .hazards import GIT_INDEX_REFRESH
 
 
 # The subcommands whose output depends only on the repository and the work tree (with the
@@ -53,6 +54,8 @@ def git(args: list[Word]) -> Effect:
     sub = args[i].text
     rest = args[i + 1 :]
     if sub in GIT_READS:
+        if any(w.text.startswith(GIT_INDEX_REFRESH.get(sub, ())) for w in rest):
+            return RUN  # refreshes and writes .git/index, whatever GIT_OPTIONAL_LOCKS says
         previous = ""
         for word in rest:
             text = word.text

@@ -6,6 +6,7 @@ from dataclasses import replace
 
 from ..shell import Word
 from .effect import DOT, EDIT, RUN, Effect, Kind, Options
+from .hazards import FIND_TARGET_FORMATS, FIND_TARGET_TESTS, ls_inspects_targets
 
 
 # find / ls / tree-wide tools ----------------------------------------------------------------
@@ -39,11 +40,15 @@ def find(args: list[Word]) -> Effect:
         token = args[i].text
         if token in _FIND_WRITES:
             return EDIT
+        if token in FIND_TARGET_TESTS:
+            return RUN  # stats what a symbolic link points to, possibly outside the root
         if token in _FIND_NO_ARG:
             i += 1
         elif token in _FIND_ONE_ARG and i + 1 < len(args):
             if token == "-printf" and ("%A" in args[i + 1].text or "%a" in args[i + 1].text):
                 return RUN  # access times change whenever anything reads a file
+            if token == "-printf" and FIND_TARGET_FORMATS.search(args[i + 1].text):
+                return RUN  # %Y: the type of what a symbolic link points to
             if token in _FIND_AGE_TESTS:
                 return RUN  # "changed in the last 5 minutes" changes answer as time passes
             i += 2
@@ -79,6 +84,8 @@ def ls(args: list[Word]) -> Effect:
         return RUN  # includes -u and --time=atime: access times change on every read
     if any(v not in ("never", "auto") for v in o.values("color")):
         return RUN
+    if ls_inspects_targets(o.flags):
+        return RUN  # `link -> target/`: the target's type, possibly outside the root
     trees = [w for _, w in o.operands] or [DOT]
     shows_parent = o.has("a", "f", "all") and not o.has("d", "directory")
     if shows_parent and any(name not in _LS_NAMES_ONLY for name, _ in o.flags):

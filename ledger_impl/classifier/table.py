@@ -11,14 +11,14 @@ from __future__ import annotations
 from typing import Callable
 
 from ..shell import SimpleCommand, Word
-from . import awk, git, listing, programs, search, sed, streams, views
+from . import awk, git, hazards, listing, programs, search, sed, streams, views
 from .effect import NEUTRAL, RUN, TEST, Effect
 
 Parser = Callable[[list[Word]], Effect]
 
 TOOLS: dict[str, Parser] = {
     # file views: whole files and line ranges
-    "cat": views.cat, "head": views.head, "tail": views.tail, "nl": views.nl, "wc": views.wc,
+    "cat": views.cat, "head": views.head, "tail": views.tail, "nl": views.nl, "wc": views.wc, "od": views.od,
     "sed": sed.sed, "awk": awk.awk, "gawk": awk.awk, "mawk": awk.awk,
     # searches
     "grep": search.grep, "egrep": search.grep, "fgrep": search.grep, "rg": search.rg,
@@ -45,6 +45,8 @@ def effect_of(command: SimpleCommand) -> Effect:
         return RUN
     name = command.name
     if name is None or command.words[0].has_glob:
+        return RUN
+    if hazards.reads_the_clock(name, [w.text for w in command.args]):
         return RUN
     if programs.is_test(name, command.args):
         return TEST

@@ -10,6 +10,7 @@ from ledger_spec import NL_NUMBERED, NUMBERED, PLAIN, WHOLE_FILE, LineRange
 
 from ..shell import Word
 from .effect import RUN, Effect, Kind, Options, reader
+from .hazards import HEADER_FLAGS
 
 
 # cat ------------------------------------------------------------------------------------
@@ -48,7 +49,9 @@ def head(args: list[Word]) -> Effect:
     else:
         n = int(count)
         view, lines = PLAIN, LineRange(1, n) if n >= 1 else LineRange(1, 0)
-    effect = reader(o, view, lines, path_free=not o.has("v", "verbose"))
+    if o.has(*HEADER_FLAGS):
+        view = f"head-verbose:{view}"  # `==> FILE <==` first: never a slice of another view
+    effect = reader(o, view, lines, path_free=not o.has(*HEADER_FLAGS))
     if effect.kind is Kind.FILTER and view == PLAIN:
         effect = attrs.evolve(effect, stream_slice=(1, lines.end))
     return effect
@@ -68,7 +71,9 @@ def tail(args: list[Word]) -> Effect:
         view, lines = f"tail-{count.lstrip('-')}", WHOLE_FILE
     else:
         return RUN
-    effect = reader(o, view, lines, path_free=not o.has("v", "verbose"))
+    if o.has(*HEADER_FLAGS):
+        view = f"tail-verbose:{view}"  # `==> FILE <==` first: never a slice of another view
+    effect = reader(o, view, lines, path_free=not o.has(*HEADER_FLAGS))
     if effect.kind is Kind.FILTER and view == PLAIN:
         effect = attrs.evolve(effect, stream_slice=(lines.start, None))
     return effect
@@ -95,3 +100,14 @@ def wc(args: list[Word]) -> Effect:
     view = "wc-" + "".join(sorted({name[0] for name, _ in o.flags}))
     return reader(o, view, WHOLE_FILE, path_free=False)
 
+
+
+def od(args: list[Word]) -> Effect:
+    """od: a byte dump of one file, in a view named by its format options. It never prints the
+    path. An operand starting with `+` may be an offset rather than a file: refused."""
+    o = Options(args, short="bcdfiloxsv", short_arg="AjNt",
+                long_arg=frozenset({"address-radix", "skip-bytes", "read-bytes", "format"}))
+    if not o.ok or any(w.text.startswith("+") for _, w in o.operands):
+        return RUN
+    view = "od:" + " ".join(name if value is None else f"{name}={value}" for name, value in o.flags)
+    return reader(o, view, WHOLE_FILE, path_free=True)
