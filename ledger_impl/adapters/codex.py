@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 from typing import Any
 
 from .hook_session import HookSession, Outcome, nudge_text, record_outcome, reuse_text
@@ -65,7 +66,7 @@ def command_for(tool: str, tool_input: dict[str, Any]) -> str:
     if tool in PATCH_TOOLS:
         return "apply_patch"
     command = tool_input["command"]
-    return command if isinstance(command, str) else " ".join(str(part) for part in command)
+    return command if isinstance(command, str) else shlex.join(str(part) for part in command)
 
 
 def _pre_tool_use(tool: str, tool_input: dict[str, Any], call_id: str, cwd: Any, session: HookSession) -> Reply:
