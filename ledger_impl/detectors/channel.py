@@ -148,6 +148,11 @@ class ChannelDetector:
         self.racy_window_ns = racy_window_ns
         self._baseline: Snapshot | None = None
 
+    @property
+    def last_snapshot(self) -> Snapshot | None:
+        """The tree as the latest complete listing showed it (None if it was not complete)."""
+        return self._baseline
+
     def _snapshot(self) -> Snapshot | None:
         try:
             return take_channel_snapshot(self.run, self.root, self.racy_window_ns)
