@@ -153,3 +153,49 @@ def test_materialize_makes_a_git_workspace_from_an_sdist(tmp_path: Path) -> None
     assert (workspace / "setup.py").read_text() == "print('demo')\n"
     assert (workspace / ".git").is_dir()
     assert replay_corpus._find_sdist(tmp_path, "demo", "1.0") == sdist
+
+
+@pytest.mark.parametrize("filters", [True, False], ids=["python-3.11.4+", "older-3.11"])
+def test_sdist_extraction_keeps_to_the_tree_with_and_without_tarfile_filters(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, filters: bool
+) -> None:
+    """Python before 3.11.4 has no extraction filters; the hand-made check refuses the same."""
+    import io
+    import tarfile
+
+    if not filters:
+        monkeypatch.delattr(tarfile, "data_filter", raising=False)
+
+    def archive(*members: tarfile.TarInfo) -> tarfile.TarFile:
+        buffer = io.BytesIO()
+        with tarfile.open(fileobj=buffer, mode="w") as out:
+            for member in members:
+                out.addfile(member, io.BytesIO(b"x" * member.size) if member.isfile() else None)
+        buffer.seek(0)
+        return tarfile.open(fileobj=buffer)
+
+    def file(name: str) -> tarfile.TarInfo:
+        info = tarfile.TarInfo(name)
+        info.size, info.uid, info.gid = 1, 4242, 4242
+        return info
+
+    def link(name: str, target: str) -> tarfile.TarInfo:
+        info = tarfile.TarInfo(name)
+        info.type, info.linkname = tarfile.SYMTYPE, target
+        return info
+
+    good = tmp_path / "good"
+    good.mkdir()
+    replay_corpus.extract_data(archive(file("pkg/a.py"), link("pkg/b.py", "a.py")), good)
+    assert (good / "pkg" / "a.py").read_bytes() == b"x" and (good / "pkg" / "b.py").resolve() == good / "pkg" / "a.py"
+    assert (good / "pkg" / "a.py").stat().st_uid == __import__("os").getuid()
+    for index, hostile in enumerate((file("../escape.txt"), file(str(tmp_path / "abs-escape.txt")), link("out", "../../etc"), link("abs", "/etc/passwd"))):
+        target = tmp_path / f"bad-{index}"
+        target.mkdir()
+        try:  # refused, or (the data filter, for a leading "/") kept inside the tree
+            replay_corpus.extract_data(archive(hostile), target)
+        except tarfile.TarError:
+            pass
+        for path in target.rglob("*"):
+            assert path.resolve().is_relative_to(target.resolve()), path
+    assert not (tmp_path / "escape.txt").exists() and not (tmp_path / "abs-escape.txt").exists()
