@@ -139,7 +139,8 @@ class Ledger:
             cached = self._transient[key] = self.policy.is_transient(key)
         return cached
 
-    def _is_current(self, observation: Observation) -> bool:
+    def is_current(self, observation: Observation) -> bool:
+        """Spec `current`: nothing `observation` depends on changed since it was recorded."""
         target = observation.command.target
         if isinstance(target, FileTarget):
             counts = self._modifications
@@ -337,7 +338,7 @@ class Ledger:
         if self._newest_shown:
             yield texts.OBSERVATIONS_HEADING
             for observation, prefix in reversed(self._newest_shown.values()):
-                if self._is_current(observation):
+                if self.is_current(observation):
                     status = texts.CURRENT
                 else:
                     status = texts.stale_reason(observation, self._modifications.first_invalidation(observation))
