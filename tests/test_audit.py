@@ -288,3 +288,30 @@ def test_an_sdist_becomes_a_repository_to_audit(tmp_path: Path) -> None:
 def test_the_worker_runs_as_a_module() -> None:
     done = subprocess.run([sys.executable, "-c", "import properties.audit.worker"], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
+
+
+def test_the_runtime_says_when_an_output_is_incomplete_and_which_jobs_live(tmp_path: Path) -> None:
+    from ledger_impl import Runtime
+
+    with Runtime(tmp_path, timeout=0.5) as runtime:
+        assert runtime.step("echo done").complete
+        assert not runtime.step("sleep 3").complete  # timed out
+        step = runtime.step("sleep 30 & echo started")
+        assert not step.complete and len(runtime.background_jobs) == 1
+        runtime.stop_background()
+        assert runtime.background_jobs == frozenset()
+
+
+def test_a_witness_detectors_misses_are_counted_apart_from_the_deciders(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from ledger_impl import default_detector
+    from ledger_impl.detectors.unsound import optimistic_rules
+
+    monkeypatch.setattr(engine, "detectors_for", lambda settings: (("default", default_detector()), [("blind", optimistic_rules())]))
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    (workspace / "notes.txt").write_text("before\n")
+    trajectory = formats.load(_commands(tmp_path / "t.jsonl", THREE_FINDINGS[1:]))[0]
+    result = engine.replay(trajectory, workspace, engine.Settings())
+    assert result["detectors"] == ["default", "blind"]
+    assert result["misses"] == {"default": [], "blind": [{"step": 4, "command": "python3 fix.py", "missing": ["notes.txt"]}]}
+    assert result["stale"] == []  # the sound detector decided
