@@ -221,7 +221,10 @@ def _unquoted(text: str, at_word_start: bool) -> tuple[list[tuple[str, bool]], b
             segments.append(("\\", False))
         elif c in GLOB_CHARS:
             segments.append((c, True))
-        elif c in "{}" or (c == "~" and at_word_start and i == 0) or c == "$":
+        elif c in "{}" or c == "$" or (c == "~" and ((at_word_start and i == 0) or (i > 0 and text[i - 1] in "=:"))):
+            # bash expands `~` at the start of a word and, in words like `x=~/f` and
+            # `PATH=a:~/bin`, after `=` or `:` (hazards.py: tilde in a word). Any unquoted `~`
+            # after `=` or `:` is taken as expanded, which only ever costs a reuse.
             dynamic = True
             segments.append((c, False))
         else:

@@ -9,11 +9,18 @@ audit`: a path changed if it appeared, disappeared, or any of its kind, mode, ow
 mtime, ctime, inode, link count, link target or content differs. Only atime is ignored, since
 reading a file sets it.
 
-Hashing every file at every step is most of a hunt step's cost, so a `HashCache` may be passed
-in: it reuses a digest only when the file's (device, inode, size, mtime_ns, ctime_ns) is the
-same as when the digest was taken *and* that stat was taken well after the file's last change
-(outside `RACY_NS`). A file written within the same clock tick as its hashing is re-hashed every
-time, so a same-size rewrite in that tick cannot hide behind a cached digest.
+Hashing every file at every step is a large part of a hunt step's cost, so a `HashCache` may
+be passed in: it reuses a digest only when the file's (device, inode, size, mtime_ns, ctime_ns)
+is the same as when the digest was taken *and* the hashing started well after the file's last
+change (outside the cache's racy window). A file written within the same clock tick as its
+hashing is re-hashed every time, so a same-size rewrite in that tick cannot hide behind a
+cached digest.
+
+The window must exceed the filesystem's timestamp granularity. `RACY_NS` (two seconds) is safe
+for every filesystem; `racy_window_for(directory)` narrows it to `FINE_RACY_NS` where the
+filesystem keeps sub-millisecond timestamps, which Linux takes from its coarse clock (one tick,
+at most 10 ms): a hunt's files are seconds old at most, so only a narrow window lets the cache
+work there.
 """
 
 from __future__ import annotations
@@ -21,12 +28,15 @@ from __future__ import annotations
 import hashlib
 import os
 import stat
+import tempfile
 import time
 from typing import NamedTuple
 
 # Timestamps come from a coarse kernel clock and some filesystems keep whole seconds; a digest
 # taken within this window of the file's last mtime/ctime is not trusted for later looks.
 RACY_NS: int = 2_000_000_000
+# Five ticks of the coarsest kernel clock (HZ=100): for filesystems with fine timestamps only.
+FINE_RACY_NS: int = 50_000_000
 
 _CHUNK = 1 << 20
 
@@ -58,7 +68,8 @@ class Tree(NamedTuple):
 class HashCache:
     """Digests reused across looks while a file's identity and timestamps are unchanged and not racy."""
 
-    def __init__(self) -> None:
+    def __init__(self, racy_ns: int = RACY_NS) -> None:
+        self.racy_ns = racy_ns
         self._digests: dict[tuple[int, int, int, int, int], str] = {}
         self.hashed = 0
         self.reused = 0
@@ -69,12 +80,49 @@ class HashCache:
         if cached is not None:
             self.reused += 1
             return cached
+        # The clock is read before the content: a write landing during the read must get a
+        # newer timestamp than `st` holds, hence a different key, for the digest to be kept.
+        started = time.time_ns()
         value = _hash(path)
         self.hashed += 1
         newest_change = max(st.st_mtime_ns, st.st_ctime_ns)
-        if value is not None and time.time_ns() - newest_change > RACY_NS:
+        if value is not None and started - newest_change > self.racy_ns:
             self._digests[key] = value
         return value
+
+
+_windows_by_device: dict[int, int] = {}
+
+
+def racy_window_for(directory: os.PathLike[str] | str) -> int:
+    """`FINE_RACY_NS` if files written in `directory` get sub-millisecond timestamps, else `RACY_NS`.
+
+    Three probe files are written (and removed) in a private temporary directory inside
+    `directory`'s parent, never inside `directory` itself, which may be the tree being judged;
+    the answer is remembered per device.
+    """
+    parent = os.path.dirname(os.path.abspath(os.fspath(directory)))
+    try:
+        device = os.stat(parent).st_dev
+    except OSError:
+        return RACY_NS
+    if device not in _windows_by_device:
+        _windows_by_device[device] = _probe_window(parent)
+    return _windows_by_device[device]
+
+
+def _probe_window(parent: str) -> int:
+    try:
+        with tempfile.TemporaryDirectory(prefix=".ledger-clock-", dir=parent) as probe:
+            stamps = []
+            for index in range(3):
+                path = os.path.join(probe, str(index))
+                with open(path, "wb") as handle:
+                    handle.write(b"x")
+                stamps.append(os.lstat(path).st_mtime_ns)
+    except OSError:
+        return RACY_NS
+    return FINE_RACY_NS if any(stamp % 1_000_000 for stamp in stamps) else RACY_NS
 
 
 def _hash(path: str) -> str | None:

@@ -31,6 +31,7 @@ import attrs
 import hypothesis
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
+from hypothesis.database import DirectoryBasedExampleDatabase
 from hypothesis.stateful import RuleBasedStateMachine, initialize, precondition, rule, run_state_machine_as_test
 
 from ledger_spec import Policy
@@ -109,16 +110,36 @@ class FailingRun:
 SHRINK_SECONDS: dict[str, float] = {"ci": 15.0, "dev": 60.0, "thorough": 180.0}
 
 
-class ViolationLog:
-    """The smallest failing run per property, and counters for the progress display."""
+# A crash of the oracle or the Runtime is not a detector's violation and is not worth
+# shrinking (each attempt runs a session): after this many, every further run is skipped, which
+# still leaves Hypothesis room to tell distinct crashes apart.
+CRASHES_TO_SHOW = 5
 
-    def __init__(self, on_step: Callable[[int, int], None] | None = None, shrink_seconds: float = 40.0) -> None:
+
+class ViolationLog:
+    """The smallest failing run per property, and counters for the progress display.
+
+    In a parallel hunt each worker has its own log; `shared_clock` is a file all of them see,
+    holding the time (`time.monotonic()`, one clock for every process of the machine) of the
+    first violation any worker found, so that every worker stops once the shrink budget is
+    spent, not only the one that found it.
+    """
+
+    def __init__(
+        self,
+        on_step: Callable[[int, int], None] | None = None,
+        shrink_seconds: float = 40.0,
+        shared_clock: pathlib.Path | None = None,
+    ) -> None:
         self.last: dict[str, FailingRun] = {}
         self.examples = 0
         self.steps = 0
         self.on_step = on_step
         self.shrink_seconds = shrink_seconds
+        self.shared_clock = shared_clock
         self.first_violation_at: float | None = None
+        self.crashes = 0
+        self.first_crash: Exception | None = None
 
     def record(self, run: FailingRun) -> None:
         """Keep `run` if it is the smallest failing run of its property so far.
@@ -128,12 +149,19 @@ class ViolationLog:
         """
         if self.first_violation_at is None:
             self.first_violation_at = time.monotonic()
+            if self.shared_clock is not None and not self.shared_clock.exists():
+                self.shared_clock.write_text(repr(self.first_violation_at))
         kept = self.last.get(run.violation.property)
         if kept is None or _size(run) <= _size(kept):
             self.last[run.violation.property] = run
 
     def out_of_time(self) -> bool:
-        """Whether the shrink budget is spent (counted from the first violation)."""
+        """Whether the shrink budget is spent (counted from the first violation of any worker)."""
+        if self.first_violation_at is None and self.shared_clock is not None:
+            try:
+                self.first_violation_at = float(self.shared_clock.read_text())
+            except (OSError, ValueError):
+                pass  # no violation yet, or its time is being written: look again next run
         return self.first_violation_at is not None and time.monotonic() - self.first_violation_at > self.shrink_seconds
 
     def count_step(self) -> None:
@@ -191,8 +219,9 @@ def make_hunt(
 
         @initialize(setup=workspaces(), data=st.data())
         def start(self, setup: WorkspaceSetup, data: st.DataObject) -> None:
-            # Out of shrink budget: the run is skipped (invalid), so shrinking ends quickly.
-            hypothesis.assume(not violation_log.out_of_time())
+            # Out of shrink budget, or the hunt's own code keeps crashing: the run is skipped
+            # (invalid), so shrinking ends quickly. A crash is raised as found, unshrunk.
+            hypothesis.assume(not violation_log.out_of_time() and violation_log.crashes < CRASHES_TO_SHOW)
             violation_log.examples += 1
             self.setup = setup
             # Swarm testing: each run works on a few files with a few edit idioms, so that a
@@ -254,7 +283,12 @@ def make_hunt(
 
         def _step(self, template: str) -> None:
             assert self.session is not None and self.setup is not None
-            record = self.session.step(template)
+            try:
+                record = self.session.step(template)
+            except Exception as crash:
+                violation_log.crashes += 1
+                violation_log.first_crash = violation_log.first_crash or crash
+                raise
             violation_log.count_step()
             if record.violation is None:
                 return
@@ -277,7 +311,8 @@ def make_hunt(
 
 
 def hunt_settings(profile: Profile, **overrides: object) -> settings:
-    """Hypothesis settings for a hunt: the profile's budget, no deadline, no example database."""
+    """Hypothesis settings for a hunt: the profile's budget, no deadline, no example database
+    unless one is passed (a parallel hunt shares one between its workers)."""
     values: dict[str, object] = dict(
         max_examples=profile.hunt_examples,
         stateful_step_count=profile.hunt_steps,
@@ -297,14 +332,17 @@ FULL_GRAMMAR = Grammar(read_idioms=READ_IDIOMS)
 
 
 def run_verify_hunt(
-    profile: Profile | str | None = None, seed: int | None = None, out_dir: str | pathlib.Path | None = None
+    profile: Profile | str | None = None,
+    seed: int | None = None,
+    out_dir: str | pathlib.Path | None = None,
+    workers: int = 1,
 ) -> "HuntReport":
     """The hunt `ledger verify` runs: the default detector, the full grammar."""
     from ledger_impl.detectors import default_detector
 
     return run_hunt(
         default_detector, profile, seed, out_dir, detector="ledger_impl.detectors:default_detector",
-        grammar=FULL_GRAMMAR, command="ledger verify",
+        grammar=FULL_GRAMMAR, command="ledger verify", workers=workers,
     )
 
 
@@ -467,35 +505,39 @@ def run_hunt(
     on_step: Callable[[int, int], None] | None = None,
     max_examples: int | None = None,
     stale_reads_only: bool = False,
+    workers: int = 1,
+    database: str | pathlib.Path | None = None,
 ) -> HuntReport:
     """Hunt violations for detectors made by `detector_factory` under `profile`'s budget.
 
     `detector` names the factory as MODULE:FACTORY in the files written; `seed` makes the run
-    repeatable (one is drawn and reported when not given); `max_examples` overrides the
-    profile's number of runs.
+    repeatable for a given number of `workers` (one is drawn and reported when not given);
+    `max_examples` overrides the profile's number of runs. With `workers` > 1 the runs are
+    shared out to that many processes (see `parallel`); the factory must then be importable
+    by reference, as a MODULE:FACTORY factory is. `database` is a Hypothesis example database
+    directory: failing examples stored there by an earlier hunt are replayed first.
     """
     chosen = profile if isinstance(profile, Profile) else named_profile(profile)
     seed = seed if seed is not None else random.SystemRandom().randrange(2**32)
     name = detector or f"{getattr(detector_factory, '__module__', '?')}:{getattr(detector_factory, '__qualname__', '?')}"
-    log = ViolationLog(on_step, SHRINK_SECONDS.get(chosen.name, 60.0))
-    machine = hypothesis.seed(seed)(make_hunt(detector_factory, chosen, log=log, grammar=grammar, stale_reads_only=stale_reads_only))
-    overrides = {} if max_examples is None else {"max_examples": max_examples}
+    budget = max_examples if max_examples is not None else chosen.hunt_examples
+    shrink_seconds = SHRINK_SECONDS.get(chosen.name, 60.0)
     started = time.monotonic()
-    with hunt_environment():
-        try:
-            run_state_machine_as_test(machine, settings=hunt_settings(chosen, **overrides))
-        except HuntViolation:
-            pass  # the log holds the minimized runs
-        except BaseExceptionGroup as group:  # type: ignore[name-defined]
-            # Several distinct failures: violations are in the log; anything else is a crash
-            # of the hunt itself, which must never read as "no violation".
-            _, crashes = group.split(HuntViolation)
-            if crashes is not None:
-                raise crashes
-        except hypothesis.errors.Flaky:
-            if not log.last:
-                raise  # a failure that did not recur, and that no violation explains
-    runs = [minimize(run, detector_factory, MINIMIZE_SECONDS.get(chosen.name, 60.0)) for run in log.last.values()]
+    if workers > 1:
+        from .parallel import run_in_workers
+
+        examples, steps, found = run_in_workers(
+            HuntJob(detector_factory, chosen, seed, budget, grammar, stale_reads_only, shrink_seconds),
+            workers,
+            on_step,
+            pathlib.Path(database) if database is not None else None,
+        )
+    else:
+        log = ViolationLog(on_step, shrink_seconds)
+        examples_db = DirectoryBasedExampleDatabase(str(database)) if database is not None else None
+        run_machine(HuntJob(detector_factory, chosen, seed, budget, grammar, stale_reads_only, shrink_seconds), log, examples_db)
+        examples, steps, found = log.examples, log.steps, list(log.last.values())
+    runs = [minimize(run, detector_factory, MINIMIZE_SECONDS.get(chosen.name, 60.0)) for run in _smallest_per_property(found)]
     if not any(run.violation.property == REUSE_IS_FRESH for run in runs):
         stale = [found for run in runs if (found := escalate(run, detector_factory)) is not None]
         runs += [minimize(run, detector_factory, MINIMIZE_SECONDS.get(chosen.name, 60.0)) for run in stale[:1]]
@@ -506,7 +548,58 @@ def run_hunt(
     files: tuple[pathlib.Path, ...] = ()
     if out_dir is not None and documents:
         files = tuple(write_counterexample(document, pathlib.Path(out_dir)) for document in documents)
-    return HuntReport(name, chosen.name, seed, log.examples, log.steps, seconds, documents, files)
+    return HuntReport(name, chosen.name, seed, examples, steps, seconds, documents, files)
+
+
+@attrs.frozen
+class HuntJob:
+    """One hunt's parameters, as a worker process receives them."""
+
+    detector_factory: DetectorFactory
+    profile: Profile
+    seed: int
+    max_examples: int
+    grammar: Grammar
+    stale_reads_only: bool
+    shrink_seconds: float
+
+
+def run_machine(job: HuntJob, log: ViolationLog, database: object | None = None) -> None:
+    """Run the hunt's state machine once under `job`'s budget; violations land in `log`.
+
+    A crash of the hunt's own code is raised: it must never read as "no violation".
+    """
+    machine = hypothesis.seed(job.seed)(
+        make_hunt(job.detector_factory, job.profile, log=log, grammar=job.grammar, stale_reads_only=job.stale_reads_only)
+    )
+    with hunt_environment():
+        try:
+            run_state_machine_as_test(
+                machine, settings=hunt_settings(job.profile, max_examples=job.max_examples, database=database)
+            )
+        except HuntViolation:
+            pass  # the log holds the minimized runs
+        except BaseExceptionGroup as group:  # type: ignore[name-defined]
+            # Several distinct failures: violations are in the log; anything else is a crash
+            # of the hunt itself, which must never read as "no violation".
+            _, crashes = group.split(HuntViolation)
+            if crashes is not None:
+                raise crashes
+        except hypothesis.errors.Flaky:
+            if log.first_crash is not None:
+                raise log.first_crash  # its replay was skipped, with every run after a few crashes
+            if not log.last:
+                raise  # a failure that did not recur, and that no violation explains
+
+
+def _smallest_per_property(runs: Sequence[FailingRun]) -> list[FailingRun]:
+    """One failing run per property, the smallest (workers may each have found one)."""
+    kept: dict[str, FailingRun] = {}
+    for run in runs:
+        prop = run.violation.property
+        if prop not in kept or _size(run) < _size(kept[prop]):
+            kept[prop] = run
+    return list(kept.values())
 
 
 __all__ = [
@@ -514,12 +607,14 @@ __all__ = [
     "SCHEMA",
     "FailingRun",
     "Grammar",
+    "HuntJob",
     "HuntReport",
     "ViolationLog",
     "counterexample_document",
     "hunt_settings",
     "make_hunt",
     "run_hunt",
+    "run_machine",
     "run_verify_hunt",
     "FULL_GRAMMAR",
     "write_counterexample",

@@ -12,8 +12,10 @@ counterexample file):
   spec-agrees                 `ledger_spec`, fed the same events, reaches the same verdict (and
                               reused output) and the same state as the Runtime's ledger
 
-The ground truth is `ledger_impl.tree_snapshot.ground_truth_snapshot`: every regular file
-hashed, every entry lstat'ed, `.git/` included.
+The ground truth is `properties.ground_truth`, which shares no code with the detectors it
+judges: every entry lstat'ed, every regular file hashed (through a `HashCache` that re-hashes
+any file whose identity or timestamps moved, or that changed too recently to be trusted),
+`.git/` included.
 """
 
 from __future__ import annotations
@@ -34,8 +36,10 @@ import attrs
 import ledger_spec
 from ledger_impl.execution import run_command
 from ledger_impl.runtime import Runtime
-from ledger_impl.tree_snapshot import DEV, GID, KIND, LINK_TARGET, MODE, ROOT_KEY, UID, Snapshot, ground_truth_snapshot
 from ledger_spec import Policy
+
+from . import ground_truth
+from .ground_truth import HashCache, Tree
 
 from .shell_strategies import OUTSIDE_PLACEHOLDER, ROOT_PLACEHOLDER, WorkspaceSetup
 
@@ -44,10 +48,6 @@ READ_ONLY_CHANGES_NOTHING = "read-only-changes-nothing"
 DETECTOR_COVERS_CHANGES = "detector-covers-changes"
 SPEC_AGREES = "spec-agrees"
 PROPERTIES: tuple[str, ...] = (REUSE_IS_FRESH, READ_ONLY_CHANGES_NOTHING, DETECTOR_COVERS_CHANGES, SPEC_AGREES)
-
-# Indices into `Entry.sig` that the oracle compares: everything lstat gives except atime
-# (reading a file sets it) and the device number (the same for the whole tree).
-_ATIME_FREE = tuple(i for i in range(LINK_TARGET + 1) if i != DEV)
 
 # How long a step may run: far above any command the grammar draws, low enough that a hung
 # command (a pager, a read from stdin) does not stall the hunt.
@@ -120,7 +120,7 @@ def materialize(setup: WorkspaceSetup, parent: pathlib.Path) -> Placement:
     return Placement(root.resolve(), outside.resolve())
 
 
-def owed_by_key(before: Snapshot, after: Snapshot, changed: frozenset[str]) -> frozenset[str]:
+def owed_by_key(before: Tree, after: Tree, changed: frozenset[str]) -> frozenset[str]:
     """The changed keys a detector must name; the rest it owes only as "something changed".
 
     A directory whose type, mode, owner and link target are the same changed only because
@@ -130,30 +130,16 @@ def owed_by_key(before: Snapshot, after: Snapshot, changed: frozenset[str]) -> f
     """
     owed = set()
     for key in changed:
-        old, new = before.entries.get(key), after.entries.get(key)
+        old, new = before.nodes.get(key), after.nodes.get(key)
         if (
             old is not None
             and new is not None
-            and stat.S_ISDIR(old.sig[KIND])
-            and all(old.sig[i] == new.sig[i] for i in (KIND, MODE, UID, GID, LINK_TARGET))
+            and stat.S_ISDIR(old.kind)
+            and (old.kind, old.mode, old.uid, old.gid, old.link_target) == (new.kind, new.mode, new.uid, new.gid, new.link_target)
         ):
             continue
         owed.add(key)
     return frozenset(owed)
-
-
-def truth_changes(before: Snapshot, after: Snapshot) -> frozenset[str]:
-    """Keys whose content or lstat data (but atime) differ between two ground-truth snapshots."""
-    changed = set()
-    for key in set(before.entries) | set(after.entries):
-        old, new = before.entries.get(key), after.entries.get(key)
-        if old is None or new is None:
-            changed.add(key)
-            continue
-        if old.digest != new.digest or any(old.sig[i] != new.sig[i] for i in _ATIME_FREE):
-            changed.add(key)
-    changed.discard(ROOT_KEY)
-    return frozenset(changed)
 
 
 @attrs.frozen
@@ -193,7 +179,8 @@ class CheckedSession:
         self.policy = policy if policy is not None else Policy()
         self.runtime = Runtime(placement.root, detector, self.policy, timeout=STEP_TIMEOUT, output_limit=OUTPUT_LIMIT)
         self.spec_state: ledger_spec.State = ledger_spec.INITIAL
-        self.truth: Snapshot = ground_truth_snapshot(placement.root)
+        self.hashes = HashCache(ground_truth.racy_window_for(placement.root))
+        self.truth: Tree = self._look()
         self.records: list[StepRecord] = []
         # Changes seen by the ground truth but not yet owed by the detector: while a background
         # writer may be alive, a write can land after `after()` returned and is owed at the
@@ -202,6 +189,9 @@ class CheckedSession:
         self._reported: set[str] = set()
         self._unknown = False
         self._changed_any: set[str] = set()
+
+    def _look(self) -> Tree:
+        return ground_truth.look(self.placement.root, self.hashes)
 
     # The Runtime keeps the process groups of background jobs privately; the oracle needs to
     # know when a write may still land outside any step, and reads the same set.
@@ -215,8 +205,8 @@ class CheckedSession:
         step = self.runtime.step(command)
         background_after = self._background()
         launched = background_after - background_before
-        now = ground_truth_snapshot(self.placement.root)
-        changed = truth_changes(self.truth, now)
+        now = self._look()
+        changed = ground_truth.changed(self.truth, now)
         owed = owed_by_key(self.truth, now, changed)
         self.truth = now
 
@@ -284,11 +274,11 @@ class CheckedSession:
         return None
 
     def _check_reuse(self, index: int, command: str, step: object) -> Violation | None:
-        before = ground_truth_snapshot(self.placement.root)
+        before = self._look()
         fresh = run_command(command, self.placement.root, STEP_TIMEOUT, OUTPUT_LIMIT)
-        after = ground_truth_snapshot(self.placement.root)
+        after = self._look()
         self.truth = after
-        changed = truth_changes(before, after)
+        changed = ground_truth.changed(before, after)
         if changed:
             return Violation(
                 READ_ONLY_CHANGES_NOTHING,

@@ -1,7 +1,9 @@
 """How hard the checks search: one named profile, chosen by flag or by LEDGER_PROFILE.
 
 `ci` fits the CI budget (15 minutes for the whole suite on 2 cores), `dev` is a longer local
-run, `thorough` is the hunt to run before trusting a detector.
+run, `thorough` is the hunt to run before trusting a detector. The number of hunt runs is
+fixed by the profile whatever the number of `workers` sharing them (the CLI's default is
+`default_workers()`, one per core).
 """
 
 from __future__ import annotations
@@ -26,6 +28,8 @@ class Profile:
     """Most steps in one run of the hunt."""
     contract_timeout: float
     """CrossHair's per-condition timeout, in seconds."""
+    workers: int = 1
+    """Processes sharing the hunt's runs; the CLI sets it from --workers (default: every core)."""
 
 
 PROFILES: dict[str, Profile] = {
@@ -44,3 +48,11 @@ def profile(name: str | None = None) -> Profile:
         return PROFILES[chosen]
     except KeyError:
         raise ValueError(f"unknown profile {chosen!r}; choose one of {', '.join(PROFILES)}") from None
+
+
+def default_workers() -> int:
+    """The number of cores this process may run on: the CLI's default number of hunt workers."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # pragma: no cover - not Linux
+        return max(1, os.cpu_count() or 1)

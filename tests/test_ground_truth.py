@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import os
 import pathlib
+import time
 
-from properties.ground_truth import HashCache, changed, look
+from properties.ground_truth import FINE_RACY_NS, RACY_NS, HashCache, changed, look, racy_window_for
 
 
 def _tree(tmp_path: pathlib.Path) -> pathlib.Path:
@@ -59,3 +60,28 @@ def test_cache_rehashes_recent_files_and_reuses_old_ones(tmp_path: pathlib.Path)
     target.write_text("ALPHA\n")  # same size, same tick, timestamps put back
     os.utime(target, ns=(st.st_atime_ns, st.st_mtime_ns))
     assert "a.txt" in changed(second, look(root, cache))
+
+
+def test_a_narrow_racy_window_still_sees_every_rewrite(tmp_path: pathlib.Path) -> None:
+    root = _tree(tmp_path)
+    cache = HashCache(racy_ns=FINE_RACY_NS)
+    time.sleep(2 * FINE_RACY_NS / 1e9)
+    first = look(root, cache)
+    assert cache.hashed == 2 and look(root, cache) == first and cache.reused == 2
+    target = root / "a.txt"
+    st = target.stat()
+    target.write_text("ALPHA\n")  # same size, timestamps put back: only ctime moves
+    os.utime(target, ns=(st.st_atime_ns, st.st_mtime_ns))
+    second = look(root, cache)
+    assert changed(first, second) == {"a.txt"}
+    target.write_text("alpha\n")  # within the window of the last hash: never served from the cache
+    os.utime(target, ns=(st.st_atime_ns, st.st_mtime_ns))
+    assert changed(second, look(root, cache)) == {"a.txt"}
+
+
+def test_the_window_is_narrow_only_for_fine_timestamps(tmp_path: pathlib.Path) -> None:
+    (tmp_path / "root").mkdir()
+    stamp = (tmp_path / "probe").touch() or (tmp_path / "probe").stat().st_mtime_ns
+    expected = FINE_RACY_NS if stamp % 1_000_000 else RACY_NS
+    assert racy_window_for(tmp_path / "root") == expected
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["probe", "root"], "the probe cleans up after itself"

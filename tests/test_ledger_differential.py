@@ -23,6 +23,7 @@ from ledger_spec import (
     Policy,
     Reuse,
     TreeTarget,
+    Verdict,
 )
 from properties.differential import Divergence, Event, replay, run_differential
 
@@ -223,6 +224,38 @@ def test_a_test_rerun_after_transient_changes_only_is_nudged_once_per_cooldown()
     )
     ledger = drive(policy, [ran(TEST, exit_status=1, changes=cache), ran(TEST, changes=cache)])
     assert isinstance(ledger.govern(TEST), Allow)  # cooldown: nudged at step 1, now step 2
+
+
+def test_the_nudge_cooldown_ends_exactly_cooldown_steps_after_the_last_nudge() -> None:
+    # Both sides of the boundary: nudged at step 1, so with a cooldown of 3 step 3 is still
+    # inside it and step 4 is the first step outside.
+    policy = Policy(nudge_cooldown=3)
+    cache = Changes({".pytest_cache/v"})
+    nudged = [ran(TEST, exit_status=1, changes=cache), ran(TEST, changes=cache)]
+    fillers = [ran(read("b.py"), "b\n"), ran(read("c.py"), "c\n")]
+    ledger = drive(policy, nudged + fillers[:1])
+    assert ledger.snapshot().history[1].verdict is Verdict.NUDGE
+    assert isinstance(ledger.govern(TEST), Allow)  # step 3: 3 - 1 < 3
+    ledger = drive(policy, nudged + fillers)
+    assert ledger.govern(TEST) == Nudge(  # step 4: the cooldown is over
+        "this test already ran at step 1 (exit 0) and nothing but transient files changed since"
+    )
+
+
+def test_a_reused_step_is_not_the_last_execution_of_its_command() -> None:
+    # The short-loop nudge counts from the last step that ran the command. A Reuse ran
+    # nothing: counted as an execution, it would move that step forward into the window.
+    policy = Policy(short_loop_window=4)
+    events = [ran(SEARCH, "a.py:1:x\n"), ran(SEARCH, "a.py:1:x\n")]  # the second is reused
+    events += [Event(changes=Changes({".pytest_cache/v"}))]  # transient, but the search is stale
+    events += [ran(read(key), "x\n") for key in ("b.py", "c.py", "d.py")]
+    ledger = drive(policy, events)
+    assert ledger.snapshot().history[1].verdict is Verdict.REUSE
+    assert isinstance(ledger.govern(SEARCH), Allow)  # step 5: 5 - 0 > 4, though 5 - 1 <= 4
+    ledger = drive(policy, events[:-1])
+    assert ledger.govern(SEARCH) == Nudge(  # step 4: 4 - 0 <= 4
+        "this command already ran at step 0 (exit 0) and nothing but transient files changed since"
+    )
 
 
 def test_past_the_intervention_cap_everything_is_allowed() -> None:

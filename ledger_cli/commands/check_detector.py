@@ -15,6 +15,7 @@ from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from properties.profiles import default_workers
 from properties.replay import DetectorLoadError, load_factory
 
 
@@ -32,6 +33,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--profile", default=None, help="ci, dev or thorough (default: $LEDGER_PROFILE, else ci)")
     parser.add_argument("--path", default=None, help="directory to import MODULE from (the current one is searched too)")
     parser.add_argument("--json", action="store_true", help="print the summary as JSON")
+    parser.add_argument(
+        "--workers", type=int, default=None, metavar="N",
+        help=f"processes sharing the hunt (default: the number of cores, {default_workers()} here)",
+    )
     parser.set_defaults(run=run)
 
 
@@ -42,6 +47,9 @@ def run(args: argparse.Namespace) -> int:
     err = Console(stderr=True)
     if args.max_examples is not None and args.max_examples < 1:
         err.print("ledger check-detector: --max-examples must be at least 1")
+        return 2
+    if args.workers is not None and args.workers < 1:
+        err.print("ledger check-detector: --workers must be at least 1")
         return 2
     try:
         chosen = named_profile(args.profile)
@@ -77,6 +85,7 @@ def run(args: argparse.Namespace) -> int:
                 command=command or f"ledger check-detector {args.detector}",
                 on_step=on_step,
                 max_examples=args.max_examples,
+                workers=args.workers if args.workers is not None else default_workers(),
             )
         except Exception as error:  # noqa: BLE001 - the user's detector raised mid-hunt
             print(f"ledger check-detector: the detector raised during the hunt: {type(error).__name__}: {error}", file=sys.stderr)

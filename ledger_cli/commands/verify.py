@@ -16,7 +16,7 @@ from rich.console import Console
 from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from properties.profiles import PROFILES, Profile, profile as choose_profile
+from properties.profiles import PROFILES, Profile, default_workers, profile as choose_profile
 
 
 @attrs.frozen
@@ -69,9 +69,10 @@ def _differential(profile: Profile, seed: int | None) -> list[CheckResult]:
 def _hunt(profile: Profile, seed: int | None) -> list[CheckResult]:
     from properties.hunt import run_verify_hunt
 
-    report = run_verify_hunt(profile, seed)
+    report = run_verify_hunt(profile, seed, workers=profile.workers)
     detail = (
-        f"{report.examples} runs, {report.steps} steps, {report.steps_per_second:.0f} steps/s, seed {report.seed}"
+        f"{report.examples} runs, {report.steps} steps, {report.steps_per_second:.0f} steps/s, "
+        f"{profile.workers} worker(s), seed {report.seed}"
     )
     if report.found:
         found = "; ".join(f"{doc['property']}: {doc.get('explanation', '')}" for doc in report.counterexamples)
@@ -94,6 +95,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument("--profile", choices=sorted(PROFILES), default=None, help="search budget (default: $LEDGER_PROFILE or ci)")
     parser.add_argument("--seed", type=int, default=None, help="seed for the randomized checks")
+    parser.add_argument(
+        "--workers", type=int, default=None, metavar="N",
+        help=f"processes sharing the safety hunt (default: the number of cores, {default_workers()} here)",
+    )
     parser.set_defaults(run=run)
 
 
@@ -104,6 +109,11 @@ def run(args: argparse.Namespace) -> int:
     except ValueError as error:
         console.print(f"ledger verify: {error}")
         return 2
+    workers = args.workers if args.workers is not None else default_workers()
+    if workers < 1:
+        console.print("ledger verify: --workers must be at least 1")
+        return 2
+    profile = attrs.evolve(profile, workers=workers)
     results: list[CheckResult] = []
     with Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(), console=console) as progress:
         for title, check in CHECKS:

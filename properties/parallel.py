@@ -1,0 +1,134 @@
+"""A hunt spread over worker processes that share one Hypothesis example database.
+
+Theory of operation. A hunt step is dominated by starting real processes (bash, git, python)
+and walking the tree, so one Python process keeps one core busy at best. `run_in_workers`
+shares a hunt's runs out to N processes (spawned, so no lock held by a thread of the parent,
+such as rich's progress refresher, is inherited). Each worker runs the state machine in
+batches of `BATCH_EXAMPLES` runs, each batch with its own seed derived from the hunt's seed,
+the worker's index and the batch's index: the hunt is repeatable for a given number of
+workers.
+
+Every batch opens the same `DirectoryBasedExampleDatabase`. Hypothesis saves each failing
+example there and replays every saved example before generating new ones, so a violation that
+one worker found is replayed (and shrunk further) by each other worker at its next batch. The
+first violation's time is written to a file all workers read (`ViolationLog.shared_clock`):
+once the shrink budget counted from it is spent, every worker stops, not just the finder.
+
+Workers report progress through one small file each, which the parent sums for `on_step`.
+The parent then keeps the smallest failing run per property and minimizes it as a
+single-process hunt does.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import multiprocessing
+import pathlib
+import random
+import shutil
+import tempfile
+from typing import Callable
+
+import attrs
+import hypothesis
+from hypothesis.database import DirectoryBasedExampleDatabase
+
+from .hunt import FailingRun, HuntJob, ViolationLog, run_machine
+
+# Runs per batch: small enough that a failure saved by one worker reaches the others soon,
+# large enough that Hypothesis's per-run bookkeeping and the batch's start stay negligible.
+BATCH_EXAMPLES = 10
+# How often the parent sums the workers' progress files, in seconds.
+PROGRESS_INTERVAL = 0.5
+
+
+@attrs.frozen
+class WorkerResult:
+    """What one worker did: runs, steps, and the failing runs its log kept."""
+
+    examples: int
+    steps: int
+    found: tuple[FailingRun, ...]
+
+
+def shares(total: int, workers: int) -> list[int]:
+    """`total` runs split into at most `workers` nonzero shares that differ by one at most."""
+    count = max(1, min(workers, total))
+    return [total // count + (1 if index < total % count else 0) for index in range(count)]
+
+
+def batch_seed(seed: int, worker: int, batch: int) -> int:
+    """The seed of one batch of one worker, a pure function of the hunt's seed."""
+    return random.Random(f"{seed}/{worker}/{batch}").randrange(2**32)
+
+
+def run_in_workers(
+    job: HuntJob,
+    workers: int,
+    on_step: Callable[[int, int], None] | None = None,
+    database: pathlib.Path | None = None,
+) -> tuple[int, int, list[FailingRun]]:
+    """Run `job`'s budget across `workers` processes; return (runs, steps, failing runs).
+
+    `database` is the example database directory to share (and keep); by default a temporary
+    one is used and removed afterwards.
+    """
+    shared = pathlib.Path(tempfile.mkdtemp(prefix="ledger-hunt-shared-"))
+    examples_dir = database if database is not None else shared / "examples"
+    try:
+        context = multiprocessing.get_context("spawn")
+        parts = shares(job.max_examples, workers)
+        with concurrent.futures.ProcessPoolExecutor(max_workers=len(parts), mp_context=context) as pool:
+            futures = [
+                pool.submit(run_worker, attrs.evolve(job, max_examples=part), index, shared, examples_dir)
+                for index, part in enumerate(parts)
+            ]
+            pending = set(futures)
+            while pending:
+                _, pending = concurrent.futures.wait(pending, timeout=PROGRESS_INTERVAL)
+                if on_step is not None:
+                    on_step(*_progress(shared))
+            results = [future.result() for future in futures]  # a worker's crash is raised here
+    finally:
+        shutil.rmtree(shared, ignore_errors=True)
+    return (
+        sum(result.examples for result in results),
+        sum(result.steps for result in results),
+        [run for result in results for run in result.found],
+    )
+
+
+def run_worker(job: HuntJob, index: int, shared: pathlib.Path, examples_dir: pathlib.Path) -> WorkerResult:
+    """One worker's share of the hunt, in batches that each replay the shared database first."""
+    database = DirectoryBasedExampleDatabase(str(examples_dir))
+    progress = shared / f"progress-{index}"
+
+    def on_step(examples: int, steps: int) -> None:
+        progress.write_text(f"{examples} {steps}")
+
+    log = ViolationLog(on_step, job.shrink_seconds, shared_clock=shared / "first-violation")
+    remaining = job.max_examples
+    batch = 0
+    while remaining > 0 and not log.out_of_time():
+        size = min(BATCH_EXAMPLES, remaining)
+        try:
+            run_machine(attrs.evolve(job, seed=batch_seed(job.seed, index, batch), max_examples=size), log, database)
+        except hypothesis.errors.Unsatisfiable:
+            # Every run of the batch was skipped because another worker's violation spent
+            # the shrink budget: nothing was checked, nothing is lost.
+            if not log.out_of_time():
+                raise
+        remaining -= size
+        batch += 1
+    return WorkerResult(log.examples, log.steps, tuple(log.last.values()))
+
+
+def _progress(shared: pathlib.Path) -> tuple[int, int]:
+    examples = steps = 0
+    for path in shared.glob("progress-*"):
+        try:
+            done, taken = path.read_text().split()
+            examples, steps = examples + int(done), steps + int(taken)
+        except (OSError, ValueError):
+            continue  # being written: counted at the next look
+    return examples, steps
