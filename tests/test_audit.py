@@ -315,3 +315,15 @@ def test_a_witness_detectors_misses_are_counted_apart_from_the_deciders(tmp_path
     assert result["detectors"] == ["default", "blind"]
     assert result["misses"] == {"default": [], "blind": [{"step": 4, "command": "python3 fix.py", "missing": ["notes.txt"]}]}
     assert result["stale"] == []  # the sound detector decided
+
+
+def test_without_bubblewrap_audit_runs_only_when_told(
+    tmp_path: Path, project: tuple[Path, str], capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    repo, base = project
+    monkeypatch.setattr(sandbox, "available", lambda: False)
+    trajectory = _commands(tmp_path / "t.jsonl", ["ls"])
+    code = main(["audit", str(trajectory), "--repo", str(repo), "--base-commit", base])
+    err = capsys.readouterr().err
+    assert code == 2 and "--no-sandbox" in err and err.count("\n") == 1
+    assert main(["audit", str(trajectory), "--repo", str(repo), "--base-commit", base, "--no-sandbox"]) == 0

@@ -11,7 +11,9 @@ Formats, recognised from the content (never from the file name):
                        shape of `../shared/corpus/*.jsonl`)
   claude-code          a Claude Code session transcript (JSONL of `user`/`assistant` records):
                        Bash tool calls are commands; Read, Write, Edit and MultiEdit are file
-                       operations; other tools are skipped
+                       operations; other tools are skipped. Claude's Bash keeps its working
+                       directory between calls; audit starts each step at the root (as
+                       mini-swe-agent does), so a bare `cd sub` then `ls` lists the root
   commands             JSONL of `{"command": ...}` lines
 
 What a trajectory held but audit cannot replay is kept as a `Skipped` step with its reason.
