@@ -77,8 +77,8 @@ def runner_of(template: str) -> str | None:
     match = TEST_COMMAND.search(template)
     if match is None:
         return None
-    prefix = template[: match.end()].strip()
-    return re.sub(r"^(?:\S+=\S+\s+)+", "", prefix)  # drop leading VAR=value assignments
+    prefix = template[match.start() : match.end()].strip(" ;&|(")
+    return re.sub(r"^(?:\S+=\S+\s+)+", "", prefix)  # drop a leading VAR=value assignment
 
 
 def _slug(text: str) -> str:
@@ -123,7 +123,7 @@ class DigestMiningProposer:
                     claim="The checkout is importable in place; no reinstall is needed.",
                     injection=f"`{package}` is already installed in development mode from this checkout; no reinstall is needed.",
                     scope=Regex(r"\bpython3?\b|\bpytest\b", "commands"),
-                    confirm=CommandResult(TEST_COMMAND.pattern, exit_zero=True),
+                    confirm=Builtin("ran_tests"),
                     contradict=Regex(rf"No module named '?{re.escape(package)}\b", "outputs"),
                     need=Regex(SETUP_STEP.pattern, "commands"),
                     citations=tuple(setup_tasks),

@@ -156,8 +156,13 @@ def edited_files(command: str) -> tuple[str, ...]:
 # --- built-in predicates (the paper's repro_written, importerror, badarg, ran_tests) --------
 
 TEST_COMMAND = re.compile(
-    r"(\bpytest\b|\bpy\.test\b|runtests\.py|manage\.py\s+test\b|-m\s+unittest\b|\btox\b|\bnosetests\b|setup\.py\s+test\b)"
+    r"(?:^|[;&|(]\s*)(?:[A-Za-z_]\w*=\S*\s+)?(?:timeout\s+\d+\s+)?(?:python[\d.]*\s+(?:-[A-Za-z]+\s+)?)?(?:\S*/)?"
+    r"(?:pytest|py\.test|runtests\.py|nosetests|tox)\b|python[\d.]*\s+(?:-[A-Za-z]+\s+)?-m\s+(?:pytest|unittest)\b|"
+    r"manage\.py\s+test\b",
+    re.MULTILINE,
 )
+"""A command that runs a test runner: the runner is invoked (first word of a command, possibly
+after one VAR=value, `timeout N` or `python`), not merely named (`ls tests/runtests.py`)."""
 _REPRO_NAME = re.compile(r"(repro|reproduce|reproduction)\w*\.py")
 _IMPORT_ERROR = re.compile(r"\b(ModuleNotFoundError|ImportError)\b|No module named")
 _BAD_ARGUMENT = re.compile(r"unrecognized arguments|error: argument|invalid option|illegal option|Usage:|usage:")

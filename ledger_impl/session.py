@@ -35,7 +35,7 @@ import time
 
 import attrs
 
-from ledger_spec import Changes, Command, Policy, Reuse
+from ledger_spec import Changes, Command, Policy, Reuse, State
 from ledger_spec.values import Allow
 
 from .classifier import classify
@@ -228,6 +228,13 @@ class DurableSession:
             state = self._load(poll=False)
             self._save(state)
         return state.ledger.render(task)
+
+    def snapshot(self) -> State:
+        """The stored ledger as a `ledger_spec.State` (read only; no poll): for checks and tools."""
+        with self._store.transaction():
+            state = self._load(poll=False)
+            self._save(state)
+        return state.ledger.snapshot()
 
     def close(self) -> None:
         self._store.close()

@@ -181,10 +181,7 @@ def _report(root: Path, state: Path, logs: Path, kills: int, pairs: int, seconds
     with DurableSession.open(root, state_dir=state, policy=POLICY, abandon_after=ABANDON_AFTER_S) as session:
         session.abandon(reason="left pending by a killed worker")
         session.view()
-        state_row = session._store.load_state()
-        import pickle
-
-        history = pickle.loads(state_row.ledger).snapshot().history if state_row is not None else ()
+        history = session.snapshot().history
     in_history = collections.Counter(record.command.text for record in history)
     logged = collections.Counter(e["command"] for e in done)
     missing = tuple(sorted(command for command, n in logged.items() if in_history[command] < n))

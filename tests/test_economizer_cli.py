@@ -168,3 +168,41 @@ def test_default_state_dir_is_outside_the_workspace(tmp_path: pathlib.Path, monk
 
     monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "xdg"))
     assert database_path("owner/repo") == tmp_path / "xdg" / "ledger" / "economizer" / "owner__repo.sqlite3"
+
+
+def test_evaluate_writes_table_and_json(tmp_path: pathlib.Path, capsys) -> None:
+    rows = [row(f"owner__repo-{i}", PASSING, resolved=i % 3 != 0) for i in range(1, 11)]
+    out = tmp_path / "out.json"
+    assert main(["economize", "evaluate", str(write(tmp_path / "c.jsonl", rows)), "--json", str(out), "--no-grid"]) == 0
+    table = capsys.readouterr().out
+    assert "FALSE STOPS 0" in table and "test-runner-python-tests-runtests-py" in table
+    report = json.loads(out.read_text())
+    assert report["guard"]["failed_runs"] == 3 and report["guard"]["passed_runs"] == 7
+    assert report["skills"]["per_repository"]["owner/repo"]["skills"][0]["citations"][:2] == ["owner__repo-1", "owner__repo-2"]
+
+
+def test_evaluate_on_a_missing_corpus_exits_2(tmp_path: pathlib.Path, capsys) -> None:
+    assert main(["economize", "evaluate", str(tmp_path / "nope.jsonl")]) == 2
+    assert "nope.jsonl" in capsys.readouterr().err
+
+
+def test_a_valid_proposer_file_is_used(tmp_path: pathlib.Path, capsys) -> None:
+    proposals = tmp_path / "p.json"
+    proposals.write_text(json.dumps({"skills": [{
+        "id": "ls-works", "injection": "ls lists files.", "high_stakes": False, "cite": ["owner__repo-1", "owner__repo-2"],
+        "detector": {"scope": {"regex": "^ls", "target": "commands"}, "confirm": {"command": "^ls", "exit_zero": True}},
+    }]}))
+    rows = [row(f"owner__repo-{i}", PASSING) for i in range(1, 5)]
+    state = tmp_path / "state"
+    assert main(["economize", "feed", str(write(tmp_path / "a.jsonl", rows)), "--state-dir", str(state), "--proposals", str(proposals)]) == 0
+    capsys.readouterr()
+    assert main(["economize", "manual", "owner/repo", "--state-dir", str(state)]) == 0
+    assert "- ls lists files." in capsys.readouterr().out
+
+
+def test_an_already_fed_task_in_a_second_repository_writes_neither(fed: pathlib.Path, tmp_path: pathlib.Path, capsys) -> None:
+    before = snapshot(fed)
+    rows = [row("other__repo-1", PASSING, repo="other/repo"), row("owner__repo-3", PASSING)]
+    assert main(["economize", "feed", str(write(tmp_path / "two.jsonl", rows)), "--state-dir", str(fed)]) == 2
+    assert "already fed" in capsys.readouterr().err
+    assert {k: v for k, v in snapshot(fed).items() if v[0]} == before

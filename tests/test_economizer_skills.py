@@ -279,3 +279,9 @@ def test_support_is_monotone_in_evidence(log, extra, now) -> None:
         assert delta == -params.contradiction_weight
     elif extra.confirmed and not extra.contradicted:
         assert delta == params.decay ** (now - extra.task) > 0
+
+
+@pytest.mark.parametrize("text", ["two\nlines", "sep\x1eparated", "para\u2029graph", "x" * 201, "   "])
+def test_an_injection_must_be_one_short_printable_line(text: str) -> None:
+    assert rules.definition_error(attrs.evolve(SKILL, injection=text)) is not None
+    assert rules.definition_error(SKILL) is None

@@ -99,7 +99,7 @@ def test_a_record_after_the_deadline_concludes_the_step_but_is_never_served(work
         session.decide("ls", call_id="other")  # expires "slow"
         session.record("slow", *fresh(workspace, "cat notes.txt"))
         assert session.decide("cat notes.txt", call_id="again").verdict != "reuse"
-        history = [record.command.text for record in session._load(poll=False).ledger.snapshot().history]
+        history = [record.command.text for record in session.snapshot().history]
     assert history == ["cat notes.txt"]
 
 

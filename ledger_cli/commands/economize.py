@@ -109,6 +109,11 @@ def _feed(args: argparse.Namespace) -> int:
         ids = [t.task_id for t in trajectories]
         if len(set(ids)) != len(ids):
             raise BadInput(f"{args.file}: a task id appears twice for {repository}")
+    for repository, trajectories in by_repository.items():  # refuse before writing any repository
+        with Store(repository, args.state_dir, args.busy_timeout_ms) as store:
+            again = sorted(store.fed_ids() & {t.task_id for t in trajectories})
+        if again:
+            raise BadInput(f"task {again[0]} was already fed to {repository}")
     output: list[dict[str, Any]] = []
     for repository, trajectories in by_repository.items():
         with Store(repository, args.state_dir, args.busy_timeout_ms) as store:

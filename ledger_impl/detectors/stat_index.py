@@ -31,7 +31,7 @@ INDEX_FORMAT = 1
 _DIGEST_SIZE = 32
 
 
-class IndexError_(ValueError):
+class IndexDamaged(ValueError):
     """A stored index that cannot be shown intact (wrong format, checksum, or shape)."""
 
 
@@ -45,16 +45,16 @@ def encode(snapshot: Snapshot) -> bytes:
 
 
 def decode(blob: bytes) -> Snapshot:
-    """The snapshot `encode` wrote; `IndexError_` if the bytes cannot be shown to be one."""
+    """The snapshot `encode` wrote; `IndexDamaged` if the bytes cannot be shown to be one."""
     checksum, body = blob[:_DIGEST_SIZE], blob[_DIGEST_SIZE:]
     if len(checksum) != _DIGEST_SIZE or hashlib.blake2b(body, digest_size=_DIGEST_SIZE).digest() != checksum:
-        raise IndexError_("stat index checksum mismatch")
+        raise IndexDamaged("stat index checksum mismatch")
     try:
         version, root, entries, listings, unreadable, taken_at = marshal.loads(body)
     except (ValueError, EOFError, TypeError) as error:
-        raise IndexError_(f"stat index unreadable: {error}") from None
+        raise IndexDamaged(f"stat index unreadable: {error}") from None
     if version != INDEX_FORMAT:
-        raise IndexError_(f"stat index format {version!r}, expected {INDEX_FORMAT}")
+        raise IndexDamaged(f"stat index format {version!r}, expected {INDEX_FORMAT}")
     make = Entry._make
     return Snapshot(
         root, {key: make(value) for key, value in entries.items()}, listings, frozenset(unreadable), taken_at
@@ -77,7 +77,7 @@ def changes_since(
     else:
         try:
             baseline = decode(blob)
-        except IndexError_ as error:
+        except IndexDamaged as error:
             problem = str(error)
         else:
             if baseline.root != root_s:
