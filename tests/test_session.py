@@ -212,3 +212,18 @@ def test_a_link_retargeted_just_before_the_poll_cannot_misname_the_read(
         again = session.decide("cat notes.txt", call_id="other")
     if again.verdict == "reuse":
         assert (again.output, again.exit_code) == fresh(workspace, "cat notes.txt")
+
+
+def test_the_working_directory_names_the_target(workspace: Path, state_dir: Path, tmp_path: Path) -> None:
+    with DurableSession.open(workspace, state_dir=state_dir) as session:
+        session.decide("cat app.py", call_id="in-src", cwd=workspace / "src")
+        session.record("in-src", *fresh(workspace / "src", "cat app.py"))
+        served = session.decide("cat src/app.py", call_id="from-root")
+        assert (served.verdict, served.output) == ("reuse", fresh(workspace, "cat src/app.py")[0])
+        outside = tmp_path / "elsewhere"
+        outside.mkdir()
+        (outside / "notes.txt").write_text("other\n")
+        session.decide("cat notes.txt", call_id="out", cwd=outside)
+        session.record("out", *fresh(outside, "cat notes.txt"))
+        again = session.decide("cat notes.txt", call_id="out2", cwd=outside)
+    assert again.verdict != "reuse"  # a file outside the root is never vouched for
