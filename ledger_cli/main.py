@@ -11,22 +11,25 @@ import importlib
 import sys
 from typing import Sequence
 
-COMMANDS: tuple[str, ...] = ("verify", "prove", "check_detector", "replay")
+COMMANDS: tuple[str, ...] = ("verify", "prove", "check_detector", "replay", "sessions", "hook", "hooks", "economize", "audit")
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(commands: Sequence[str] = COMMANDS) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="ledger",
         description="Verification-first execution state for coding agents.",
     )
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for name in COMMANDS:
+    for name in commands:
         importlib.import_module(f"ledger_cli.commands.{name}").register(subparsers)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
+    argv = list(sys.argv[1:] if argv is None else argv)
+    # An agent starts `ledger hook` around every tool call: it loads only its own module, not
+    # the proof and hunt machinery the other commands import.
+    parser = build_parser(("hook",) if argv[:1] == ["hook"] else COMMANDS)
     args = parser.parse_args(argv)
     if not getattr(args, "run", None):
         parser.print_help()

@@ -25,7 +25,7 @@ from ledger_spec import Changes, Command, Policy, Reuse
 
 from .classifier import classify
 from .detectors import default_detector
-from .execution import group_alive, run_command
+from .execution import Completed, group_alive, kill_group, run_command
 from .ledger import Ledger
 
 DEFAULT_TIMEOUT = 120.0
@@ -34,6 +34,8 @@ UNKNOWN_SCOPE = Changes(unknown=True)
 # What the detector is shown when it is polled for changes made between steps: a no-op that
 # is never executed, so a detector that parses command text sees nothing to report.
 BETWEEN_STEPS = ":"
+# Runs a command somewhere else and returns (output, exit_code): see `Runtime.step`.
+Executor = Callable[[str], tuple[str, int]]
 
 
 @attrs.frozen
@@ -49,6 +51,9 @@ class Step:
     changes: Changes  # the detector's report for this command (empty when reused)
     changes_before: tuple[Changes, ...]  # recorded before govern: background jobs, outside writes
     detector_error: str | None = None  # why the detector could not report (recorded as unknown)
+    # False when the output is not the whole truth: the command timed out, its output was
+    # truncated, or it left a job running. Such a result is never recorded as an observation.
+    complete: bool = True
 
 
 class Runtime:
@@ -83,8 +88,11 @@ class Runtime:
     def classify(self, command: str) -> Command:
         return classify(command, cwd=".", root=self.root)
 
-    def step(self, command: str) -> Step:
-        """Govern `command`, run it unless reused, record what happened."""
+    def step(self, command: str, run: Executor | None = None) -> Step:
+        """Govern `command`, run it unless reused, record what happened.
+
+        `run(command) -> (output, exit_code)` executes it elsewhere (a container, a remote
+        shell) instead of bash in root; the detector still brackets the call."""
         if not isinstance(command, str):
             raise TypeError(f"a command is a string, got {type(command).__name__}")
         classified = self.classify(command)
@@ -109,12 +117,15 @@ class Runtime:
 
         completed = None
 
-        def run() -> int:
+        def execute() -> int:
             nonlocal completed
-            completed = run_command(command, self.root, self.timeout, self.output_limit)
+            if run is None:
+                completed = run_command(command, self.root, self.timeout, self.output_limit)
+            else:
+                completed = _run_elsewhere(run, command, self.output_limit)
             return completed.exit_code
 
-        changes = self._detect(command, run, errors)
+        changes = self._detect(command, execute, errors)
         assert completed is not None
         if completed.background_group is not None:
             self._background.add(completed.background_group)
@@ -123,8 +134,20 @@ class Runtime:
         note = getattr(decision, "note", None)
         error = "; ".join(errors) or None
         return Step(
-            decision.verdict.value, completed.output, completed.exit_code, note, index, classified, changes, tuple(before), error
+            decision.verdict.value, completed.output, completed.exit_code, note, index, classified, changes, tuple(before), error,
+            completed.complete,
         )
+
+    @property
+    def background_jobs(self) -> frozenset[int]:
+        """Process groups that commands left running and that were alive at the last step."""
+        return frozenset(self._background)
+
+    def stop_background(self) -> None:
+        """Kill every process group a command left running (a harness ending a session)."""
+        for group in self._background:
+            kill_group(group)
+        self._background = set()
 
     def close(self) -> None:
         """Release the detector's resources (an inotify instance is a per-user, limited one)."""
@@ -170,6 +193,15 @@ class Runtime:
     def _record_before(self, changes: Changes, before: list[Changes]) -> None:
         self.ledger.modify(changes)
         before.append(changes)
+
+
+def _run_elsewhere(run: Executor, command: str, output_limit: int) -> Completed:
+    """The harness's own execution as a Completed; an output over the limit is kept whole for
+    the agent but marked truncated, so it is never recorded as an observation."""
+    output, exit_code = run(command)
+    if not isinstance(output, str) or isinstance(exit_code, bool) or not isinstance(exit_code, int):
+        raise TypeError(f"run must return (str, int), got ({type(output).__name__}, {type(exit_code).__name__})")
+    return Completed(output, exit_code, False, len(output.encode("utf-8", "surrogateescape")) > output_limit, None)
 
 
 def _unobservable(command: Command) -> Command:

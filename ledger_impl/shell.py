@@ -10,9 +10,10 @@ commands and operators in source order and rebuilds lists and pipelines with bas
 precedence: `;`/`&`/newline separate statements, `&&`/`||` separate pipelines, `|` commands.
 
 A word is evaluated statically: quotes removed, escapes applied. Anything that needs the
-shell's runtime state to know its value (a variable, `~`, brace expansion) marks the word
-dynamic; command and process substitution mark it as executing code. Unquoted glob characters
-are kept as glob segments so callers can tell `*.py` from `'*.py'`.
+shell's runtime state to know its value (a variable, `~` at the start of a word or after `=`
+or `:`, brace expansion) marks the word dynamic; command and process substitution mark it as
+executing code. Unquoted glob characters are kept as glob segments so callers can tell `*.py`
+from `'*.py'`.
 
 Every public function raises `ShellSyntaxError` (never anything else) on input it cannot parse.
 """
@@ -221,7 +222,10 @@ def _unquoted(text: str, at_word_start: bool) -> tuple[list[tuple[str, bool]], b
             segments.append(("\\", False))
         elif c in GLOB_CHARS:
             segments.append((c, True))
-        elif c in "{}" or (c == "~" and at_word_start and i == 0) or c == "$":
+        elif c in "{}" or c == "$" or (c == "~" and ((at_word_start and i == 0) or text[i - 1 : i] in ("=", ":"))):
+            # bash expands `~` at the start of a word and, in words like `x=~/f` and
+            # `PATH=a:~/bin`, after `=` or `:` (hazards.py: tilde in a word). Any unquoted `~`
+            # after `=` or `:` is taken as expanded, which only ever costs a reuse.
             dynamic = True
             segments.append((c, False))
         else:

@@ -19,7 +19,7 @@ from __future__ import annotations
 import difflib
 import posixpath
 import shlex
-from typing import Mapping, Sequence
+from typing import Callable, Mapping, Sequence
 
 import attrs
 from hypothesis import strategies as st
@@ -89,32 +89,6 @@ EDIT_IDIOMS: tuple[str, ...] = (
 # open now: `git diff` rewriting .git/index and `ls -la` showing the root's parent are fixed.
 OPEN_CLASSIFIER_FAULTS: dict[str, str] = {}
 
-READ_IDIOMS: tuple[str, ...] = (
-    "cat",
-    "cat-n",
-    "nl",
-    "head",
-    "tail",
-    "tail-from",
-    "sed-range",
-    "sed-line",
-    "awk-range",
-    "wc",
-    "grep-file",
-    "pipe-head",
-    "pipe-sed",
-    "grep-tree",
-    "ls",
-    "ls-long",
-    "ls-all-long",
-    "find",
-    "git-status",
-    "git-diff",
-    "git-log",
-    "diff",
-    "sort",
-    "outside",
-)
 
 
 @attrs.frozen
@@ -198,6 +172,75 @@ def line_numbers(draw: st.DrawFn, *, max_line: int = 10) -> tuple[int, int]:
     return first, draw(st.integers(first, max_line))
 
 
+@attrs.frozen
+class ReadContext:
+    """What every read idiom may use: a file (with the `cd` prefix its spelling needs), two
+    ordered line numbers, a search word and a directory, all drawn before the idiom is built,
+    and `draw` for the few idioms that need more."""
+
+    prefix: str
+    path: str
+    first: int
+    last: int
+    word: str
+    directory: str
+    pool: Sequence[str]
+    draw: st.DrawFn
+
+
+def _other_file(ctx: ReadContext) -> str:
+    return _plain(ctx.draw(st.sampled_from(ctx.pool)))
+
+
+def _outside(ctx: ReadContext) -> str:
+    shape = ctx.draw(st.sampled_from(("cat {}", "head -n 2 {}", "cat -n {}")))
+    return shape.format(f"{OUTSIDE_PLACEHOLDER}/{OUTSIDE_FILE}")
+
+
+# One entry per read idiom: name -> the command it builds. Adding an idiom means one parser in
+# ledger_impl/classifier/table.py, one entry here and one test (CONTRIBUTING.md).
+READ_IDIOM_TABLE: dict[str, Callable[[ReadContext], str]] = {
+    "cat": lambda c: f"{c.prefix}cat {c.path}",
+    "cat-n": lambda c: f"{c.prefix}cat -n {c.path}",
+    "nl": lambda c: f"{c.prefix}nl -ba {c.path}",
+    "head": lambda c: f"{c.prefix}head -n {c.last} {c.path}",
+    "tail": lambda c: f"{c.prefix}tail -n {c.last} {c.path}",
+    "tail-from": lambda c: f"{c.prefix}tail -n +{c.first} {c.path}",
+    "sed-range": lambda c: f"{c.prefix}sed -n '{c.first},{c.last}p' {c.path}",
+    "sed-line": lambda c: f"{c.prefix}sed -n '{c.first}p' {c.path}",
+    "sed-plus": lambda c: f"{c.prefix}sed -n '{c.first},+{c.last - c.first}p' {c.path}",
+    "awk-range": lambda c: f"{c.prefix}awk 'NR>={c.first} && NR<={c.last}' {c.path}",
+    "awk-from": lambda c: f"{c.prefix}awk 'NR>{c.first}' {c.path}",
+    "wc": lambda c: f"{c.prefix}wc -l {c.path}",
+    "grep-file": lambda c: f"{c.prefix}grep -n {c.word} {c.path}",
+    "pipe-head": lambda c: f"{c.prefix}cat {c.path} | head -n {c.last}",
+    "pipe-sed": lambda c: f"{c.prefix}cat -n {c.path} | sed -n '{c.first},{c.last}p'",
+    # hazards.py, header views: `==> FILE <==` first, so never a slice of `cat`
+    "head-v": lambda c: f"{c.prefix}head -v -n {c.last} {c.path}",
+    "tail-v": lambda c: f"{c.prefix}tail -v -n +{c.first} {c.path}",
+    # hazards.py, tilde in a word: bash reads $HOME/..., outside the root
+    "tilde-word": lambda c: f"{c.prefix}cat x=~/{OUTSIDE_FILE}",
+    "od": lambda c: f"{c.prefix}od -c {c.path}",
+    "grep-tree": lambda c: f"grep -rn {c.word} {shlex.quote(c.directory)}",
+    "ls": lambda c: f"ls {shlex.quote(c.directory)}",
+    "ls-long": lambda c: f"ls -l {shlex.quote(c.directory)}",
+    # Always the root: its `..` line is the one entry that lies outside the workspace.
+    "ls-all-long": lambda c: "ls -la",
+    # hazards.py, link targets: the type of what a symlink points to
+    "ls-long-classify": lambda c: f"ls -lF {shlex.quote(c.directory)}",
+    "find": lambda c: f"find {shlex.quote(c.directory)} -name '*.txt'",
+    "find-xtype": lambda c: f"find {shlex.quote(c.directory)} -xtype d",
+    "git-status": lambda c: "git status --short",
+    "git-diff": lambda c: "git diff",
+    "git-log": lambda c: "git log --oneline",
+    "diff": lambda c: f"diff {_other_file(c)} {_other_file(c)}",
+    "sort": lambda c: f"{c.prefix}sort {c.path}",
+    "outside": _outside,
+}
+
+READ_IDIOMS: tuple[str, ...] = tuple(READ_IDIOM_TABLE)
+
+
 @st.composite
 def read_commands(
     draw: st.DrawFn,
@@ -209,61 +252,13 @@ def read_commands(
 ) -> str:
     """A read or search, in one of the idioms the classifier knows (and a few it refuses)."""
     idiom = draw(st.sampled_from(idioms))
+    if idiom not in READ_IDIOM_TABLE:
+        raise ValueError(f"unknown read idiom {idiom!r}")
     prefix, path = draw(paths(pool=pool, spellings=spellings))
     first, last = draw(line_numbers(max_line=max_line))
     word = draw(st.sampled_from(WORDS))
     directory = draw(st.sampled_from(DIRECTORIES))
-    if idiom == "cat":
-        return f"{prefix}cat {path}"
-    if idiom == "cat-n":
-        return f"{prefix}cat -n {path}"
-    if idiom == "nl":
-        return f"{prefix}nl -ba {path}"
-    if idiom == "head":
-        return f"{prefix}head -n {last} {path}"
-    if idiom == "tail":
-        return f"{prefix}tail -n {last} {path}"
-    if idiom == "tail-from":
-        return f"{prefix}tail -n +{first} {path}"
-    if idiom == "sed-range":
-        return f"{prefix}sed -n '{first},{last}p' {path}"
-    if idiom == "sed-line":
-        return f"{prefix}sed -n '{first}p' {path}"
-    if idiom == "awk-range":
-        return f"{prefix}awk 'NR>={first} && NR<={last}' {path}"
-    if idiom == "wc":
-        return f"{prefix}wc -l {path}"
-    if idiom == "grep-file":
-        return f"{prefix}grep -n {word} {path}"
-    if idiom == "pipe-head":
-        return f"{prefix}cat {path} | head -n {last}"
-    if idiom == "pipe-sed":
-        return f"{prefix}cat -n {path} | sed -n '{first},{last}p'"
-    if idiom == "grep-tree":
-        return f"grep -rn {word} {shlex.quote(directory)}"
-    if idiom == "ls":
-        return f"ls {shlex.quote(directory)}"
-    if idiom == "ls-long":
-        return f"ls -l {shlex.quote(directory)}"
-    if idiom == "ls-all-long":
-        # Always the root: its `..` line is the one entry that lies outside the workspace.
-        return "ls -la"
-    if idiom == "find":
-        return f"find {shlex.quote(directory)} -name '*.txt'"
-    if idiom == "git-status":
-        return "git status --short"
-    if idiom == "git-diff":
-        return "git diff"
-    if idiom == "git-log":
-        return "git log --oneline"
-    if idiom == "diff":
-        return f"diff {_plain(draw(st.sampled_from(pool)))} {_plain(draw(st.sampled_from(pool)))}"
-    if idiom == "sort":
-        return f"{prefix}sort {path}"
-    if idiom == "outside":
-        shape = draw(st.sampled_from(("cat {}", "head -n 2 {}", "cat -n {}")))
-        return shape.format(f"{OUTSIDE_PLACEHOLDER}/{OUTSIDE_FILE}")
-    raise ValueError(f"unknown read idiom {idiom!r}")
+    return READ_IDIOM_TABLE[idiom](ReadContext(prefix, path, first, last, word, directory, pool, draw))
 
 
 # --- edits ----------------------------------------------------------------------------------

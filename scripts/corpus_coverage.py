@@ -18,10 +18,15 @@ REPO = pathlib.Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from ledger_impl import classify  # noqa: E402 - after the path set-up, to run from a checkout
-from ledger_impl import classifier, shell  # noqa: E402
+from ledger_impl import shell  # noqa: E402
+from ledger_impl.classifier import classify_strict  # noqa: E402
 from ledger_spec import Category  # noqa: E402
 
-DEFAULT_CORPUS = REPO.parent / "shared" / "corpus" / "mini-swe-agent-deepseek.jsonl"
+CORPUS_NAME = "mini-swe-agent-deepseek.jsonl"
+# The shared corpus sits next to the checkout, or two levels up from a worktree in /work/wt/NAME.
+DEFAULT_CORPUS = next((p for p in (REPO.parent / "shared" / "corpus" / CORPUS_NAME,
+                                   REPO.parent.parent / "shared" / "corpus" / CORPUS_NAME) if p.exists()),
+                      REPO.parent / "shared" / "corpus" / CORPUS_NAME)
 CORPUS_ROOT = "/testbed"
 
 
@@ -52,9 +57,9 @@ def main(argv: list[str]) -> int:
     started = time.perf_counter()
     for command in commands:
         try:
-            # The internal entry point, so that an internal error is counted, not folded into
-            # `unknown` as the public classify() does.
-            result = classifier._classify(command, ".", CORPUS_ROOT)
+            # The strict entry point, so that an internal error is counted, not folded into
+            # `unknown` as classify() does.
+            result = classify_strict(command, ".", CORPUS_ROOT)
         except shell.ShellSyntaxError:
             result = classify(command, root=CORPUS_ROOT)
         except Exception:  # noqa: BLE001

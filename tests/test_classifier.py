@@ -39,6 +39,8 @@ FILE_READS = [
     ("sed -n '5,3p' a.py", FileTarget("a.py", LineRange.from_sed(5, 3), PLAIN)),
     ("sed -n '10p' a.py", FileTarget("a.py", LineRange(10, 10), PLAIN)),
     ("sed -n '10,$p' a.py", FileTarget("a.py", LineRange(10, None), PLAIN)),
+    ("sed -n '10,+5p' a.py", FileTarget("a.py", LineRange(10, 15), PLAIN)),
+    ("sed -n '10,+0p' a.py", FileTarget("a.py", LineRange(10, 10), PLAIN)),
     ("cat -n a.py | sed -n '5,10p'", FileTarget("a.py", LineRange(5, 10), NUMBERED)),
     ("cat -n a.py | head -n 7", FileTarget("a.py", LineRange(1, 7), NUMBERED)),
     ("nl -ba a.py | sed -n '5,10p'", FileTarget("a.py", LineRange(5, 10), NL_NUMBERED)),
@@ -97,6 +99,23 @@ def test_tree_reads(command, scope, category):
     result = c(command)
     assert result.category is category
     assert result.target == TreeTarget(scope)
+
+
+@pytest.mark.parametrize(
+    "command,view",
+    [("od -c a.py", "od:c"), ("od -An -tx1 a.py", "od:A=n t=x1"), ("cd src && od -c ../a.py", "od:c")],
+)
+def test_od_reads_one_file_in_a_view_of_its_own(command, view):
+    # The read idiom added by following CONTRIBUTING.md: od never prints the path, so the key
+    # replaces it; its bytes view is not line-sliceable.
+    result = c(command)
+    assert result.category is Category.READ
+    assert result.target == FileTarget("a.py", WHOLE_FILE, view)
+
+
+@pytest.mark.parametrize("command", ["od -w8 a.py", "od a.py +10", "od +10", "od --traditional a.py"])
+def test_od_forms_it_does_not_know_are_not_reusable(command):
+    assert c(command).target is None or c(command).target == TreeTarget(".")
 
 
 # --- normalization ---------------------------------------------------------------------------
@@ -348,6 +367,7 @@ CONTENT_VARIANTS = {
 VIEW_COMMANDS = [
     "cat a.txt", "cat -n a.txt", "nl -ba a.txt", "head -n 7 a.txt", "head -n 0 a.txt", "head a.txt", "tail -n +25 a.txt",
     "sed -n '5,9p' a.txt", "sed -n '9,5p' a.txt", "sed -n '28,$p' a.txt", "sed -n '30p' a.txt", "sed -n '25,40p' a.txt",
+    "sed -n '10,+5p' a.txt", "sed -n '28,+5p' a.txt", "cat -n a.txt | sed -n '4,+2p'",
     "cat -n a.txt | sed -n '3,6p'", "cat -n a.txt | head -n 4", "nl -ba a.txt | sed -n '27,35p'",
     "nl -ba a.txt | head -n 2", "sed -n '5,20p' a.txt | head -n 3", "cat a.txt | head -n 3", "cat a.txt | tail -n +29",
 ]
@@ -379,6 +399,38 @@ def test_sliceable_views_match_the_real_tools(tmp_path, variant, command):
     assert actual == expected
 
 
+AWK_RANGE_COMMANDS = ["awk 'NR==5' a.txt", "awk 'NR>=25' a.txt", "awk 'NR>27' a.txt", "awk 'NR>=3 && NR<=6' a.txt",
+                      "awk 'NR>3 && NR<6' a.txt", "awk 'NR==0' a.txt", "awk 'NR==31' a.txt",
+                      "awk 'NR>=29 && NR<=40 {print}' a.txt"]
+
+
+@pytest.mark.parametrize("variant", sorted(CONTENT_VARIANTS))
+@pytest.mark.parametrize("command", AWK_RANGE_COMMANDS)
+def test_awk_line_ranges_name_exactly_the_lines_awk_prints(tmp_path, variant, command):
+    # Issue 13: `NR==a`, `NR>=a` and `NR>a` were never tested, so an off-by-one survived.
+    content = CONTENT_VARIANTS[variant]
+    (tmp_path / "a.txt").write_text(content)
+    target = classify(command, root=tmp_path).target
+    assert isinstance(target, FileTarget) and target.view == "awk-lines"
+    # awk ends every record it prints with a newline, even the last one of a file without it.
+    wanted = spec_lines.serve(WHOLE_FILE, content, target.lines)
+    expected = wanted + ("\n" if wanted and not wanted.endswith("\n") else "")
+    actual = subprocess.run(["bash", "-c", command], cwd=tmp_path, capture_output=True, check=True).stdout.decode()
+    assert actual == expected
+
+
+def test_sed_plus_range_is_not_served_past_its_last_line(tmp_path):
+    # Issue 13: with a target one line too long, `10,+5p` on a 30-line file seemed to cover
+    # line 16, and `16,20p` was then served the empty slice.
+    from ledger_impl import Runtime
+
+    (tmp_path / "f").write_text("".join(f"line {i}\n" for i in range(1, 31)))
+    with Runtime(tmp_path) as runtime:
+        runtime.step("sed -n '10,+5p' f")
+        step = runtime.step("sed -n '16,20p' f")
+    assert step.output == "".join(f"line {i}\n" for i in range(16, 21))
+
+
 def test_awk_adds_a_final_newline_so_it_is_not_the_plain_view(tmp_path):
     (tmp_path / "a.txt").write_text("a\nb")
     out = subprocess.run(["awk", "NR>=1 && NR<=2", "a.txt"], cwd=tmp_path, capture_output=True, text=True).stdout
@@ -406,6 +458,7 @@ SOUNDNESS_COMMANDS = [
     "find . -name '*.py'", "find . -type f | head", "ls -la src", "ls -l", "ls -R", "wc -l a.py", "git status", "git diff",
     "git log --oneline", "cd src && cat b.py", "cat a.py | grep foo | sort | uniq -c", "sed -n '/foo/p;=' a.py",
     "sort a.py", "cut -d' ' -f1 a.py", "diff a.py src/b.py", "grep -c foo a.py 2>/dev/null", "cat *.py",
+    "od -c a.py", "od -An -tx1 src/b.py",
 ]
 
 
@@ -447,6 +500,154 @@ def test_sed_scripts_that_write_read_or_execute_are_unsafe(script):
                                           ("NR > 5 || NR < 2", True)])
 def test_awk_programs(program, safe):
     assert awk_program_is_safe(program) is safe
+
+
+# --- hazard classes (issue 8 part 2; the rules live in ledger_impl/classifier/hazards.py) ------
+
+
+@pytest.mark.parametrize(
+    "command",
+    ["head -v a.py", "head -v -n 3 a.py", "head --verbose a.py", "tail -v -n +2 a.py", "cat a.py | head -v -n 2",
+     "cat -n a.py | tail -v -n +2", "head -n 2 -v a.py | head -n 1"],
+)
+def test_views_that_add_headers_are_never_sliceable(command):
+    # `head -v` prints `==> a.py <==` first: a slice of `cat a.py` is not its output.
+    result = c(command)
+    assert result.read_only
+    assert not (isinstance(result.target, FileTarget) and result.target.view in (PLAIN, NUMBERED, NL_NUMBERED))
+
+
+def test_a_header_view_is_never_served_from_the_plain_view(tmp_path):
+    from ledger_impl import Runtime
+
+    (tmp_path / "a.txt").write_text("one\ntwo\nthree\n")
+    with Runtime(tmp_path) as runtime:
+        runtime.step("cat a.txt")
+        step = runtime.step("head -v -n 2 a.txt")
+    assert step.output == "==> a.txt <==\none\ntwo\n"
+
+
+@pytest.mark.parametrize("command", ["cat x=~/f", "cat a=b:~/f", "grep -n x y=~/f", "wc -l PATH=~/bin:~/x"])
+def test_tilde_after_an_assignment_equals_or_colon_is_dynamic(command):
+    # bash expands `x=~/f` to `x=$HOME/f`: the file read lies outside the root.
+    assert c(command).target is None
+
+
+@pytest.mark.parametrize("command", ["cat 'x=~/f'", "cat x=\\~/f"])
+def test_a_quoted_tilde_stays_literal(command):
+    assert c(command).target is not None
+
+
+@pytest.mark.parametrize(
+    "command",
+    ["printf '%(%s)T\\n' -1 && cat a.py", "printf '%(%H:%M)T' && cat a.py", "echo $SECONDS && cat a.py",
+     "echo $EPOCHSECONDS; cat a.py", "echo $RANDOM && cat a.py", "date && cat a.py", "time cat a.py",
+     "cat a.py && date +%s", "echo ${EPOCHREALTIME} && cat a.py"],
+)
+def test_clock_readers_are_run(command):
+    result = c(command)
+    assert result.target is None or not result.read_only, result
+
+
+@pytest.mark.parametrize(
+    "command",
+    ["ls -lF", "ls -lp src", "ls -l --classify", "ls -l --file-type", "ls -l --indicator-style=slash",
+     "ls -l --indicator-style=classify", "ls -gF", "find . -xtype l", "find . -executable", "find . -readable",
+     "find . -writable -name x", "find . -printf '%Y %p\\n'", "find . -printf '%y%Y\\n'"],
+)
+def test_options_that_inspect_symlink_targets_count_as_following_links(command):
+    result = c(command)
+    assert result.target is None or not result.read_only, result
+
+
+@pytest.mark.parametrize("command", ["ls -F", "ls -p", "find . -type l", "find . -printf '%y %p\\n'"])
+def test_options_that_show_only_the_link_itself_stay_reusable(command):
+    assert c(command).target is not None
+
+
+@pytest.mark.parametrize("command", ["git describe --dirty", "git describe --always --dirty=-x", "git describe --broken"])
+def test_git_reads_that_refresh_the_index_are_not_read_only(command):
+    assert not c(command).read_only
+
+
+def _repo(path: pathlib.Path) -> pathlib.Path:
+    env = {**os.environ, "GIT_CONFIG_GLOBAL": "/dev/null", "GIT_CONFIG_NOSYSTEM": "1"}
+    subprocess.run(["git", "init", "-q", str(path)], check=True, env=env)
+    (path / "a.txt").write_text("a\n")
+    subprocess.run(["git", "-c", "user.email=a@b", "-c", "user.name=a", "add", "-A"], cwd=path, check=True, env=env)
+    subprocess.run(["git", "-c", "user.email=a@b", "-c", "user.name=a", "commit", "-qm", "x"], cwd=path,
+                   check=True, env=env)
+    return path
+
+
+def test_git_describe_dirty_really_rewrites_the_index(tmp_path):
+    # Why the rule exists: even with GIT_OPTIONAL_LOCKS=0, `describe --dirty` refreshes and
+    # writes .git/index after a stat-only change.
+    root = _repo(tmp_path)
+    env = {**os.environ, "GIT_CONFIG_GLOBAL": "/dev/null", "GIT_CONFIG_NOSYSTEM": "1", "GIT_OPTIONAL_LOCKS": "0"}
+    os.utime(root / "a.txt", ns=(1, 1))
+    before = os.stat(root / ".git" / "index").st_mtime_ns
+    subprocess.run(["git", "describe", "--always", "--dirty"], cwd=root, check=True, env=env, capture_output=True)
+    assert os.stat(root / ".git" / "index").st_mtime_ns != before
+
+
+@pytest.mark.parametrize(
+    "setting",
+    ["[diff]\n\texternal = /bin/true\n", "[core]\n\tfsmonitor = /bin/true\n", "[diff \"x\"]\n\ttextconv = cat\n",
+     "[include]\n\tpath = ../elsewhere\n", "[core]\n\tpager = cat\n"],
+)
+def test_git_reads_in_a_repository_configured_to_run_programs_are_not_reusable(tmp_path, setting):
+    root = _repo(tmp_path)
+    assert classify("git diff", root=root).target is not None
+    with open(root / ".git" / "config", "a") as handle:
+        handle.write(setting)
+    for command in ("git diff", "git status", "git log -p", "git show HEAD", "git blame a.txt"):
+        result = classify(command, root=root)
+        assert result.target is None or not result.read_only, (command, setting)
+
+
+@pytest.mark.parametrize(
+    "command",
+    ["git blame --contents=/etc/hostname a.py", "git log --ignore-revs-file=/etc/x", "grep -rn x --exclude-dir=../x .",
+     "git diff --relative=../up", "ls --hide=/etc/x", "git blame --ignore-revs-file=../revs a.py"],
+)
+def test_outside_paths_inside_option_values_are_outside(command):
+    assert c(command).target is None or not c(command).read_only
+
+
+# --- the hunt's read grammar ---------------------------------------------------------------------
+
+# Idioms the grammar draws on purpose although they get no reusable target (`run`, or a read
+# outside the root): the hunt checks that refusing them is what keeps them from going stale.
+NOT_REUSABLE_IDIOMS = {"tilde-word", "ls-long-classify", "find-xtype", "ls-all-long"}
+
+
+@pytest.mark.parametrize("idiom", sorted(__import__("properties.shell_strategies").shell_strategies.READ_IDIOM_TABLE))
+def test_every_read_idiom_of_the_grammar_is_classified_as_intended(idiom):
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    from properties.shell_strategies import ROOT_PLACEHOLDER, read_commands
+
+    @settings(max_examples=5, deadline=None, database=None)
+    @given(read_commands(idioms=(idiom,)))
+    def check(command: str) -> None:
+        result = c(command.replace(ROOT_PLACEHOLDER, ROOT))
+        assert result.category is not Category.UNKNOWN, command
+        if idiom in NOT_REUSABLE_IDIOMS:
+            assert result.target is None or not result.read_only, command
+        elif idiom != "outside" and "@OUTSIDE@" not in command:
+            assert result.read_only and result.target is not None, command
+
+    check()
+
+
+def test_every_hazard_counterexample_named_in_the_table_exists():
+    from ledger_impl.classifier.hazards import HAZARDS
+
+    directory = pathlib.Path(__file__).resolve().parent.parent / "counterexamples"
+    named = [name.split(" ")[0] for h in HAZARDS if h.counterexample for name in h.counterexample.split(", ")]
+    assert named and all((directory / name).exists() for name in named), named
 
 
 def test_a_filter_that_starts_past_its_input_reads_the_empty_range():

@@ -12,9 +12,15 @@ import pathlib
 import pytest
 
 from ledger_impl import classifier, shell
+from ledger_impl.classifier import classify_strict
 from ledger_spec import Category
 
-CORPUS = pathlib.Path(__file__).resolve().parents[2] / "shared" / "corpus" / "mini-swe-agent-deepseek.jsonl"
+# Next to the checkout, or two levels up from a worktree (/work/wt/NAME).
+CORPUS = next(
+    (base / "shared" / "corpus" / "mini-swe-agent-deepseek.jsonl" for base in pathlib.Path(__file__).resolve().parents[2:4]
+     if (base / "shared" / "corpus" / "mini-swe-agent-deepseek.jsonl").exists()),
+    pathlib.Path(__file__).resolve().parents[2] / "shared" / "corpus" / "mini-swe-agent-deepseek.jsonl",
+)
 ROOT = "/testbed"
 
 # Measured: 11 of 16,275 (0.07%) are unknown, all unterminated quotes in truncated commands.
@@ -38,7 +44,7 @@ def test_every_corpus_command_classifies_without_an_internal_error(commands):
     crashes = []
     for command in commands:
         try:
-            classifier._classify(command, ".", ROOT)
+            classify_strict(command, ".", ROOT)
         except shell.ShellSyntaxError:
             pass
         except Exception as error:  # noqa: BLE001 - collected to report them all

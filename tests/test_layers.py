@@ -17,7 +17,9 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent
 #: Lower number = lower layer. A module may import packages whose layer is <= its own.
 LAYERS: dict[str, int] = {
     "ledger_spec": 0,
+    "economizer_spec": 0,
     "ledger_impl": 1,
+    "economizer": 1,
     "properties": 2,
     "ledger_cli": 3,
 }

@@ -161,7 +161,43 @@ def test_backups_and_cd_across_other_operators_are_covered(workspace, command):
     assert changes.unknown or truth <= changes.paths, (truth - changes.paths)
 
 
+@pytest.mark.parametrize(
+    "command",
+    ["rm -- -a.txt", "rm -f -- -a.txt", "touch -- -new.txt", "chmod -- 600 -a.txt", "mv -- -a.txt moved.txt",
+     "cp -- a.py -copy.py", "echo x | tee -- -a.txt", "sed -i -- 's/a/b/' -a.txt"],
+)
+def test_operands_after_double_dash_that_start_with_a_dash_are_reported(workspace, command):
+    # Issue 13: everything after `--` is an operand, even `-a.txt`; dropping it reported
+    # `rm -- -a.txt` as no change at all.
+    (workspace / "-a.txt").write_text("a\n")
+    changes, truth = _run(RulesDetector(), workspace, command)
+    assert truth, "the command must change something"
+    assert changes.unknown or truth <= changes.paths, (truth - changes.paths)
+
+
+def test_a_runtime_with_the_rules_detector_never_serves_ls_stale_after_rm_double_dash(workspace):
+    from ledger_impl import Runtime
+
+    (workspace / "-a.txt").write_text("a\n")
+    with Runtime(workspace, detector=RulesDetector()) as runtime:
+        first = runtime.step("ls")
+        assert "-a.txt" in first.output
+        runtime.step("rm -- -a.txt")
+        again = runtime.step("ls")
+    assert "-a.txt" not in again.output
+    assert again.verdict != "reuse"
+
+
 def test_after_for_another_command_than_before_saw_is_unknown(workspace):
+    # Issue 13, detector contract: a report for a command the detector did not see start
+    # cannot list its writes.
+    detector = RulesDetector()
+    detector.before(workspace, "echo x > a.py")
+    changes = detector.after(workspace, "echo y > b.py", 0)
+    assert changes.unknown
+
+
+def test_a_prediction_is_used_once_for_its_own_command_and_root(workspace):
     # The prediction belongs to the command before() parsed; applied to another one it proves
     # nothing. `touch a.py` predicted, `rm b.py` run: b.py must not be silently missed.
     detector = RulesDetector()

@@ -21,15 +21,15 @@ import pathlib
 
 from ledger_spec import Changes
 
-from .. import classifier, shell
-from ..classifier import EDIT, NEUTRAL, READS, FILTER, CD, effect_of
+from .. import shell
+from ..classifier import Kind, effect_of, sed_script_is_safe
+from ..classifier.git import GIT_WRITERS, subcommand
 from ..shell import SimpleCommand, Word
+from ..workspace import Workspace
 
 # Programs whose every operand (after options) may be changed, and whether they recurse.
 _OPERAND_WRITERS = frozenset({"rm", "touch", "mkdir", "chmod", "chown", "chgrp", "truncate", "rmdir", "unlink",
                               "shred"})
-_GIT_WRITERS = frozenset({"apply", "checkout", "restore", "stash", "reset", "add", "commit", "mv", "rm", "clean",
-                          "cherry-pick", "revert", "merge", "rebase", "am", "switch", "pull"})
 
 
 class _Unknown(Exception):
@@ -65,8 +65,9 @@ class RulesDetector:
         _, _, predicted, unknown = pending
         paths = set(predicted)
         # Directories seen before may have gained entries (cp -r, mv into a directory).
+        workspace = Workspace(root)
         for key in predicted:
-            paths.update(_keys_below(root, key))
+            paths.update(_keys_below(workspace, key))
         # Creating or removing an entry changes its directory (mtime), and mkdir -p creates
         # every missing ancestor: report each ancestor too; over-reporting only costs reuse.
         for key in list(paths):
@@ -83,6 +84,7 @@ class RulesDetector:
         except shell.ShellSyntaxError:
             return set(), True
         real_root = pathlib.Path(os.path.realpath(root))
+        workspace = Workspace(real_root)
         paths: set[str] = set()
         unknown = False
         cwd: str | None = "."
@@ -94,7 +96,7 @@ class RulesDetector:
                 in_subshells = len(pipeline.commands) > 1
                 for simple in pipeline.commands:
                     try:
-                        moved = self._command(real_root, start if in_subshells else cwd, simple, paths)
+                        moved = self._command(workspace, start if in_subshells else cwd, simple, paths)
                     except _Unknown:
                         unknown = True
                         moved = cwd
@@ -105,7 +107,7 @@ class RulesDetector:
                     cwd = None  # after `;` or `||` the cd may have failed: later paths are unknown
         return paths, unknown
 
-    def _command(self, root: pathlib.Path, cwd: str | None, command: SimpleCommand, paths: set[str]) -> str | None:
+    def _command(self, workspace: Workspace, cwd: str | None, command: SimpleCommand, paths: set[str]) -> str | None:
         """Add the keys `command` may change to `paths`; return the working directory after it."""
         if command.compound is not None or command.assignments:
             raise _Unknown
@@ -117,7 +119,7 @@ class RulesDetector:
             if redirect.writes_file:
                 if redirect.target is None or not redirect.target.static:
                     raise _Unknown
-                paths.update(self._keys(root, cwd, redirect.target, follow=True))
+                paths.update(self._keys(workspace, cwd, redirect.target, follow=True))
         if not command.words:
             return cwd
         name = command.name
@@ -126,34 +128,33 @@ class RulesDetector:
             # Following a cd whose success is uncertain would put later paths in the wrong place.
             if len(args) != 1 or not args[0].static or cwd is None:
                 return None
-            target = _lexical(cwd, args[0].text, root)
-            return target
+            return workspace.cd(cwd, args[0].text)
         if name is None:
             raise _Unknown
         effect = effect_of(command)
-        if effect.kind in (READS, FILTER, NEUTRAL, CD):
+        if effect.kind in (Kind.READS, Kind.FILTER, Kind.NEUTRAL, Kind.CD):
             return cwd
-        operands = [w for w in args if not w.text.startswith("-") or w.text == "-"]
+        operands = plain_operands(args)
         if any(w.has_glob for w in args):
             raise _Unknown  # which files a pattern names is known only when the shell expands it
         if name == "sed":
-            if effect.kind != EDIT:
+            if effect.kind is not Kind.EDIT:
                 return self._opaque(cwd)
-            return self._sed_in_place(root, cwd, args, paths)
+            return self._sed_in_place(workspace, cwd, args, paths)
         if name == "perl":
             # perl -i names its files, but its code can write anything else.
             for word in operands[1:]:
-                paths.update(self._keys(root, cwd, word, follow=True))
+                paths.update(self._keys(workspace, cwd, word, follow=True))
             return self._opaque(cwd)
         if name == "tee":
             for word in operands:
-                paths.update(self._keys(root, cwd, word, follow=True))
+                paths.update(self._keys(workspace, cwd, word, follow=True))
             return cwd
         if name in _OPERAND_WRITERS:
             # rm and chmod -R recurse into directories: every key below is listed.
             removes = name in ("rm", "rmdir", "unlink")
             for word in operands:
-                paths.update(self._keys(root, cwd, word, follow=not removes, removes=removes))
+                paths.update(self._keys(workspace, cwd, word, follow=not removes, removes=removes))
             return cwd
         if name in ("mv", "cp", "ln", "install"):
             if any(w.text in ("-t", "--target-directory") or w.text.startswith("--target-directory") for w in args):
@@ -162,31 +163,34 @@ class RulesDetector:
                 raise _Unknown  # a backup (`f~`, `f.~1~`, `f.orig`) is named by flags and VERSION_CONTROL
             for word in operands:
                 # mv removes the source name and creates the destination (or an entry inside it).
-                paths.update(self._keys(root, cwd, word, follow=True, removes=name == "mv"))
+                paths.update(self._keys(workspace, cwd, word, follow=True, removes=name == "mv"))
             if operands:
                 dest = operands[-1]
                 for source in operands[:-1]:
                     inside = Word(((dest.text.rstrip("/") + "/" + os.path.basename(source.text.rstrip("/")), False),))
-                    paths.update(self._keys(root, cwd, inside, follow=False))
+                    paths.update(self._keys(workspace, cwd, inside, follow=False))
             return cwd
         if name == "patch":
             raise _Unknown  # the files a patch touches are named inside the patch, not the command
         if name == "git":
-            sub = next((w.text for w in args if not w.text.startswith("-")), None)
-            if sub in _GIT_WRITERS:
+            index = subcommand(args)
+            if index is not None and args[index].text in GIT_WRITERS:
                 raise _Unknown  # any file in the work tree and .git itself
             return self._opaque(cwd)
-        if name == "find" and effect.kind == EDIT:
+        if name == "find" and effect.kind is Kind.EDIT:
             raise _Unknown
         return self._opaque(cwd)
 
-    def _sed_in_place(self, root: pathlib.Path, cwd: str | None, args: list[Word], paths: set[str]) -> str | None:
+    def _sed_in_place(self, workspace: Workspace, cwd: str | None, args: list[Word], paths: set[str]) -> str | None:
         scripts: list[str] = []
         files: list[Word] = []
         suffix = ""
         i = 0
         while i < len(args):
             text = args[i].text
+            if text == "--":
+                files.extend(args[i + 1 :])  # after `--` every word is an operand, even `-x`
+                break
             if text in ("-e", "--expression", "-f", "--file", "-l", "--line-length"):
                 if text in ("-f", "--file"):
                     raise _Unknown
@@ -207,14 +211,14 @@ class RulesDetector:
             if not files:
                 raise _Unknown
             scripts, files = [files[0].text], files[1:]
-        if not classifier.sed_script_is_safe("\n".join(scripts)):
+        if not sed_script_is_safe("\n".join(scripts)):
             raise _Unknown  # w, W, e or s///w write or run elsewhere
         if "*" in suffix or "/" in suffix:
             raise _Unknown
         for word in files:
-            paths.update(self._keys(root, cwd, word, follow=True))
+            paths.update(self._keys(workspace, cwd, word, follow=True))
             if suffix:
-                paths.update(self._keys(root, cwd, Word(((word.text + suffix, False),)), follow=False))
+                paths.update(self._keys(workspace, cwd, Word(((word.text + suffix, False),)), follow=False))
         return cwd
 
     def _opaque(self, cwd: str | None) -> str | None:
@@ -222,7 +226,7 @@ class RulesDetector:
             raise _Unknown
         return cwd
 
-    def _keys(self, root: pathlib.Path, cwd: str | None, word: Word, follow: bool, removes: bool = False) -> set[str]:
+    def _keys(self, workspace: Workspace, cwd: str | None, word: Word, follow: bool, removes: bool = False) -> set[str]:
         """Keys a write to `word` changes: the name itself, the file it links to if `follow`,
         and for a directory everything below it. Raises _Unknown outside the root, and for a
         file with other hard links that a write (not a removal) would change."""
@@ -230,7 +234,7 @@ class RulesDetector:
             raise _Unknown
         if word.text == "/dev/null":
             return set()
-        path = pathlib.Path(os.path.join(root, cwd, word.text))
+        path = pathlib.Path(os.path.join(str(workspace.real_root or workspace.root), cwd, word.text))
         name = pathlib.PurePosixPath(word.text).name
         if name in ("", ".", "..") or word.text.endswith("/"):
             named = pathlib.Path(os.path.realpath(path))
@@ -239,12 +243,12 @@ class RulesDetector:
         resolved = pathlib.Path(os.path.realpath(path)) if follow else named
         keys: set[str] = set()
         for candidate in {named, resolved}:
-            key = _relative(root, candidate)
+            key = workspace.relative(candidate)
             if key is None:
                 raise _Unknown  # a write outside the root may be visible through a link inside it
             if key != ".":
                 keys.add(key)
-        key = _relative(root, resolved) or "."
+        key = workspace.relative(resolved) or "."
         if os.path.islink(named) and not follow:
             return keys
         try:
@@ -254,38 +258,34 @@ class RulesDetector:
         if not removes and not os.path.isdir(resolved) and stat.st_nlink > 1:
             raise _Unknown  # other names of this inode are not known
         if os.path.isdir(resolved) and not os.path.islink(resolved):
-            keys.update(_keys_below(root, key))
+            keys.update(_keys_below(workspace, key))
         return keys
 
 
-def _relative(root: pathlib.Path, path: pathlib.Path) -> str | None:
-    try:
-        rel = path.relative_to(root)
-    except ValueError:
-        return None
-    text = rel.as_posix()
-    return text if text not in ("", ".") else "."
+def plain_operands(args: list[Word]) -> list[Word]:
+    """The operands of a GNU-style command: words that are not options, and every word after
+    the first `--`, even one that starts with a dash (`rm -- -a.txt` removes `-a.txt`)."""
+    operands: list[Word] = []
+    for index, word in enumerate(args):
+        if word.text == "--":
+            return operands + list(args[index + 1 :])
+        if not word.text.startswith("-") or word.text == "-":
+            operands.append(word)
+    return operands
 
 
-def _lexical(cwd: str, text: str, root: pathlib.Path) -> str | None:
-    if text.startswith("/"):
-        rel = _relative(root, pathlib.Path(os.path.normpath(text)))
-        return rel
-    import posixpath
-
-    joined = posixpath.normpath(posixpath.join(cwd, text))
-    return None if joined == ".." or joined.startswith("../") else joined
-
-
-def _keys_below(root: pathlib.Path, key: str) -> set[str]:
+def _keys_below(workspace: Workspace, key: str) -> set[str]:
     """Every key under directory `key` (not following links), or nothing if it is not one."""
+    if workspace.real_root is None:
+        return set()
+    root = pathlib.Path(workspace.real_root)
     base = root / key if key != "." else root
     if not base.is_dir() or base.is_symlink():
         return set()
     keys: set[str] = set()
     for dirpath, dirnames, filenames in os.walk(base):
         for name in dirnames + filenames:
-            rel = _relative(root, pathlib.Path(dirpath) / name)
+            rel = workspace.relative(os.path.join(dirpath, name))
             if rel is not None and rel != ".":
                 keys.add(rel)
     return keys

@@ -1,0 +1,73 @@
+"""Latency of one `ledger hook claude` PreToolUse call, as Claude Code pays it, next to a bare
+Python start.
+
+    python benchmarks/claude_hook_latency.py [--runs 40] [--files 7000]
+
+Generates the tree of `benchmarks/detection.py` (`--files` files, committed to git), then for
+each run starts the real hook process (`python -m ledger_cli.main hook claude`) with a
+PreToolUse payload on stdin, and also a matching PostToolUse, alternating read commands; and
+`python -c pass` in the same run. Each hook call is a fresh process that opens the session's
+database and polls the persisted stat index, exactly as under Claude Code. Prints p50/p95 in
+milliseconds. A script, not a test.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import pathlib
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+
+from detection import generate_tree  # noqa: E402
+
+
+def timed(argv: list[str], stdin: str = "") -> float:
+    start = time.perf_counter()
+    subprocess.run(argv, input=stdin, capture_output=True, text=True, check=True)
+    return (time.perf_counter() - start) * 1000
+
+
+def percentile(samples: list[float], fraction: float) -> float:
+    ordered = sorted(samples)
+    return ordered[min(len(ordered) - 1, round(fraction * (len(ordered) - 1)))]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=40)
+    parser.add_argument("--files", type=int, default=7000)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as scratch:
+        root, state = pathlib.Path(scratch) / "repo", pathlib.Path(scratch) / "state"
+        root.mkdir()
+        generate_tree(root, args.files)
+        hook = [sys.executable, "-m", "ledger_cli.main", "hook", "claude", "--root", str(root), "--state-dir", str(state)]
+        commands = ["cat -n pkg0/mod0/file0.py", "sed -n '1,5p' pkg1/mod3/file805.py", "grep -rn value_7 pkg2"]
+        samples: dict[str, list[float]] = {"python -c pass": [], "PreToolUse": [], "PostToolUse": []}
+        timed(hook, json.dumps({"hook_event_name": "SessionStart"}))  # the first baseline scan
+        for run in range(args.runs):
+            command = commands[run % len(commands)]
+            call = {"hook_event_name": "PreToolUse", "tool_name": "Bash", "tool_use_id": f"toolu_{run}",
+                    "cwd": str(root), "tool_input": {"command": command}}
+            samples["python -c pass"].append(timed([sys.executable, "-c", "pass"]))
+            samples["PreToolUse"].append(timed(hook, json.dumps(call)))
+            done = subprocess.run(["bash", "-c", command], cwd=root, capture_output=True, text=True)
+            post = {**call, "hook_event_name": "PostToolUse",
+                    "tool_response": {"stdout": done.stdout.rstrip(), "stderr": "", "interrupted": False}}
+            samples["PostToolUse"].append(timed(hook, json.dumps(post)))
+        load = os.getloadavg()[0]
+        print(f"{args.files} files, {args.runs} runs, load average {load:.1f} on {os.cpu_count()} CPUs")
+        print("| process | p50 ms | p95 ms |\n|---|---:|---:|")
+        for name, values in samples.items():
+            print(f"| {name} | {statistics.median(values):.0f} | {percentile(values, 0.95):.0f} |")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,169 @@
+"""`ledger audit TRAJECTORY...`: replay agent trajectories and judge Ledger by the ground truth.
+
+Each trajectory is replayed in a throwaway copy of its repository at its base commit, inside
+bubblewrap unless `--no-sandbox`. Reported per trajectory and in total: commands by category,
+redundant re-reads, Ledger's reuses and nudges, stale reuses (with diffs), detector misses
+(`default`, `rules`, and `--detector`), classifier violations. Exit 0 when no Reuse was stale,
+no read-only command changed the tree, the deciding detector missed nothing and every
+trajectory could be replayed; 1 otherwise;
+2 for bad input (one line on stderr; nothing has run).
+"""
+
+from __future__ import annotations
+
+import argparse
+import concurrent.futures
+import multiprocessing
+import sys
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.markup import escape
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from properties.audit import report_html, report_json, runner
+from properties.audit.engine import DEFAULT_COMMAND_TIMEOUT, DEFAULT_TRAJECTORY_TIMEOUT, Settings
+from properties.audit.filter import OutsideWrite
+from properties.audit.formats import InputError
+from properties.replay import DetectorLoadError, load_factory
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "audit",
+        help="replay agent trajectories; report re-reads, reuses, stale reuses, detector misses",
+        description=__doc__.split("\n\n")[1].replace("\n", " "),
+    )
+    parser.add_argument("trajectories", nargs="+", metavar="TRAJECTORY",
+                        help="mini-swe-agent .traj.json, Claude Code transcript, corpus or {\"command\"} JSONL")
+    parser.add_argument("--repo", metavar="DIR", help="the repository the agent worked on (only read)")
+    parser.add_argument("--base-commit", metavar="SHA", help="the commit each trajectory started from")
+    parser.add_argument("--workspaces", metavar="FILE.jsonl",
+                        help='per-trajectory bases: {"trajectory": ID-or-file-name, "repo": DIR, "commit": SHA} a line')
+    parser.add_argument("--detector", metavar="MODULE:FACTORY", help="your detector: it decides, and its misses are reported")
+    parser.add_argument("--path", default=None, help="directory to import the detector's MODULE from")
+    parser.add_argument("-j", "--jobs", type=int, default=1, help="trajectories replayed in parallel (processes)")
+    parser.add_argument("--timeout", type=float, default=DEFAULT_COMMAND_TIMEOUT, help="seconds per command")
+    parser.add_argument("--trajectory-timeout", type=float, default=DEFAULT_TRAJECTORY_TIMEOUT, help="seconds per trajectory")
+    parser.add_argument("--budget", type=float, default=None, metavar="MIN", help="start no trajectory after this many minutes")
+    parser.add_argument("--results", type=Path, default=None, metavar="DIR",
+                        help="keep one result file per trajectory here; a rerun skips finished ones")
+    parser.add_argument("--json", type=Path, default=None, metavar="FILE", help="write the report (schema ledger-audit/1)")
+    parser.add_argument("--html", type=Path, default=None, metavar="FILE", help="write a self-contained HTML report")
+    parser.add_argument("--no-sandbox", action="store_true", help="run commands without bubblewrap")
+    parser.add_argument("--skip-outside-writes", action="store_true",
+                        help="skip steps that write outside the workspace instead of refusing the trajectory")
+    parser.set_defaults(run=run)
+
+
+def _fail(message: str) -> int:
+    print(f"ledger audit: {message}", file=sys.stderr)
+    return 2
+
+
+def run(args: argparse.Namespace, executor: concurrent.futures.Executor | None = None) -> int:
+    if args.jobs < 1 or args.timeout <= 0 or args.trajectory_timeout <= 0:
+        return _fail("-j, --timeout and --trajectory-timeout must be positive")
+    if (args.repo is None) != (args.base_commit is None):
+        return _fail("--repo and --base-commit go together")
+    if args.workspaces is not None and args.repo is not None:
+        return _fail("give either --repo/--base-commit or --workspaces, not both")
+    for path in (args.json, args.html):
+        if path is not None and not path.resolve().parent.is_dir():
+            return _fail(f"cannot write {path}: no such directory")
+    sandboxed = not args.no_sandbox
+    if sandboxed:
+        from properties import sandbox
+
+        if not sandbox.available():
+            return _fail("bubblewrap (bwrap) is not available here; install it, or pass --no-sandbox to run commands unconfined")
+    try:
+        if args.detector is not None:
+            load_factory(args.detector, args.path)
+        settings = Settings(args.timeout, args.trajectory_timeout, args.detector, args.path)
+        jobs = runner.plan(
+            args.trajectories, repo=args.repo, commit=args.base_commit, workspaces=args.workspaces, settings=settings,
+            sandbox=sandboxed, skip_outside_writes=args.skip_outside_writes,
+        )
+    except (InputError, OutsideWrite, DetectorLoadError) as error:
+        return _fail(str(error))
+
+    console = Console(stderr=True, highlight=False)
+    own_pool = executor is None
+    if executor is None:
+        executor = concurrent.futures.ProcessPoolExecutor(args.jobs, mp_context=multiprocessing.get_context("spawn"))
+    try:
+        with Progress(TextColumn("audit"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                      TextColumn("{task.description}"), console=console, transient=True) as progress:
+            task = progress.add_task("", total=len(jobs))
+
+            def advance(job: runner.Job, result: dict[str, Any], resumed: bool) -> None:
+                note = "resumed" if resumed else result.get("status", "")
+                progress.update(task, advance=1, description=f"{job.name[:50]} {note}")
+
+            results = runner.run(jobs, executor, results_dir=args.results,
+                                 budget_s=args.budget * 60 if args.budget else None, in_flight=args.jobs, on_result=advance)
+    finally:
+        if own_pool:
+            executor.shutdown(wait=True, cancel_futures=True)
+
+    doc = report_json.document(results, {
+        "command_timeout": args.timeout, "trajectory_timeout": args.trajectory_timeout, "detector": args.detector,
+        "sandboxed": sandboxed,
+    })
+    if args.json is not None:
+        report_json.write(args.json, doc)
+    if args.html is not None:
+        args.html.write_text(report_html.render(doc), encoding="utf-8")
+    _print(Console(highlight=False), doc, len(jobs))
+    totals = doc["totals"]
+    decider = args.detector or "default"
+    return 1 if totals["stale"] or totals["violations"] or totals["failed"] or totals["misses"].get(decider) else 0
+
+
+def _print(out: Console, doc: dict[str, Any], planned: int) -> None:
+    totals = doc["totals"]
+    per = Table(title="trajectories", title_justify="left")
+    for column in ("trajectory", "status", "replayed", "skipped", "redundant", "reuse", "nudge", "stale", "misses"):
+        per.add_column(column, justify="left" if column in ("trajectory", "status") else "right")
+    for t in doc["trajectories"]:
+        if t.get("status") == "failed":
+            per.add_row(escape(str(t.get("instance_id") or t["name"])), "[red]failed[/red]", *[""] * 7)
+            continue
+        misses = ", ".join(f"{label} {len(m)}" for label, m in t["misses"].items() if m) or "0"
+        per.add_row(
+            escape(str(t.get("instance_id") or t["name"])), t["status"], str(t["replayed"]), str(sum(t["skipped"].values())),
+            str(t["redundant"]["verbatim"] + t["redundant"]["sub-range"]), str(t["verdicts"]["reuse"]), str(t["verdicts"]["nudge"]),
+            str(len(t["stale"])), escape(misses),
+        )
+    out.print(per)
+    share = totals["perfect_share"]
+    table = Table(title="totals", title_justify="left", show_header=False)
+    table.add_column("measure")
+    table.add_column("value", justify="right")
+    rows = [
+        ("trajectories", f"{totals['trajectories']} of {planned}" + (f" ({totals['failed']} failed)" if totals["failed"] else "")),
+        ("commands replayed", f"{totals['replayed']:,}"),
+        ("skipped", f"{sum(totals['skipped'].values()):,} ("
+         + (", ".join(f"{k} {v}" for k, v in sorted(totals['skipped'].items(), key=lambda kv: -kv[1])) or "none") + ")"),
+        ("by category", ", ".join(f"{k} {v:,}" for k, v in sorted(totals["categories"].items(), key=lambda kv: -kv[1]))),
+        ("allow / reuse / nudge", " / ".join(f"{totals['verdicts'][v]:,}" for v in ("allow", "reuse", "nudge"))),
+        ("redundant re-reads (verbatim / sub-range)", f"{totals['redundant']['verbatim']:,} / {totals['redundant']['sub-range']:,}"),
+        ("redundant bytes (est. tokens)", f"{totals['redundant']['bytes']:,} ({totals['redundant']['tokens']:,})"),
+        ("reused bytes not re-sent (est. tokens)", f"{totals['reused']['bytes']:,} ({totals['reused']['tokens']:,})"),
+        ("share of the perfect ledger", "n/a" if share is None else f"{share:.1%}"),
+        ("stale reuses", ("[red]" if totals["stale"] else "[green]") + f"{totals['stale']}[/]"),
+        ("classifier violations", ("[red]" if totals["violations"] else "[green]") + f"{totals['violations']}[/]"),
+        ("oracle inconclusive", str(totals["oracle_inconclusive"])),
+    ] + [(f"detector misses: {escape(label)}", str(n)) for label, n in totals["misses"].items()]
+    for name, value in rows:
+        table.add_row(name, value)
+    out.print(table)
+    for t in doc["trajectories"]:
+        for stale in t.get("stale", []):
+            out.print(f"[red]STALE[/red] {escape(str(t['name']))} step {stale['step']}: {escape(stale['command'][:160])}")
+            out.print(escape(stale["diff"]), end="")
+        if t.get("status") == "failed":
+            out.print(f"[red]FAILED[/red] {escape(str(t['name']))}: {escape(str(t.get('error')))}")

@@ -1,0 +1,248 @@
+"""`ledger economize`: TokenEconomizer's controller for a stream of tasks per repository.
+
+  feed FILE        feed finished tasks (mini-swe-agent JSONL, one trajectory a line) in order
+  show REPO        the state: skills with their evidence, tools, budget, last records
+  manual REPO      the manual for the next task (optionally prepended to --prompt)
+  mask REPO        the tool mask for the next task, in a harness's option format
+  guard REPO FILE  the guard's signal after the last step of a partial trajectory
+  evaluate CORPUS  replay each repository of a corpus as a stream; table + --json
+  prove            the Z3 theorems about the guard and tool pruning
+
+Exit codes: 0 done, 1 a theorem failed (prove), 2 bad input. Bad input (a malformed
+trajectory, a proposer answer with an inadmissible regex, a locked or already-fed state) is
+reported in one line and leaves the stored state as it was.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import pathlib
+import sys
+from typing import Any
+
+from economizer.codec import BadInput, proposals_from_json, read_jsonl, record_to_json
+from economizer.controller import Controller
+from economizer.harness import HARNESSES, mask_option, prompt_with_manual
+from economizer.protocols import default_controllers
+from economizer.store import AlreadyFed, Store, StoreBusy
+from economizer_spec.stream import Controllers, ProposerAnswer
+
+__all__ = ["register", "run"]
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser("economize", help="TokenEconomizer's controller: micro-skills, tool mask, failure-loop guard")
+    sub = parser.add_subparsers(dest="economize_command", metavar="SUBCOMMAND")
+
+    def with_state(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
+        p.add_argument("--state-dir", type=pathlib.Path, default=None, help="where the per-repository databases live (default $XDG_STATE_HOME/ledger/economizer)")
+        return p
+
+    feed = with_state(sub.add_parser("feed", help="feed finished tasks, in order"))
+    feed.add_argument("file", type=pathlib.Path)
+    feed.add_argument("--proposals", type=pathlib.Path, help="a proposer answer (JSON {\"skills\": [...]}) used at each due proposer call instead of the digest-mining default")
+    feed.add_argument("--catalog", default="bash", help="comma-separated tool catalog (used when a repository's state is created)")
+    feed.add_argument("--core", default="bash", help="comma-separated core tools, never masked")
+    feed.add_argument("--json", action="store_true")
+    feed.add_argument("--busy-timeout-ms", type=int, default=5000, help="how long to wait for another writer (default 5000)")
+
+    show = with_state(sub.add_parser("show", help="show a repository's controller state"))
+    show.add_argument("repository")
+    show.add_argument("--json", action="store_true")
+
+    manual = with_state(sub.add_parser("manual", help="the manual for the next task"))
+    manual.add_argument("repository")
+    manual.add_argument("--budget", type=int, default=None, help="characters (default: the state's manual_budget)")
+    manual.add_argument("--prompt", default=None, help="print the manual prepended to this task prompt")
+
+    mask = with_state(sub.add_parser("mask", help="the tool mask for the next task"))
+    mask.add_argument("repository")
+    mask.add_argument("--harness", choices=HARNESSES, default="claude")
+
+    guard = with_state(sub.add_parser("guard", help="the guard's signal after the last step of a partial trajectory"))
+    guard.add_argument("repository")
+    guard.add_argument("file", type=pathlib.Path)
+
+    evaluate = sub.add_parser("evaluate", help="replay a corpus as per-repository streams")
+    evaluate.add_argument("corpus", type=pathlib.Path)
+    evaluate.add_argument("--json", dest="json_out", type=pathlib.Path, default=None, help="write the full figures here")
+    evaluate.add_argument("--no-grid", action="store_true", help="skip the sensitivity grid")
+
+    prove = sub.add_parser("prove", help="Z3 theorems: the guard's non-vetoable stop, the pruning invariants")
+    prove.add_argument("--json", action="store_true")
+
+    parser.set_defaults(run=run, economize_parser=parser)
+
+
+def _fail(message: str) -> int:
+    print(f"ledger economize: error: {message}", file=sys.stderr)
+    return 2
+
+
+def _read(path: pathlib.Path) -> str:
+    try:
+        return path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as error:
+        raise BadInput(f"cannot read {path}: {error}") from None
+
+
+def _controllers(proposals: pathlib.Path | None) -> Controllers:
+    defaults = default_controllers()
+    if proposals is None:
+        return defaults
+    answer = ProposerAnswer(proposals_from_json(_read(proposals), str(proposals)))
+    return Controllers(lambda repository, ids, digests: answer, defaults.trace_judge, defaults.redirect_writer, None)
+
+
+def _split(names: str) -> tuple[str, ...]:
+    return tuple(n for n in (x.strip() for x in names.split(",")) if n)
+
+
+def _feed(args: argparse.Namespace) -> int:
+    rows = read_jsonl(_read(args.file), str(args.file))
+    controllers = _controllers(args.proposals)  # validated in full before any write
+    by_repository: dict[str, list] = {}
+    for repository, trajectory, _ in rows:
+        by_repository.setdefault(repository, []).append(trajectory)
+    for repository, trajectories in by_repository.items():
+        ids = [t.task_id for t in trajectories]
+        if len(set(ids)) != len(ids):
+            raise BadInput(f"{args.file}: a task id appears twice for {repository}")
+    for repository, trajectories in by_repository.items():  # refuse before writing any repository
+        with Store(repository, args.state_dir, args.busy_timeout_ms) as store:
+            again = sorted(store.fed_ids() & {t.task_id for t in trajectories})
+        if again:
+            raise BadInput(f"task {again[0]} was already fed to {repository}")
+    output: list[dict[str, Any]] = []
+    for repository, trajectories in by_repository.items():
+        with Store(repository, args.state_dir, args.busy_timeout_ms) as store:
+            def work(controller: Controller) -> list[Any]:
+                return [controller.feed(t, controllers) for t in trajectories]
+
+            records = store.transaction(work, catalog=_split(args.catalog), core=_split(args.core))
+        for record in records:
+            output.append({"repository": repository, **record_to_json(record)})
+    if args.json:
+        print(json.dumps(output, indent=2, default=str))
+        return 0
+    for item in output:
+        interventions = ", ".join(f"{d['action']}@{d['turn']}" for d in item["decisions"]) or "-"
+        print(f"{item['repository']} #{item['index']} {item['task_id']}: passed={item['passed']} turns={item['turns']} "
+              f"injected={len(item['injected'])} masked={len(item['mask'])} guard={interventions}")
+        for rejection in item["rejections"]:
+            print(f"  rejected skill {rejection['skill_id']}: {rejection['reason']}")
+    return 0
+
+
+def _state(args: argparse.Namespace) -> tuple[Store, Controller]:
+    store = Store(args.repository, args.state_dir)
+    return store, store.load()
+
+
+def _show(args: argparse.Namespace) -> int:
+    store, controller = _state(args)
+    with store:
+        summary = {
+            "repository": controller.repository,
+            "tasks": controller.index,
+            "budget": controller.budget(),
+            "skills": controller.skill_summary(),
+            "tools": {name: {"ever_called": c, "streak": s} for name, (c, s) in controller.tools.items()},
+            "rejections": [[r.task, r.skill_id, r.reason] for r in controller.rejections],
+            "recent": store.records()[-5:],
+        }
+    if args.json:
+        print(json.dumps(summary, indent=2, default=str))
+        return 0
+    print(f"{controller.repository}: {controller.index} tasks, budget B={summary['budget']}")
+    for name, s in summary["skills"].items():
+        print(f"  skill {name}: {s['status']} confirmations={s['confirmations']} contradictions={s['contradictions']} "
+              f"needed={s['needed']}/{s['exercised']} support={float(s['support']):.2f} injected={len(s['injected_tasks'])}"
+              + (f" retired: {s['retired_reason']}" if s["retired_reason"] else ""))
+    for name, t in summary["tools"].items():
+        print(f"  tool {name}: ever_called={t['ever_called']} streak={t['streak']}")
+    return 0
+
+
+def _manual(args: argparse.Namespace) -> int:
+    store, controller = _state(args)
+    store.close()
+    text, _ = controller.manual(args.budget)
+    print(prompt_with_manual(text, args.prompt) if args.prompt is not None else text)
+    return 0
+
+
+def _mask(args: argparse.Namespace) -> int:
+    store, controller = _state(args)
+    store.close()
+    planned = controller.plan("", default_controllers())
+    print(mask_option(planned.mask, args.harness))
+    return 0
+
+
+def _guard(args: argparse.Namespace) -> int:
+    from economizer.guard import Guard
+    from economizer.harness import guard_signal
+
+    store, controller = _state(args)
+    store.close()
+    rows = read_jsonl(_read(args.file), str(args.file))
+    if len(rows) != 1:
+        raise BadInput(f"{args.file}: expected one partial trajectory, got {len(rows)}")
+    controllers = default_controllers()
+    guard = Guard(controller.params, controller.budget(), controllers.trace_judge, controllers.redirect_writer)
+    decision = None
+    for step in rows[0][1].steps:
+        decision = guard.observe(step)
+    signal = guard_signal(decision) if decision is not None else None
+    if signal is None:
+        print(json.dumps({"action": "continue", "turn": guard.turns}))
+    elif hasattr(signal, "note"):
+        print(json.dumps({"action": "redirect", "turn": guard.turns, "nudge": signal.note}))
+    else:
+        print(signal.as_json())
+    return 0
+
+
+def _evaluate(args: argparse.Namespace) -> int:
+    from properties.economizer_evaluation import evaluate_corpus, render_table
+
+    report = evaluate_corpus(args.corpus, grid=not args.no_grid)
+    print(render_table(report))
+    if args.json_out is not None:
+        args.json_out.write_text(json.dumps(report, indent=2, default=str) + "\n", encoding="utf-8")
+        print(f"wrote {args.json_out}")
+    return 0
+
+
+def _prove(args: argparse.Namespace) -> int:
+    from economizer_spec.z3_theorems import run_all
+
+    results = run_all()
+    ok = all(r.as_expected for r in results)
+    if args.json:
+        print(json.dumps([{"name": r.name, "status": r.status, "as_expected": r.as_expected, "seconds": round(r.seconds, 4), "statement": r.statement, "model": r.model_text} for r in results], indent=2))
+    else:
+        for r in results:
+            print(f"{r.name:<44} {r.status:<15} {r.seconds:6.2f}s  {r.statement}")
+            if r.model_text and not r.as_expected:
+                print(f"  counterexample: {r.model_text}")
+        print("all theorems as expected" if ok else "SOME THEOREMS FAILED")
+    return 0 if ok else 1
+
+
+HANDLERS = {"feed": _feed, "show": _show, "manual": _manual, "mask": _mask, "guard": _guard, "evaluate": _evaluate, "prove": _prove}
+
+
+def run(args: argparse.Namespace) -> int:
+    handler = HANDLERS.get(args.economize_command or "")
+    if handler is None:
+        args.economize_parser.print_help()
+        return 2
+    try:
+        return handler(args)
+    except (BadInput, AlreadyFed, StoreBusy) as error:
+        return _fail(str(error))
+    except OSError as error:
+        return _fail(f"{error.strerror or error}: {getattr(error, 'filename', '') or ''}".rstrip(": "))

@@ -1,0 +1,76 @@
+"""`ledger hook claude|codex`: the hook process an agent runs before and after each tool call.
+
+It reads the agent's JSON from stdin, answers on stdout, and always exits 0: a hook failure
+must never block the agent. On any internal error the tool call is allowed and a note goes to
+stderr (and, as `systemMessage`, to the user's screen).
+
+The workspace root is `--root`, else `$CLAUDE_PROJECT_DIR` (set by Claude Code for its hooks),
+else the payload's `cwd`. The session's state lives outside the root (`--state-dir` overrides).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from typing import Any, Callable
+
+from ledger_impl.adapters import claude, codex
+from ledger_impl.adapters.hook_session import HookSession
+from ledger_impl.session import DurableSession
+
+AGENTS: dict[str, Callable[[dict[str, Any], HookSession], dict[str, Any] | None]] = {
+    "claude": claude.handle,
+    "codex": codex.handle,
+}
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "hook",
+        help="the hook an agent calls around each tool call (JSON on stdin and stdout)",
+        description="Answer one hook call of a coding agent: PreToolUse, PostToolUse, SessionStart, ...",
+    )
+    parser.add_argument("agent", choices=sorted(AGENTS))
+    parser.add_argument("--root", default=None, help="workspace root (default: $CLAUDE_PROJECT_DIR, else the payload's cwd)")
+    parser.add_argument("--state-dir", default=None, help="where the session database lives (default: outside the root)")
+    parser.set_defaults(run=run)
+
+
+class _LazySession:
+    """Opens the session on first use, so that calls Ledger ignores cost no database work."""
+
+    def __init__(self, root: str, state_dir: str | None) -> None:
+        self._root, self._state_dir = root, state_dir
+        self._session: DurableSession | None = None
+
+    def __getattr__(self, name: str) -> Any:
+        if self._session is None:
+            self._session = DurableSession.open(self._root, state_dir=self._state_dir)
+        return getattr(self._session, name)
+
+    def close(self) -> None:
+        if self._session is not None:
+            self._session.close()
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        payload = json.loads(sys.stdin.read() or "{}")
+        if not isinstance(payload, dict):
+            raise ValueError(f"the hook payload is a JSON object, got {type(payload).__name__}")
+        root = args.root or (os.environ.get("CLAUDE_PROJECT_DIR") if args.agent == "claude" else None) \
+            or payload.get("cwd") or os.getcwd()
+        session = _LazySession(str(root), args.state_dir)
+        try:
+            reply = AGENTS[args.agent](payload, session)
+        finally:
+            session.close()
+    except Exception as error:  # noqa: BLE001 - a hook never blocks the agent
+        note = f"ledger hook {args.agent}: internal error, the tool call goes ahead unchanged: {error!r}"
+        print(note, file=sys.stderr)
+        reply = {"systemMessage": note}
+    if reply:
+        sys.stdout.write(json.dumps(reply))
+    return 0

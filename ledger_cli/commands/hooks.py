@@ -1,0 +1,166 @@
+"""`ledger hooks install|uninstall claude|codex [--project|--user]`: Ledger's entries in an
+agent's hook settings.
+
+Claude Code reads `.claude/settings.json` (the project, the default) or
+`~/.claude/settings.json` (`--user`); Codex reads `hooks.json` in `.codex/` or in `$CODEX_HOME`
+(default `~/.codex`), in the same shape (`{"hooks": {EVENT: [{"matcher": ..., "hooks":
+[{"type": "command", "command": ...}]}]}}`). Install merges one matcher group per event,
+keeping every other setting and hook; running it twice changes nothing. Uninstall removes
+exactly the entries whose command is Ledger's hook, and the lists that only they made
+non-empty. The hook command names this Python interpreter, so it works without `ledger` on PATH.
+
+A project install writes into the workspace because the user asked for it; the session sees
+that write as one change before the first step, nothing more.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import pathlib
+import shlex
+import sys
+from typing import Any
+
+from ledger_impl.adapters.claude import TOOLS
+
+#: Per agent: events and their matchers (None: the event takes no matcher, or all tools).
+EVENTS: dict[str, dict[str, str | None]] = {
+    "claude": {
+        "PreToolUse": "|".join(TOOLS),
+        "PostToolUse": "|".join(TOOLS),
+        "PostToolUseFailure": "|".join(TOOLS),
+        "SessionStart": None,
+        "UserPromptSubmit": None,
+    },
+    "codex": {
+        "PreToolUse": None,
+        "PostToolUse": None,
+        "SessionStart": None,
+        "UserPromptSubmit": None,
+    },
+}
+CLAUDE_EVENTS = EVENTS["claude"]
+HOOK_TIMEOUT_S = 60
+
+
+class SettingsError(Exception):
+    """The settings file cannot be read as Claude Code settings."""
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser("hooks", help="install or remove Ledger's hooks in an agent's settings")
+    actions = parser.add_subparsers(dest="action", metavar="ACTION", required=True)
+    for action, text in (("install", "add Ledger's hooks (idempotent)"), ("uninstall", "remove exactly Ledger's hooks")):
+        sub = actions.add_parser(action, help=text)
+        sub.add_argument("agent", choices=sorted(EVENTS))
+        where = sub.add_mutually_exclusive_group()
+        where.add_argument("--project", action="store_true",
+                           help="PROJECT/.claude/settings.json or PROJECT/.codex/hooks.json (the default)")
+        where.add_argument("--user", action="store_true", help="~/.claude/settings.json or $CODEX_HOME/hooks.json")
+        sub.add_argument("--root", default=".", help="the project directory for --project (default: .)")
+        if action == "install":
+            sub.add_argument("--state-dir", default=None, help="pass --state-dir to every hook call")
+        sub.set_defaults(run=run)
+
+
+def settings_path(agent: str, user: bool, root: str | os.PathLike[str]) -> pathlib.Path:
+    if agent == "codex":
+        home = pathlib.Path(os.environ.get("CODEX_HOME") or pathlib.Path.home() / ".codex")
+        return (home if user else pathlib.Path(root) / ".codex") / "hooks.json"
+    return (pathlib.Path.home() if user else pathlib.Path(root)) / ".claude" / "settings.json"
+
+
+def hook_command(agent: str, state_dir: str | None = None) -> str:
+    parts = [sys.executable, "-m", "ledger_cli.main", "hook", agent]
+    if state_dir is not None:
+        parts += ["--state-dir", os.path.abspath(state_dir)]
+    return shlex.join(parts)
+
+
+def is_ledger_hook(entry: Any) -> bool:
+    return isinstance(entry, dict) and "ledger_cli.main hook " in str(entry.get("command", ""))
+
+
+def installed(settings: dict[str, Any], command: str, agent: str = "claude") -> dict[str, Any]:
+    """`settings` with Ledger's hooks (running `command`) present exactly once per event."""
+    merged = uninstalled(settings)
+    hooks = merged.setdefault("hooks", {})
+    for event, matcher in EVENTS[agent].items():
+        entry: dict[str, Any] = {"type": "command", "command": command}
+        if agent == "claude":
+            entry["timeout"] = HOOK_TIMEOUT_S
+        group: dict[str, Any] = {"hooks": [entry]}
+        if matcher is not None:
+            group = {"matcher": matcher, **group}
+        hooks.setdefault(event, []).append(group)
+    return merged
+
+
+def uninstalled(settings: dict[str, Any]) -> dict[str, Any]:
+    """`settings` without Ledger's hooks; everything else as it was."""
+    result = json.loads(json.dumps(settings))  # a deep copy
+    hooks = result.get("hooks")
+    if not isinstance(hooks, dict):
+        return result
+    for event in list(hooks):
+        groups = hooks[event]
+        if not isinstance(groups, list):
+            continue
+        kept = []
+        for group in groups:
+            entries = group.get("hooks") if isinstance(group, dict) else None
+            if not isinstance(entries, list) or not any(is_ledger_hook(e) for e in entries):
+                kept.append(group)
+                continue
+            others = [e for e in entries if not is_ledger_hook(e)]
+            if others:
+                kept.append({**group, "hooks": others})
+        if kept:
+            hooks[event] = kept
+        else:
+            del hooks[event]
+    if not hooks:
+        del result["hooks"]
+    return result
+
+
+def read_settings(path: pathlib.Path) -> dict[str, Any]:
+    if not path.exists():
+        return {}
+    try:
+        settings = json.loads(path.read_text(encoding="utf-8") or "{}")
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
+        raise SettingsError(f"{path}: not readable as JSON ({error})") from error
+    if not isinstance(settings, dict) or not isinstance(settings.get("hooks", {}), dict):
+        raise SettingsError(f"{path}: not hook settings (expected an object with an object 'hooks')")
+    return settings
+
+
+def write_settings(path: pathlib.Path, settings: dict[str, Any]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    temporary = path.with_name(path.name + ".ledger-tmp")
+    temporary.write_text(json.dumps(settings, indent=2) + "\n", encoding="utf-8")
+    os.replace(temporary, path)  # never a half-written settings file
+
+
+def run(args: argparse.Namespace) -> int:
+    path = settings_path(args.agent, args.user, args.root)
+    try:
+        settings = read_settings(path)
+    except SettingsError as error:
+        print(f"ledger hooks: {error}", file=sys.stderr)
+        return 2
+    if args.action == "install":
+        updated = installed(settings, hook_command(args.agent, args.state_dir), args.agent)
+    else:
+        updated = uninstalled(settings)
+    if updated == settings:
+        print(f"ledger hooks: {path} already {'has' if args.action == 'install' else 'lacks'} Ledger's hooks")
+        return 0
+    if not updated and not path.exists():
+        return 0
+    write_settings(path, updated)
+    print(f"ledger hooks: {args.action}ed Ledger's hooks in {path}")
+    return 0

@@ -1,0 +1,117 @@
+"""Claude Code's hook protocol, translated to a durable session's decide/record.
+
+What Claude Code 2.1 sends and expects (observed with the real CLI, see tests/agents/):
+
+- **Bash.** PreToolUse `tool_input.command` is decided. A Reuse is a `deny` whose
+  `permissionDecisionReason` is a one-line header and then the stored output verbatim; the
+  model receives it as an error `tool_result` reading "PreToolUse:Bash hook error: <reason>".
+  A Nudge is `additionalContext`, which Claude adds as a system note after the result.
+  PostToolUse's `tool_response.stdout` is already what the model sees (stderr merged in,
+  leading blank lines and trailing whitespace stripped), or "(Bash completed with no output)"
+  when it is empty; that text is recorded with exit status 0 (a command sent to the
+  background has only started, so its result is recorded inexact). A failed command arrives as
+  PostToolUseFailure whose `error` is the model's text, "Exit code N" first. An interrupted
+  command, or one whose status cannot be read, is recorded inexact (never served again).
+- **Read** is decided as the shell read of the same lines (`cat -n FILE`, `sed -n 'A,Bp' FILE`)
+  so that a repeated Read can be nudged, but it is never denied: Claude's Edit and Write refuse
+  a file that was not Read in the same session, so a denied Read would break the next edit.
+  A Reuse verdict on a Read becomes a Nudge saying the lines are unchanged. Its result (numbered
+  lines, long lines cut) is not a shell command's output, so it is recorded inexact.
+- **Edit, MultiEdit, Write, NotebookEdit** change files outside any shell. They are decided as
+  a write of their `file_path` (`touch -c -- FILE`, a spelling every detector and the classifier
+  read as "this file is written"), so the session's detector brackets the edit and the next
+  step sees the change; the result is recorded inexact.
+- **SessionStart, UserPromptSubmit** return the inform view as `additionalContext`.
+- Other tools (Grep, Glob, WebFetch, Task, ...) are not Ledger's business: no answer, allow.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from typing import Any
+
+from .hook_session import HookSession, Outcome, nudge_text, record_outcome, reuse_text
+
+NO_OUTPUT = "(Bash completed with no output)"
+EDIT_TOOLS = frozenset({"Edit", "MultiEdit", "Write", "NotebookEdit"})
+#: The tools whose calls are decided and recorded; install uses it as the hooks' matcher.
+TOOLS: tuple[str, ...] = ("Bash", "Read", *sorted(EDIT_TOOLS))
+_EXIT_CODE = re.compile(r"Exit code (\d+)(?:\n|$)")
+
+Reply = dict[str, Any] | None
+
+
+def handle(payload: dict[str, Any], session: HookSession) -> Reply:
+    """Answer one hook call. None means "no opinion" (the tool runs as usual)."""
+    event = payload.get("hook_event_name")
+    if event in ("SessionStart", "UserPromptSubmit"):
+        return _context(event, session.view())
+    tool = payload.get("tool_name")
+    call_id = payload.get("tool_use_id")
+    if tool not in TOOLS or not isinstance(call_id, str):
+        return None
+    tool_input = payload.get("tool_input") or {}
+    if event == "PreToolUse":
+        return _pre_tool_use(tool, tool_input, call_id, payload.get("cwd"), session)
+    if event == "PostToolUse":
+        record_outcome(session, call_id, _success(tool, tool_input, payload.get("tool_response")))
+    elif event == "PostToolUseFailure":
+        record_outcome(session, call_id, _failure(tool, payload.get("error"), payload.get("is_interrupt")))
+    return None
+
+
+def command_for(tool: str, tool_input: dict[str, Any]) -> str:
+    """The shell command a tool call is decided as."""
+    if tool == "Bash":
+        return str(tool_input["command"])
+    path = shlex.quote(str(tool_input["file_path"]))
+    if tool == "Read":
+        offset, limit = tool_input.get("offset"), tool_input.get("limit")
+        if offset is None and limit is None:
+            return f"cat -n {path}"
+        start = max(int(offset or 1), 1)
+        end = f"{start + int(limit) - 1}" if limit is not None else "$"
+        return f"sed -n '{start},{end}p' {path}"
+    return f"touch -c -- {path}"
+
+
+def _pre_tool_use(tool: str, tool_input: dict[str, Any], call_id: str, cwd: Any, session: HookSession) -> Reply:
+    decision = session.decide(command_for(tool, tool_input), call_id=call_id, cwd=cwd if isinstance(cwd, str) else None)
+    output: dict[str, Any] = {"hookEventName": "PreToolUse"}
+    if decision.verdict == "reuse" and tool == "Bash":
+        output["permissionDecision"] = "deny"
+        output["permissionDecisionReason"] = reuse_text(decision)
+    elif decision.verdict == "reuse":
+        output["additionalContext"] = (f"[ledger] These lines are unchanged since step {decision.served_step}, "
+                                       "where you already saw them.")
+    elif decision.verdict == "nudge":
+        output["additionalContext"] = nudge_text(decision)
+    reply: dict[str, Any] = {}
+    if len(output) > 1:
+        reply["hookSpecificOutput"] = output
+    if decision.degraded:
+        reply["systemMessage"] = f"ledger: {decision.degraded}"
+    return reply or None
+
+
+def _success(tool: str, tool_input: dict[str, Any], response: Any) -> Outcome:
+    if tool != "Bash" or not isinstance(response, dict):
+        return Outcome("", 0, exact=False)
+    stdout = response.get("stdout")
+    # A background command has only started: its output so far is not its output.
+    partial = tool_input.get("run_in_background") or response.get("backgroundTaskId")
+    if not isinstance(stdout, str) or partial or response.get("interrupted") or response.get("isImage"):
+        return Outcome(stdout if isinstance(stdout, str) else "", 0, exact=False)
+    return Outcome(stdout or NO_OUTPUT, 0)
+
+
+def _failure(tool: str, error: Any, interrupted: Any) -> Outcome:
+    if tool != "Bash" or not isinstance(error, str) or interrupted:
+        return Outcome(error if isinstance(error, str) else "", 1, exact=False)
+    status = _EXIT_CODE.match(error)
+    return Outcome(error, int(status.group(1))) if status else Outcome(error, 1, exact=False)
+
+
+def _context(event: str, text: str) -> Reply:
+    return {"hookSpecificOutput": {"hookEventName": event, "additionalContext": text}} if text else None

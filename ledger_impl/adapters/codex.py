@@ -1,0 +1,127 @@
+"""Codex CLI's hook protocol (codex-rs/hooks schema), translated to a durable session.
+
+Codex sends Claude-shaped JSON on stdin (`hook_event_name`, `tool_name`, `tool_input.command`,
+`tool_use_id`, `cwd`, plus `turn_id` and `model`) and reads:
+- PreToolUse: nothing for "no opinion" (Codex refuses `permissionDecision: "allow"` without
+  `updatedInput`); `permissionDecision: "deny"` with a non-empty `permissionDecisionReason`
+  blocks the call and shows the reason to the model (Codex trims surrounding whitespace);
+  `additionalContext` is added for the model.
+- PostToolUse: `additionalContext`.
+- SessionStart, UserPromptSubmit: `additionalContext`.
+
+Shell calls arrive as tool "Bash"; `apply_patch` edits arrive under that name with the patch
+as input: they are decided as an unknown write (`apply_patch` is not a read the classifier
+knows), so the detector brackets them.
+
+Codex's PostToolUse for a shell call carries the output as one string and no exit status.
+The status is taken from Codex's own session transcript (`transcript_path`): the
+`item_completed` event of this call, a completed `CommandExecution` whose
+`aggregated_output` equals the hook's output string and whose `exit_code` is an integer. Only
+then is the result exact (stored, servable); if the transcript is missing, unreadable, or
+disagrees, the result is recorded inexact (the bracket closes, changes are counted, nothing is
+served later). A payload that itself carries an integer `exit_code` next to its `output` is
+recorded exactly too.
+
+What the model sees on a Reuse: "Command blocked by PreToolUse hook: <reason>. Command:
+<command>", where the reason is the header (naming the exit status) and the stored output;
+Codex trims the reason's surrounding whitespace, so trailing newlines of the output are lost.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any
+
+from .hook_session import HookSession, Outcome, nudge_text, record_outcome, reuse_text
+
+Reply = dict[str, Any] | None
+SHELL_TOOLS = frozenset({"Bash", "shell", "local_shell", "exec_command"})
+PATCH_TOOLS = frozenset({"apply_patch"})
+
+
+def handle(payload: dict[str, Any], session: HookSession) -> Reply:
+    event = payload.get("hook_event_name")
+    if event in ("SessionStart", "UserPromptSubmit"):
+        view = session.view()
+        return {"hookSpecificOutput": {"hookEventName": event, "additionalContext": view}} if view else None
+    tool = payload.get("tool_name")
+    call_id = payload.get("tool_use_id")
+    if tool not in SHELL_TOOLS | PATCH_TOOLS or not isinstance(call_id, str):
+        return None
+    if event == "PreToolUse":
+        return _pre_tool_use(tool, payload.get("tool_input") or {}, call_id, payload.get("cwd"), session)
+    if event == "PostToolUse":
+        outcome = _outcome(tool, payload.get("tool_response"))
+        if not outcome.exact and tool in SHELL_TOOLS and isinstance(payload.get("tool_response"), str):
+            status = exit_status_from_transcript(payload.get("transcript_path"), call_id, outcome.output)
+            if status is not None:
+                outcome = Outcome(outcome.output, status)
+        record_outcome(session, call_id, outcome)
+    return None
+
+
+def command_for(tool: str, tool_input: dict[str, Any]) -> str:
+    if tool in PATCH_TOOLS:
+        return "apply_patch"
+    command = tool_input["command"]
+    return command if isinstance(command, str) else " ".join(str(part) for part in command)
+
+
+def _pre_tool_use(tool: str, tool_input: dict[str, Any], call_id: str, cwd: Any, session: HookSession) -> Reply:
+    decision = session.decide(command_for(tool, tool_input), call_id=call_id, cwd=cwd if isinstance(cwd, str) else None)
+    output: dict[str, Any] = {"hookEventName": "PreToolUse"}
+    if decision.verdict == "reuse":
+        output["permissionDecision"] = "deny"
+        output["permissionDecisionReason"] = reuse_text(decision, with_status=True)
+    elif decision.verdict == "nudge":
+        output["additionalContext"] = nudge_text(decision)
+    reply: dict[str, Any] = {}
+    if len(output) > 1:
+        reply["hookSpecificOutput"] = output
+    if decision.degraded:
+        reply["systemMessage"] = f"ledger: {decision.degraded}"
+    return reply or None
+
+
+def _outcome(tool: str, response: Any) -> Outcome:
+    if tool in SHELL_TOOLS and isinstance(response, dict):
+        output, status = response.get("output"), response.get("exit_code")
+        if isinstance(output, str) and isinstance(status, int) and not isinstance(status, bool):
+            return Outcome(output, status)
+    # Codex does not say whether the command succeeded; 0 is only what the view shows.
+    return Outcome(response if isinstance(response, str) else "", 0, exact=False)
+
+
+#: How much of the transcript's end is searched for the call's completion (its newest events).
+TRANSCRIPT_TAIL_BYTES = 4 * 1024 * 1024
+
+
+def exit_status_from_transcript(path: Any, call_id: str, output: str) -> int | None:
+    """The exit status Codex recorded for `call_id`, if its transcript shows that call completed
+    with exactly `output`; None when it cannot be shown."""
+    if not isinstance(path, str) or not path:
+        return None
+    try:
+        with open(path, "rb") as transcript:
+            transcript.seek(0, os.SEEK_END)
+            size = transcript.tell()
+            transcript.seek(max(0, size - TRANSCRIPT_TAIL_BYTES))
+            tail = transcript.read()
+    except OSError:
+        return None
+    for line in reversed(tail.splitlines()):
+        if call_id.encode() not in line or b"item_completed" not in line:
+            continue
+        try:
+            item = json.loads(line)["payload"]["item"]
+        except (ValueError, KeyError, TypeError):
+            continue
+        if not isinstance(item, dict) or item.get("id") != call_id or item.get("type") != "CommandExecution":
+            continue
+        status = item.get("exit_code")
+        if item.get("status") == "completed" and item.get("aggregated_output") == output \
+                and isinstance(status, int) and not isinstance(status, bool):
+            return status
+        return None
+    return None

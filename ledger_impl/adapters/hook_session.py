@@ -1,0 +1,77 @@
+"""What agent hooks share: the session they talk to, and how a tool's result is recorded.
+
+Theory of operation. An agent that runs its own tools (Claude Code, Codex) calls a hook process
+before each tool call (PreToolUse) and after it (PostToolUse, or PostToolUseFailure). Each call
+is a new process, so the state lives in a durable session (`ledger_impl.session`): PreToolUse
+asks it to `decide` the call, which also opens the detector's bracket around the execution;
+the matching post hook `record`s the result, which closes it. The protocol modules
+(`claude.py`, `codex.py`) only translate payloads to these two calls and verdicts back to the
+agent's JSON; they never judge freshness themselves.
+
+A result is stored as the agent saw it (after the agent's own formatting), so that a Reuse is
+byte-identical to what the agent would see on a fresh run. When the hook cannot know that text
+exactly (no exit status in the payload, an interrupted command, a tool whose answer is not a
+shell command's output), the result is recorded as *inexact*: the bracket still closes and
+changes are still counted, but nothing is stored that a later Reuse could serve.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+import attrs
+
+
+class Verdict(Protocol):
+    """The fields of `ledger_impl.session.Decision` that hooks read."""
+
+    verdict: str
+    output: str | None
+    exit_code: int | None
+    note: str | None
+    served_step: int | None
+    degraded: str | None
+
+
+class HookSession(Protocol):
+    """The part of `ledger_impl.session.DurableSession` that hooks use."""
+
+    def decide(self, command: str, *, call_id: str, cwd: str | None = None) -> Verdict: ...
+
+    def record(self, call_id: str, output: str, exit_code: int, *, exact: bool = True) -> None: ...
+
+    def view(self) -> str: ...
+
+
+@attrs.frozen
+class Outcome:
+    """A finished tool call as the agent saw it. Inexact: not a shell command's exact output
+    and status, so never to be served again."""
+
+    output: str
+    exit_code: int
+    exact: bool = True
+
+
+def record_outcome(session: HookSession, call_id: str, outcome: Outcome) -> None:
+    """Close the call's bracket; its result is stored for reuse only when exact."""
+    session.record(call_id, outcome.output, outcome.exit_code, exact=outcome.exact)
+
+
+def reuse_header(step: int | None, exit_code: int | None = None) -> str:
+    """The one line above a reused output; the output follows it verbatim on the next line."""
+    where = f"step {step}" if step is not None else "an earlier step"
+    status = f", exit status {exit_code}" if exit_code is not None else ""
+    return (f"[ledger] Not run again: this is the unchanged result of {where}{status} "
+            f"(nothing it depends on has changed since). Output, verbatim:")
+
+
+def reuse_text(decision: Verdict, *, with_status: bool = False) -> str:
+    """Header and stored output. `with_status` for agents whose own result text does not
+    already carry the exit status (Claude's failure text starts with "Exit code N")."""
+    header = reuse_header(decision.served_step, decision.exit_code if with_status else None)
+    return f"{header}\n{decision.output or ''}"
+
+
+def nudge_text(decision: Verdict) -> str:
+    return decision.note or "[ledger] This command looks redundant: it was run recently and nothing has changed since."

@@ -1,0 +1,81 @@
+"""git: one table of subcommands, read by the classifier and by the rules detector."""
+
+from __future__ import annotations
+
+import re
+
+from ..shell import Word
+from .effect import DOT, EDIT, RUN, Effect, Kind
+from .hazards import GIT_INDEX_REFRESH
+
+
+# The subcommands whose output depends only on the repository and the work tree (with the
+# options checked below), and those that change the work tree or .git. Any other subcommand is
+# `run`. The rules detector reports unknown scope for every writer: it cannot list their keys.
+GIT_READS = frozenset({"status", "diff", "log", "show", "blame", "ls-files", "rev-parse", "shortlog", "describe"})
+GIT_WRITERS = frozenset({"apply", "checkout", "restore", "stash", "reset", "add", "commit", "mv", "rm", "clean",
+                         "cherry-pick", "revert", "merge", "rebase", "am", "switch", "pull", "init", "clone",
+                         "tag", "branch", "worktree"})
+# Forms of writers that only list: `git branch -a`, `git stash list`.
+_BRANCH_LISTING = frozenset({"-a", "-l", "--list", "-v", "-vv", "-r", "--all", "--show-current"})
+_GLOBAL_FLAGS = frozenset({"--no-pager"})
+
+
+def subcommand(args: list[Word]) -> int | None:
+    """The index of the subcommand word in git's arguments, after the global flags known to
+    change nothing (`--no-pager`); None when there is none. Any other global option (`-C`, `-c`)
+    then stands where the subcommand is looked for, which no table names: such a git is `run`."""
+    i = 0
+    while i < len(args) and args[i].text in _GLOBAL_FLAGS:
+        i += 1
+    return i if i < len(args) else None
+
+
+# Output that moves with the clock: relative or human dates, and limits such as "yesterday".
+_GIT_CLOCK_OPTIONS = ("--relative-date", "--date=relative", "--date=human", "--since", "--until", "--after",
+                      "--before", "--max-age", "--min-age")
+_GIT_CLOCK_PLACEHOLDERS = re.compile(r"%[ac][rh]")  # %ar %cr (relative), %ah %ch (human)
+
+
+def _git_reads_the_clock(text: str, previous: str) -> bool:
+    """Whether an argument makes git's output move with the clock. `previous` is the argument
+    before it, for options given as two words (`--date relative`)."""
+    if text.startswith(_GIT_CLOCK_OPTIONS) or _GIT_CLOCK_PLACEHOLDERS.search(text) or "@{" in text:
+        return True  # `HEAD@{5 minutes ago}` picks a commit by time
+    if text.startswith("--date=") or previous == "--date":
+        return any(word in text for word in ("relative", "human"))
+    return False
+
+
+def git(args: list[Word]) -> Effect:
+    i = subcommand(args)
+    if i is None:
+        return RUN
+    sub = args[i].text
+    rest = args[i + 1 :]
+    if sub in GIT_READS:
+        if any(w.text.startswith(GIT_INDEX_REFRESH.get(sub, ())) for w in rest):
+            return RUN  # refreshes and writes .git/index, whatever GIT_OPTIONAL_LOCKS says
+        previous = ""
+        for word in rest:
+            text = word.text
+            # --output writes a file; external diff and textconv drivers run programs;
+            # --no-index compares arbitrary paths outside the repository.
+            if text.startswith(("--output", "--ext-diff", "--textconv", "--no-index", "-O", "--open-files")):
+                return RUN
+            if text.startswith("-o") and sub in ("diff", "log", "show"):
+                return RUN
+            if _git_reads_the_clock(text, previous):
+                return RUN
+            if not text.startswith("-") and (text.startswith("/") or ".." in text.split("/")):
+                return RUN  # a path outside the root: git falls back to --no-index
+            previous = text
+        return Effect(Kind.READS, search=True, trees=[DOT], tree=True, repository=True)
+    if sub == "branch" and all(w.text in _BRANCH_LISTING for w in rest):
+        return Effect(Kind.READS, search=True, trees=[DOT], tree=True, repository=True)
+    if sub == "stash" and rest and rest[0].text in ("list", "show"):
+        return Effect(Kind.READS, search=True, trees=[DOT], tree=True, repository=True)
+    if sub in GIT_WRITERS:
+        return EDIT
+    return RUN
+

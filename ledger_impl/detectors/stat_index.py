@@ -1,0 +1,177 @@
+"""StatIndexDetector: the snapshot diff with its baseline kept on disk, like git's index.
+
+A hook process lives for one call, so the baseline a diff needs cannot stay in memory. The
+stat index is the tree snapshot of `ledger_impl.tree_snapshot` (stat data per path, digests of
+racily-clean files, directory listings reused when the directory's stat data is unchanged),
+serialized to bytes. `changes_since(root, blob)` scans the tree against the stored baseline and
+returns the changes and the new blob; it writes nothing, so the caller decides where the blob
+lives (the session keeps it in the same SQLite transaction as the ledger, so a crash can never
+leave a baseline that is newer than the ledger it belongs to).
+
+`StatIndexDetector` is the same index behind the ordinary `before`/`after` detector contract,
+persisted in a file under a state directory (never under the root) and read back at every call,
+so `ledger check-detector ledger_impl.detectors.stat_index:make` checks the persisted path.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import marshal
+import os
+import pathlib
+import shutil
+import tempfile
+
+from ledger_impl.tree_snapshot import RACY_WINDOW_NS, Entry, Snapshot, diff, take_snapshot
+from ledger_spec.values import Changes
+
+# Bumped whenever the layout of the encoded snapshot changes; a blob of another version is
+# never decoded (it proves nothing, so the next scan reports unknown scope).
+INDEX_FORMAT = 1
+_DIGEST_SIZE = 32
+
+
+class IndexDamaged(ValueError):
+    """A stored index that cannot be shown intact (wrong format, checksum, or shape)."""
+
+
+def encode(snapshot: Snapshot) -> bytes:
+    """The snapshot as bytes: a checksum, then marshal of plain tuples and dicts (no code)."""
+    entries = {key: (entry.sig, entry.racy, entry.digest) for key, entry in snapshot.entries.items()}
+    body = marshal.dumps(
+        (INDEX_FORMAT, snapshot.root, entries, snapshot.listings, tuple(sorted(snapshot.unreadable)), snapshot.taken_at_ns)
+    )
+    return hashlib.blake2b(body, digest_size=_DIGEST_SIZE).digest() + body
+
+
+def decode(blob: bytes) -> Snapshot:
+    """The snapshot `encode` wrote; `IndexDamaged` if the bytes cannot be shown to be one."""
+    checksum, body = blob[:_DIGEST_SIZE], blob[_DIGEST_SIZE:]
+    if len(checksum) != _DIGEST_SIZE or hashlib.blake2b(body, digest_size=_DIGEST_SIZE).digest() != checksum:
+        raise IndexDamaged("stat index checksum mismatch")
+    try:
+        version, root, entries, listings, unreadable, taken_at = marshal.loads(body)
+    except (ValueError, EOFError, TypeError) as error:
+        raise IndexDamaged(f"stat index unreadable: {error}") from None
+    if version != INDEX_FORMAT:
+        raise IndexDamaged(f"stat index format {version!r}, expected {INDEX_FORMAT}")
+    make = Entry._make
+    return Snapshot(
+        root, {key: make(value) for key, value in entries.items()}, listings, frozenset(unreadable), taken_at
+    )
+
+
+def changes_since(
+    root: os.PathLike[str] | str, blob: bytes | None, *, racy_window_ns: int = RACY_WINDOW_NS
+) -> tuple[Changes, bytes, str | None]:
+    """What changed under `root` since the index `blob` was taken, the new index, and why the
+    report is unknown scope when the stored index could not be used (None otherwise).
+
+    With no stored index there is nothing to compare against: the report is unknown scope and
+    the caller decides whether that matters (it does not for a session with no history)."""
+    root_s = os.path.abspath(os.fspath(root))
+    baseline: Snapshot | None = None
+    problem: str | None = None
+    if blob is None:
+        problem = "no stored stat index"
+    else:
+        try:
+            baseline = decode(blob)
+        except IndexDamaged as error:
+            problem = str(error)
+        else:
+            if baseline.root != root_s:
+                problem, baseline = f"stat index is for {baseline.root!r}, not {root_s!r}", None
+    current = take_snapshot(root_s, baseline, racy_window_ns=racy_window_ns)
+    if baseline is None:
+        return Changes(unknown=True), encode(current), problem
+    return diff(baseline, current), encode(current), None
+
+
+class StatIndex:
+    """The default detector of a `DurableSession`: `changes_since` over the local tree."""
+
+    name = "stat-index"
+
+    def __init__(self, racy_window_ns: int = RACY_WINDOW_NS) -> None:
+        self.racy_window_ns = racy_window_ns
+
+    def changes_since(self, root: os.PathLike[str] | str, blob: bytes | None) -> tuple[Changes, bytes, str | None]:
+        return changes_since(root, blob, racy_window_ns=self.racy_window_ns)
+
+
+def default_state_dir() -> pathlib.Path:
+    """`$XDG_STATE_HOME/ledger`, else `~/.local/state/ledger`: outside any workspace."""
+    base = os.environ.get("XDG_STATE_HOME") or os.path.join(os.path.expanduser("~"), ".local", "state")
+    return pathlib.Path(base) / "ledger"
+
+
+def check_outside(root: os.PathLike[str] | str, state_dir: os.PathLike[str] | str) -> None:
+    """Raise ValueError if `state_dir` is `root` or below it: Ledger never writes into the tree it
+    watches (its own writes would be reported as the agent's changes, or hide them)."""
+    root_r = os.path.realpath(root)
+    state_r = os.path.realpath(state_dir)
+    if state_r == root_r or state_r.startswith(root_r.rstrip("/") + "/"):
+        raise ValueError(f"the state directory {os.fspath(state_dir)!r} is inside the workspace {os.fspath(root)!r}")
+
+
+class StatIndexDetector:
+    """The persisted stat index behind `before`/`after`; reloads the index from disk every call.
+
+    The file is replaced atomically (write a temporary file, then rename), so a process killed
+    mid-write leaves the previous index, whose next diff still reports everything since.
+    """
+
+    name = "stat-index"
+
+    def __init__(self, state_dir: os.PathLike[str] | str | None = None, racy_window_ns: int = RACY_WINDOW_NS) -> None:
+        self.state_dir = pathlib.Path(state_dir) if state_dir is not None else default_state_dir() / "detector-index"
+        self.racy_window_ns = racy_window_ns
+
+    def _path(self, root_s: str) -> pathlib.Path:
+        return self.state_dir / (hashlib.sha256(root_s.encode("utf-8", "surrogateescape")).hexdigest()[:24] + ".index")
+
+    def _load(self, root_s: str) -> bytes | None:
+        try:
+            return self._path(root_s).read_bytes()
+        except FileNotFoundError:
+            return None
+
+    def _store(self, root_s: str, blob: bytes) -> None:
+        check_outside(root_s, self.state_dir)
+        self.state_dir.mkdir(parents=True, exist_ok=True)
+        fd, temporary = tempfile.mkstemp(dir=self.state_dir, prefix=".index-")
+        try:
+            with os.fdopen(fd, "wb") as handle:
+                handle.write(blob)
+            os.replace(temporary, self._path(root_s))
+        except BaseException:
+            os.unlink(temporary)
+            raise
+
+    def before(self, root: pathlib.Path, command: str) -> None:
+        root_s = os.path.abspath(root)
+        if self._load(root_s) is None:
+            _, blob, _ = changes_since(root_s, None, racy_window_ns=self.racy_window_ns)
+            self._store(root_s, blob)
+
+    def after(self, root: pathlib.Path, command: str, exit_code: int) -> Changes:
+        root_s = os.path.abspath(root)
+        changes, blob, _ = changes_since(root_s, self._load(root_s), racy_window_ns=self.racy_window_ns)
+        self._store(root_s, blob)
+        return changes
+
+
+    def close(self) -> None:
+        """Remove the state directory if this detector made it (see `make`)."""
+        if self._owns_state_dir:
+            shutil.rmtree(self.state_dir, ignore_errors=True)
+
+    _owns_state_dir = False
+
+
+def make() -> StatIndexDetector:
+    """A detector with its own fresh state directory, removed on close (for `check-detector`)."""
+    detector = StatIndexDetector(tempfile.mkdtemp(prefix="ledger-stat-index-"))
+    detector._owns_state_dir = True
+    return detector

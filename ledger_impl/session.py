@@ -1,0 +1,359 @@
+"""DurableSession: govern commands that someone else runs, across processes and crashes.
+
+Claude Code and Codex run each command themselves and call a hook process before
+(`decide`) and after (`record`) it; every call is a new process, and calls can overlap. The
+session keeps the ledger and the detector's baseline in the workspace's database (see
+`ledger_impl.store`) and does each call in one `BEGIN IMMEDIATE` transaction.
+
+Theory of operation.
+- decide(command, call_id): load the state; expire abandoned calls; poll the detector for
+  everything changed since the stored baseline and record it; govern. A Reuse is answered at
+  once (nothing runs, no record follows). Anything else leaves a *pending* row holding the
+  classified command, the decision and G at the command's start.
+- record(call_id, output, exit_code): load; poll and record what changed since (while the
+  command ran, and anything else); conclude the pending call. Its output becomes an
+  observation only if G did not move between its start and now: any change recorded by a
+  command that overlapped it (or by itself) could have reached it midway, so it is kept as a
+  step with no target, never served.
+- Reuse is refused while another call that may write is in flight: its writes may not have
+  landed yet. Calls in flight that only read do not block it.
+- A call decided and never recorded (the agent was interrupted, the tool failed with no
+  PostToolUse) is abandoned after `abandon_after` seconds, or at once by `abandon()`: the
+  workspace is then treated as changed in unknown scope.
+- State that cannot be shown intact is discarded with a note, which reaches the agent in the
+  next Decision's `degraded`. Losing state costs reuse, never correctness.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import os
+import pathlib
+import pickle
+import time
+
+import attrs
+
+from ledger_spec import Changes, Command, Policy, Reuse, State
+from ledger_spec.values import Allow
+
+from .classifier import classify
+from .detectors.stat_index import StatIndex
+from .ledger import Ledger
+from .store import PendingRow, StateRow, Store, checksum
+
+UNKNOWN_SCOPE = Changes(unknown=True)
+# Claude Code's Bash tool stops a command after 10 minutes at most; a call still pending well
+# after that was abandoned.
+DEFAULT_ABANDON_AFTER_S = 15 * 60.0
+# An abandoned call whose record has not come after this long is dropped from the store.
+FORGET_ABANDONED_AFTER_S = 24 * 3600.0
+# Outputs longer than this (in UTF-8 bytes) are never stored, so never reused.
+DEFAULT_OUTPUT_CAP = 256 * 1024
+
+
+@attrs.frozen
+class Decision:
+    """What the hook tells the agent about one proposed command."""
+
+    verdict: str  # 'allow' | 'reuse' | 'nudge'
+    output: str | None = None  # the stored output, if reuse
+    exit_code: int | None = None  # the stored exit status, if reuse
+    note: str | None = None  # the nudge or reuse note for the agent
+    served_step: int | None = None  # the step whose result is reused
+    degraded: str | None = None  # any degraded or unknown state the user should see
+
+
+@functools.cache
+def code_fingerprint() -> str:
+    """A hash of the code whose pickled ledger the store holds: state pickled by other code
+    is discarded rather than trusted (its meaning may have changed)."""
+    digest = hashlib.sha256()
+    here = pathlib.Path(__file__).resolve().parent
+    for package in (here, here.parent / "ledger_spec"):
+        for path in sorted(package.rglob("*.py")):
+            digest.update(str(path.relative_to(package.parent)).encode())
+            digest.update(path.read_bytes())
+    return digest.hexdigest()[:32]
+
+
+class DurableSession:
+    """The ledger of one workspace root, shared by every process that opens it."""
+
+    def __init__(
+        self,
+        root: pathlib.Path,
+        store: Store,
+        policy: Policy,
+        detector: StatIndex,
+        *,
+        output_cap: int,
+        abandon_after: float,
+    ) -> None:
+        self.root = root
+        self.policy = policy
+        self.detector = detector
+        self.output_cap = output_cap
+        self.abandon_after = abandon_after
+        self._store = store
+
+    @classmethod
+    def open(
+        cls,
+        root: str | os.PathLike[str],
+        *,
+        state_dir: str | os.PathLike[str] | None = None,
+        policy: Policy | None = None,
+        detector: StatIndex | None = None,
+        output_cap: int = DEFAULT_OUTPUT_CAP,
+        abandon_after: float = DEFAULT_ABANDON_AFTER_S,
+    ) -> "DurableSession":
+        path = pathlib.Path(root)
+        if not path.is_dir():
+            raise ValueError(f"session root must be an existing directory: {os.fspath(root)!r}")
+        if output_cap < 0:
+            raise ValueError(f"output_cap must be non-negative, got {output_cap!r}")
+        if abandon_after <= 0:
+            raise ValueError(f"abandon_after must be positive, got {abandon_after!r}")
+        resolved = path.resolve()
+        store = Store.open(resolved, state_dir)
+        return cls(
+            resolved,
+            store,
+            policy if policy is not None else Policy(),
+            detector if detector is not None else StatIndex(),
+            output_cap=output_cap,
+            abandon_after=abandon_after,
+        )
+
+    @property
+    def database(self) -> pathlib.Path:
+        return self._store.path
+
+    # --- the two calls around a command -------------------------------------------------------
+
+    def decide(self, command: str, *, call_id: str, cwd: str | os.PathLike[str] | None = None) -> Decision:
+        """Govern `command` before the agent runs it. Unless the verdict is 'reuse', the agent
+        runs it and `record(call_id, ...)` follows."""
+        if not isinstance(command, str):
+            raise TypeError(f"a command is a string, got {type(command).__name__}")
+        _check_call_id(call_id)
+        classified = classify(command, cwd=self._relative_cwd(cwd), root=self.root)
+        with self._store.transaction():
+            state = self._load()
+            decision = state.ledger.govern(classified)
+            if isinstance(decision, Reuse):
+                writers = [
+                    row for row in self._store.pending() if row.may_write and not row.abandoned and row.call_id != call_id
+                ]
+                if writers:
+                    state.notes.append(f"not reused: {len(writers)} command(s) that may write still running")
+                    decision = Allow()
+                elif not self._observation_fingerprint_holds(decision):
+                    state.notes.append("not reused: what the output depends on changed outside the tree")
+                    decision = Allow()
+            if isinstance(decision, Reuse):
+                state.ledger.advance(classified, decision, "", decision.exit_status, Changes())
+                result = Decision(
+                    "reuse",
+                    decision.output,
+                    decision.exit_status,
+                    decision.note,
+                    decision.observation.step,
+                    _joined(state.notes),
+                )
+            else:
+                blob = pickle.dumps((classified, decision), protocol=pickle.HIGHEST_PROTOCOL)
+                self._store.add_pending(
+                    PendingRow(
+                        call_id, command, blob, checksum(blob), state.ledger.total, not classified.read_only, time.time()
+                    )
+                )
+                result = Decision(decision.verdict.value, note=getattr(decision, "note", None), degraded=_joined(state.notes))
+            self._save(state)
+        return result
+
+    def record(self, call_id: str, output: str, exit_code: int, *, exact: bool = True) -> None:
+        """What the command decided under `call_id` printed and returned; the detector's report of
+        everything changed since the last call is recorded with it. `exact=False`: the caller
+        cannot vouch that `output` and `exit_code` are exactly what the command printed and
+        returned (an agent's hook that sees only a reformatted or status-less result): the
+        step is kept, its output is never served."""
+        _check_call_id(call_id)
+        if not isinstance(output, str):
+            raise TypeError(f"output is a string, got {type(output).__name__}")
+        if isinstance(exit_code, bool) or not isinstance(exit_code, int):
+            raise TypeError(f"exit_code is an int, got {type(exit_code).__name__}")
+        with self._store.transaction():
+            state = self._load()
+            rows = {row.call_id: row for row in self._store.pending()}
+            row = rows.get(call_id)
+            unpacked = _unpack(row) if row is not None else None
+            if unpacked is None:
+                # Never decided, forgotten long after it was abandoned, or its row is damaged:
+                # nothing to observe; what it changed was recorded by the poll in `_load`.
+                self._store.add_note(f"record for unknown call {call_id!r}: its output is not kept")
+            else:
+                classified, decision = unpacked
+                overlapped = state.ledger.total != row.total_at_start
+                too_long = len(output.encode("utf-8", "surrogateescape")) > self.output_cap
+                if classified.read_only and (overlapped or too_long or not exact):
+                    classified = attrs.evolve(classified, target=None)
+                state.ledger.advance(classified, decision, output, exit_code, Changes())
+                self._store.remove_pending(call_id)
+            self._save(state)
+
+    def abandon(self, call_id: str | None = None, reason: str = "abandoned") -> int:
+        """Declare one pending call (or all) abandoned: the workspace is then treated as changed
+        in unknown scope. Returns how many calls were pending."""
+        with self._store.transaction():
+            state = self._load()
+            rows = [
+                row for row in self._store.pending() if not row.abandoned and (call_id is None or row.call_id == call_id)
+            ]
+            for row in rows:
+                self._store.mark_abandoned(row.call_id)
+            if rows:
+                state.ledger.modify(UNKNOWN_SCOPE)
+                self._store.add_note(f"{len(rows)} command(s) {reason} before their result was recorded: changes unknown")
+            self._save(state)
+        return len(rows)
+
+    # --- inform and housekeeping --------------------------------------------------------------
+
+    def view(self, task: str = "") -> str:
+        """The inform view of the stored ledger (read only; no poll)."""
+        with self._store.transaction():
+            state = self._load(poll=False)
+            self._save(state)
+        return state.ledger.render(task)
+
+    def snapshot(self) -> State:
+        """The stored ledger as a `ledger_spec.State` (read only; no poll): for checks and tools."""
+        with self._store.transaction():
+            state = self._load(poll=False)
+            self._save(state)
+        return state.ledger.snapshot()
+
+    def close(self) -> None:
+        self._store.close()
+
+    def __enter__(self) -> "DurableSession":
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    # --- internals ----------------------------------------------------------------------------
+
+    def _relative_cwd(self, cwd: str | os.PathLike[str] | None) -> str:
+        if cwd is None:
+            return "."
+        return os.path.relpath(os.path.realpath(cwd), self.root)
+
+    def _load(self, *, poll: bool = True) -> "_State":
+        """The stored state, repaired: damaged parts discarded with a note, abandoned calls
+        expired, and (with `poll`) everything changed since the last call recorded."""
+        row = self._store.load_state()
+        ledger: Ledger | None = None
+        index: bytes | None = None
+        if row is not None:
+            index = row.stat_index
+            ledger, problem = trusted_ledger(row, self.policy)
+            if problem is not None:
+                self._store.add_note(f"session state discarded: {problem}; starting a new ledger")
+                self._store.clear_pending()
+        if ledger is None:
+            ledger = Ledger(self.policy)
+        state = _State(ledger, index)
+        now = time.time()
+        expired = [
+            row for row in self._store.pending() if not row.abandoned and now - row.started_at > self.abandon_after
+        ]
+        for pending in expired:
+            # Kept, marked: a record arriving late still concludes the step (with no observation:
+            # the unknown scope recorded now moved G since its start).
+            self._store.mark_abandoned(pending.call_id)
+        self._store.forget_abandoned(now - FORGET_ABANDONED_AFTER_S)
+        if expired:
+            ledger.modify(UNKNOWN_SCOPE)
+            self._store.add_note(
+                f"{len(expired)} command(s) never reported a result within {self.abandon_after:.0f} s: changes unknown"
+            )
+        if poll:
+            self._poll(state)
+        state.notes.extend(self._store.take_unshown_notes())
+        return state
+
+    def _poll(self, state: "_State") -> None:
+        """Record everything the detector finds changed since the stored baseline."""
+        has_history = state.ledger.step > 0 or bool(self._store.pending())
+        try:
+            changes, index, problem = self.detector.changes_since(self.root, state.index)
+        except Exception as error:  # noqa: BLE001 - a failed scan proves nothing unchanged
+            state.ledger.modify(UNKNOWN_SCOPE)
+            self._store.add_note(f"{self.detector.name} failed ({error!r}): changes unknown")
+            return
+        state.index = index
+        if problem is not None and not has_history:
+            return  # nothing observed yet, so nothing a first baseline must vouch for
+        if problem is not None:
+            self._store.add_note(f"{self.detector.name}: {problem}; changes unknown")
+        state.ledger.modify(changes)
+
+    def _save(self, state: "_State") -> None:
+        blob = pickle.dumps(state.ledger, protocol=pickle.HIGHEST_PROTOCOL)
+        self._store.save_state(code_fingerprint(), blob, state.index, state.ledger.step)
+
+    def _observation_fingerprint_holds(self, decision: Reuse) -> bool:
+        """INTEGRATION POINT for `ledger_impl.fingerprint`: whether what the observation's output
+        depends on beyond the tree (program on PATH, environment, git config) is unchanged.
+        Until that module lands there is no fingerprint to compare, so nothing refuses here."""
+        return True
+
+
+def trusted_ledger(row: StateRow, policy: Policy | None) -> tuple[Ledger | None, str | None]:
+    """The stored ledger if it can be shown intact (and kept under `policy`, unless None),
+    else None and why not."""
+    if row.code != code_fingerprint():
+        return None, "it was written by another version of Ledger"
+    if checksum(row.ledger) != row.ledger_sum:
+        return None, "its checksum does not match"
+    try:
+        loaded = pickle.loads(row.ledger)
+    except Exception as error:  # noqa: BLE001 - any failure means: not trusted
+        return None, f"it cannot be read ({type(error).__name__})"
+    if not isinstance(loaded, Ledger):
+        return None, "it is not a ledger"
+    if policy is not None and loaded.policy != policy:
+        return None, "it was kept under another policy"
+    return loaded, None
+
+
+@attrs.define
+class _State:
+    ledger: Ledger
+    index: bytes | None
+    notes: list[str] = attrs.Factory(list)
+
+
+def _unpack(row: PendingRow) -> tuple[Command, object] | None:
+    if checksum(row.blob) != row.blob_sum:
+        return None
+    try:
+        classified, decision = pickle.loads(row.blob)
+    except Exception:  # noqa: BLE001 - a damaged row is not trusted
+        return None
+    if not isinstance(classified, Command):
+        return None
+    return classified, decision
+
+
+def _check_call_id(call_id: object) -> None:
+    if not isinstance(call_id, str) or not call_id:
+        raise ValueError(f"call_id must be a non-empty string, got {call_id!r}")
+
+
+def _joined(notes: list[str]) -> str | None:
+    return "; ".join(notes) or None

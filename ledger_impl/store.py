@@ -1,0 +1,337 @@
+"""The durable store of a session: one SQLite database per workspace root, outside the root.
+
+Theory of operation. Every hook call is its own process; the store is what they share.
+- One database file per root (named by a hash of the root's real path) in the state
+  directory, in WAL mode so readers never block the writer.
+- Every call that changes state runs inside one `BEGIN IMMEDIATE` transaction (the write lock
+  is taken before anything is read), with a busy timeout: concurrent processes queue instead of
+  losing each other's updates, and a process killed at any instant leaves either the whole
+  transaction or none of it.
+- The ledger and the stat index are stored in the same row, each with a checksum, and written
+  in the same transaction, so a baseline can never be newer than the ledger it belongs to.
+- What cannot be shown intact (another schema version, a failed integrity check, a checksum
+  mismatch, state written by other code) is discarded, never trusted, and a note says so. An
+  empty ledger can only cost reuse: with no observations, nothing is reused.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import pathlib
+import sqlite3
+import time
+from collections.abc import Iterator
+
+import attrs
+
+from ledger_impl.detectors.stat_index import check_outside, default_state_dir
+
+SCHEMA_VERSION = 2
+BUSY_TIMEOUT_S = 30.0
+DATABASE_SUFFIX = ".sqlite"
+DISCARDED_INFIX = ".discarded-"  # a database set aside for inspection: `<name>.sqlite.discarded-<ns>`
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS state (
+    id INTEGER PRIMARY KEY CHECK (id = 1),
+    code TEXT NOT NULL,          -- fingerprint of the code that pickled the ledger
+    ledger BLOB NOT NULL,
+    ledger_sum TEXT NOT NULL,
+    stat_index BLOB,             -- checksummed inside (see detectors.stat_index.encode)
+    steps INTEGER NOT NULL,
+    updated_at REAL NOT NULL
+);
+CREATE TABLE IF NOT EXISTS pending (
+    call_id TEXT PRIMARY KEY,
+    command TEXT NOT NULL,
+    blob BLOB NOT NULL,          -- pickled (classified command, decision)
+    blob_sum TEXT NOT NULL,
+    total_at_start INTEGER NOT NULL,
+    may_write INTEGER NOT NULL,
+    started_at REAL NOT NULL,
+    abandoned INTEGER NOT NULL DEFAULT 0  -- declared abandoned (unknown scope already recorded)
+);
+CREATE TABLE IF NOT EXISTS notes (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    at REAL NOT NULL,
+    text TEXT NOT NULL,
+    shown INTEGER NOT NULL DEFAULT 0
+);
+"""
+
+
+def checksum(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def database_path(root: os.PathLike[str] | str, state_dir: os.PathLike[str] | str | None = None) -> pathlib.Path:
+    """Where the database for `root` lives: `<state_dir>/sessions/<hash>-<basename>.sqlite`."""
+    root_r = os.path.realpath(root)
+    directory = pathlib.Path(state_dir) if state_dir is not None else default_state_dir()
+    digest = hashlib.sha256(root_r.encode("utf-8", "surrogateescape")).hexdigest()[:16]
+    name = "".join(c if c.isalnum() or c in "-_." else "_" for c in os.path.basename(root_r))[:40] or "root"
+    return directory / "sessions" / f"{digest}-{name}{DATABASE_SUFFIX}"
+
+
+@attrs.frozen
+class PendingRow:
+    call_id: str
+    command: str
+    blob: bytes
+    blob_sum: str
+    total_at_start: int
+    may_write: bool
+    started_at: float
+    abandoned: bool = False
+
+
+@attrs.frozen
+class StateRow:
+    code: str
+    ledger: bytes
+    ledger_sum: str
+    stat_index: bytes | None
+    steps: int
+    updated_at: float
+
+
+class Store:
+    """One open database. Use `transaction()` for every read-modify-write."""
+
+    def __init__(self, path: pathlib.Path, connection: sqlite3.Connection, notes: list[str]) -> None:
+        self.path = path
+        self._db = connection
+        self.opening_notes = notes  # what was discarded while opening (also stored as notes)
+
+    @classmethod
+    def open(
+        cls, root: os.PathLike[str] | str, state_dir: os.PathLike[str] | str | None = None, *, create: bool = True
+    ) -> "Store":
+        path = database_path(root, state_dir)
+        check_outside(root, path.parent)
+        if not create and not path.exists():
+            raise FileNotFoundError(f"no session database for {os.fspath(root)!r} at {path}")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        notes: list[str] = []
+        try:
+            connection = _connect(path)
+            _initialize(connection, os.path.realpath(root))
+        except sqlite3.DatabaseError as error:
+            # Not a database, or a failed integrity check: keep it aside for inspection, start over.
+            aside = path.with_name(f"{path.name}{DISCARDED_INFIX}{time.time_ns()}")
+            with contextlib.suppress(OSError):
+                os.replace(path, aside)
+            for suffix in ("-wal", "-shm"):
+                with contextlib.suppress(OSError):
+                    os.unlink(str(path) + suffix)
+            notes.append(f"session state discarded ({error}); moved to {aside.name}")
+            connection = _connect(path)
+            _initialize(connection, os.path.realpath(root))
+        store = cls(path, connection, notes)
+        for note in notes:
+            with store.transaction():
+                store.add_note(note)
+        return store
+
+    @contextlib.contextmanager
+    def transaction(self) -> Iterator[None]:
+        """`BEGIN IMMEDIATE` ... `COMMIT`, rolled back on any exception."""
+        self._db.execute("BEGIN IMMEDIATE")
+        try:
+            yield
+        except BaseException:
+            self._db.execute("ROLLBACK")
+            raise
+        self._db.execute("COMMIT")
+
+    def close(self) -> None:
+        self._db.close()
+
+    # --- meta ---------------------------------------------------------------------------------
+
+    def meta(self, key: str) -> str | None:
+        row = self._db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+        return None if row is None else row[0]
+
+    # --- state --------------------------------------------------------------------------------
+
+    def load_state(self) -> StateRow | None:
+        row = self._db.execute(
+            "SELECT code, ledger, ledger_sum, stat_index, steps, updated_at FROM state WHERE id = 1"
+        ).fetchone()
+        return None if row is None else StateRow(row[0], bytes(row[1]), row[2], None if row[3] is None else bytes(row[3]), row[4], row[5])
+
+    def save_state(self, code: str, ledger: bytes, stat_index: bytes | None, steps: int) -> None:
+        self._db.execute(
+            "INSERT OR REPLACE INTO state (id, code, ledger, ledger_sum, stat_index, steps, updated_at)"
+            " VALUES (1, ?, ?, ?, ?, ?, ?)",
+            (code, ledger, checksum(ledger), stat_index, steps, time.time()),
+        )
+
+    # --- pending calls ------------------------------------------------------------------------
+
+    def add_pending(self, row: PendingRow) -> None:
+        self._db.execute(
+            "INSERT OR REPLACE INTO pending VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                row.call_id, row.command, row.blob, row.blob_sum, row.total_at_start,
+                int(row.may_write), row.started_at, int(row.abandoned),
+            ),
+        )
+
+    def pending(self) -> list[PendingRow]:
+        rows = self._db.execute(
+            "SELECT call_id, command, blob, blob_sum, total_at_start, may_write, started_at, abandoned"
+            " FROM pending ORDER BY started_at"
+        ).fetchall()
+        return [PendingRow(r[0], r[1], bytes(r[2]), r[3], r[4], bool(r[5]), r[6], bool(r[7])) for r in rows]
+
+    def mark_abandoned(self, call_id: str) -> None:
+        self._db.execute("UPDATE pending SET abandoned = 1 WHERE call_id = ?", (call_id,))
+
+    def forget_abandoned(self, older_than: float) -> None:
+        """Drop abandoned calls started before `older_than`: a record that late is not coming."""
+        self._db.execute("DELETE FROM pending WHERE abandoned = 1 AND started_at < ?", (older_than,))
+
+    def remove_pending(self, call_id: str) -> None:
+        self._db.execute("DELETE FROM pending WHERE call_id = ?", (call_id,))
+
+    def clear_pending(self) -> None:
+        self._db.execute("DELETE FROM pending")
+
+    # --- notes --------------------------------------------------------------------------------
+
+    def add_note(self, text: str) -> None:
+        self._db.execute("INSERT INTO notes (at, text) VALUES (?, ?)", (time.time(), text))
+
+    def take_unshown_notes(self) -> list[str]:
+        """Notes not yet shown to the agent, marked shown (inside the caller's transaction)."""
+        rows = self._db.execute("SELECT id, text FROM notes WHERE shown = 0 ORDER BY id").fetchall()
+        if rows:
+            self._db.execute("UPDATE notes SET shown = 1 WHERE shown = 0")
+        return [text for _, text in rows]
+
+    def notes(self, limit: int = 20) -> list[tuple[float, str]]:
+        rows = self._db.execute("SELECT at, text FROM notes ORDER BY id DESC LIMIT ?", (limit,)).fetchall()
+        return [(at, text) for at, text in reversed(rows)]
+
+
+def _connect(path: pathlib.Path) -> sqlite3.Connection:
+    # isolation_level=None: transactions are explicit (BEGIN IMMEDIATE), never implicit.
+    connection = sqlite3.connect(path, timeout=BUSY_TIMEOUT_S, isolation_level=None)
+    connection.execute("PRAGMA journal_mode=WAL")
+    # NORMAL in WAL mode survives any process crash; only a power loss may drop the last
+    # commits, which rolls ledger and index back together (still consistent).
+    connection.execute("PRAGMA synchronous=NORMAL")
+    return connection
+
+
+def _initialize(connection: sqlite3.Connection, root: str) -> None:
+    """Create the schema (once), or check the existing one; raise DatabaseError if unusable."""
+    if connection.execute("PRAGMA quick_check").fetchone()[0] != "ok":
+        raise sqlite3.DatabaseError("integrity check failed")
+    version = connection.execute("PRAGMA user_version").fetchone()[0]
+    if version == SCHEMA_VERSION:
+        stored_root = connection.execute("SELECT value FROM meta WHERE key = 'root'").fetchone()
+        if stored_root is not None and stored_root[0] != root:
+            raise sqlite3.DatabaseError(f"database belongs to {stored_root[0]!r}")
+        return
+    connection.execute("BEGIN IMMEDIATE")
+    try:
+        version = connection.execute("PRAGMA user_version").fetchone()[0]
+        if version not in (0, SCHEMA_VERSION):
+            raise sqlite3.DatabaseError(f"schema version {version}, expected {SCHEMA_VERSION}")
+        if version == 0:
+            # One statement at a time: executescript would commit the open transaction first.
+            for statement in _SCHEMA.split(";"):
+                if statement.strip():
+                    connection.execute(statement)
+            connection.execute("INSERT OR IGNORE INTO meta VALUES ('root', ?)", (root,))
+            connection.execute("INSERT OR IGNORE INTO meta VALUES ('created_at', ?)", (repr(time.time()),))
+            connection.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+    except BaseException:
+        connection.execute("ROLLBACK")
+        raise
+    connection.execute("COMMIT")
+
+
+@attrs.frozen
+class SessionSummary:
+    """What `ledger sessions list|show` says about one database, read without changing it."""
+
+    path: pathlib.Path
+    root: str | None  # None if the database cannot be read
+    steps: int
+    pending: int
+    abandoned: int
+    updated_at: float | None
+    size: int  # bytes, with the WAL
+    problem: str | None = None
+
+    @property
+    def ident(self) -> str:
+        return self.path.name.split("-", 1)[0]
+
+
+def sessions_dir(state_dir: os.PathLike[str] | str | None = None) -> pathlib.Path:
+    return (pathlib.Path(state_dir) if state_dir is not None else default_state_dir()) / "sessions"
+
+
+def summarize(path: pathlib.Path) -> SessionSummary:
+    """Read one database without writing to it (a read-only connection)."""
+    size = sum(p.stat().st_size for p in (path, pathlib.Path(str(path) + "-wal")) if p.exists())
+    try:
+        connection = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True, timeout=BUSY_TIMEOUT_S)
+        try:
+            version = connection.execute("PRAGMA user_version").fetchone()[0]
+            if version != SCHEMA_VERSION:
+                raise sqlite3.DatabaseError(f"schema version {version}, expected {SCHEMA_VERSION}")
+            root = connection.execute("SELECT value FROM meta WHERE key = 'root'").fetchone()
+            state = connection.execute("SELECT steps, updated_at FROM state WHERE id = 1").fetchone()
+            pending, abandoned = connection.execute(
+                "SELECT COUNT(*) - COALESCE(SUM(abandoned), 0), COALESCE(SUM(abandoned), 0) FROM pending"
+            ).fetchone()
+        finally:
+            connection.close()
+    except sqlite3.DatabaseError as error:
+        return SessionSummary(path, None, 0, 0, 0, None, size, f"unreadable: {error}")
+    return SessionSummary(
+        path,
+        None if root is None else root[0],
+        0 if state is None else state[0],
+        pending,
+        abandoned,
+        None if state is None else state[1],
+        size,
+    )
+
+
+def read_state(path: pathlib.Path) -> tuple[StateRow | None, list[tuple[float, str]]]:
+    """The state row and the latest notes of a database, read without writing to it."""
+    connection = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True, timeout=BUSY_TIMEOUT_S)
+    try:
+        store = Store(path, connection, [])
+        return store.load_state(), store.notes()
+    finally:
+        connection.close()
+
+
+def list_sessions(state_dir: os.PathLike[str] | str | None = None) -> list[SessionSummary]:
+    directory = sessions_dir(state_dir)
+    if not directory.is_dir():
+        return []
+    return [summarize(path) for path in sorted(directory.glob(f"*{DATABASE_SUFFIX}"))]
+
+
+def discarded_databases(state_dir: os.PathLike[str] | str | None = None) -> list[pathlib.Path]:
+    return sorted(sessions_dir(state_dir).glob(f"*{DATABASE_SUFFIX}{DISCARDED_INFIX}*"))
+
+
+def remove_database(path: pathlib.Path) -> None:
+    """Delete a database with its WAL and shared-memory files."""
+    for candidate in (path, pathlib.Path(str(path) + "-wal"), pathlib.Path(str(path) + "-shm")):
+        with contextlib.suppress(FileNotFoundError):
+            candidate.unlink()

@@ -1,0 +1,200 @@
+"""A scripted Anthropic Messages API server on 127.0.0.1, for driving a real Claude Code CLI.
+
+Claude Code talks to `ANTHROPIC_BASE_URL` with streaming requests (`POST /v1/messages`). This
+server answers each main-loop request with the next scripted assistant turn (text or
+`tool_use` blocks, streamed as server-sent events), so the CLI really runs its tools and really
+calls its hooks. It keeps what the CLI sent back: every `tool_result`, once, by `tool_use_id`.
+
+How a turn is found: Claude Code's main-loop requests are not one growing chat (side requests
+carry no tools; `system` notes are inserted between turns; consecutive tool results are merged),
+so the turn index is the number of this script's `tool_use` ids already present in the
+request's assistant messages. A request that carries no tools gets a short text answer.
+
+`on_results(results)` is called with the tool results of a turn before the next turn is
+served: the CLI is waiting, so the workspace is exactly as those tools left it (an oracle
+re-runs commands there).
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any, Callable
+
+import attrs
+
+
+@attrs.frozen
+class ToolUse:
+    """One scripted `tool_use` block; `id` is unique across the script."""
+
+    id: str
+    name: str
+    input: dict[str, Any]
+
+
+@attrs.frozen
+class ToolResult:
+    """What the CLI sent back for one `tool_use`: its text content and error flag."""
+
+    tool_use_id: str
+    content: str
+    is_error: bool
+
+
+Turn = tuple[ToolUse, ...] | str  # tool calls, or a final text answer (ends the run)
+ResultsHook = Callable[[list[ToolResult]], None]
+
+
+def _text_of(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "".join(part.get("text", "") for part in content if isinstance(part, dict))
+    return ""
+
+
+def _sse(event: str, data: dict[str, Any]) -> bytes:
+    return f"event: {event}\ndata: {json.dumps(data)}\n\n".encode()
+
+
+class ScriptedModel:
+    """The script and everything received; shared by the server's handler threads."""
+
+    def __init__(self, turns: list[Turn], on_results: ResultsHook | None = None) -> None:
+        self.turns = turns
+        self.on_results = on_results
+        self.results: dict[str, ToolResult] = {}
+        self.requests: list[dict[str, Any]] = []
+        self.errors: list[str] = []  # failures inside the server (e.g. the oracle), surfaced by the test
+        self._ids = {use.id for turn in turns if not isinstance(turn, str) for use in turn}
+        self._lock = threading.Lock()
+
+    def respond(self, request: dict[str, Any]) -> list[bytes]:
+        with self._lock:
+            self.requests.append(request)
+            if not request.get("tools"):
+                return self._stream_text("ok", len(self.requests))
+            seen: set[str] = set()
+            fresh: list[ToolResult] = []
+            for message in request.get("messages", []):
+                content = message.get("content")
+                if not isinstance(content, list):
+                    continue
+                for block in content:
+                    if not isinstance(block, dict):
+                        continue
+                    if message.get("role") == "assistant" and block.get("type") == "tool_use":
+                        if block.get("id") in self._ids:
+                            seen.add(block["id"])
+                    elif block.get("type") == "tool_result":
+                        use_id = block.get("tool_use_id", "")
+                        if use_id in self._ids and use_id not in self.results:
+                            result = ToolResult(use_id, _text_of(block.get("content")), bool(block.get("is_error")))
+                            self.results[use_id] = result
+                            fresh.append(result)
+            if fresh and self.on_results is not None:
+                try:
+                    self.on_results(fresh)
+                except Exception as error:  # reported by the test, never a hung CLI
+                    self.errors.append(f"on_results: {error!r}")
+            index = sum(1 for turn in self.turns if not isinstance(turn, str) and all(u.id in seen for u in turn))
+            turn = self.turns[index] if index < len(self.turns) else "done"
+            if isinstance(turn, str):
+                return self._stream_text(turn, len(self.requests))
+            return self._stream_tools(turn, len(self.requests))
+
+    def _stream_text(self, text: str, number: int) -> list[bytes]:
+        return [
+            self._start(number),
+            _sse("content_block_start", {"type": "content_block_start", "index": 0,
+                                         "content_block": {"type": "text", "text": ""}}),
+            _sse("content_block_delta", {"type": "content_block_delta", "index": 0,
+                                         "delta": {"type": "text_delta", "text": text}}),
+            _sse("content_block_stop", {"type": "content_block_stop", "index": 0}),
+            *self._stop("end_turn"),
+        ]
+
+    def _stream_tools(self, uses: tuple[ToolUse, ...], number: int) -> list[bytes]:
+        events = [self._start(number)]
+        for index, use in enumerate(uses):
+            events += [
+                _sse("content_block_start", {"type": "content_block_start", "index": index,
+                                             "content_block": {"type": "tool_use", "id": use.id, "name": use.name, "input": {}}}),
+                _sse("content_block_delta", {"type": "content_block_delta", "index": index,
+                                             "delta": {"type": "input_json_delta", "partial_json": json.dumps(use.input)}}),
+                _sse("content_block_stop", {"type": "content_block_stop", "index": index}),
+            ]
+        return events + self._stop("tool_use")
+
+    @staticmethod
+    def _start(number: int) -> bytes:
+        return _sse("message_start", {"type": "message_start", "message": {
+            "id": f"msg_scripted_{number}", "type": "message", "role": "assistant", "model": "claude-scripted",
+            "content": [], "stop_reason": None, "stop_sequence": None,
+            "usage": {"input_tokens": 1, "output_tokens": 1}}})
+
+    @staticmethod
+    def _stop(reason: str) -> list[bytes]:
+        return [
+            _sse("message_delta", {"type": "message_delta", "delta": {"stop_reason": reason, "stop_sequence": None},
+                                   "usage": {"output_tokens": 1}}),
+            _sse("message_stop", {"type": "message_stop"}),
+        ]
+
+
+class _Handler(BaseHTTPRequestHandler):
+    model: ScriptedModel  # set on a subclass per server
+
+    def do_POST(self) -> None:  # noqa: N802 (http.server's naming)
+        length = int(self.headers.get("Content-Length") or 0)
+        try:
+            request = json.loads(self.rfile.read(length) or b"{}")
+        except json.JSONDecodeError:
+            request = {}
+        if not self.path.startswith("/v1/messages") or self.path.startswith("/v1/messages/count_tokens"):
+            body = json.dumps({"input_tokens": 1}).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+            return
+        events = self.model.respond(request)
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Cache-Control", "no-cache")
+        self.end_headers()
+        for event in events:
+            self.wfile.write(event)
+        self.wfile.flush()
+
+    def do_GET(self) -> None:  # noqa: N802
+        body = b"{}"
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, format: str, *args: object) -> None:  # quiet
+        pass
+
+
+class ScriptedServer:
+    """`with ScriptedServer(model) as url:` serves `model` on 127.0.0.1 at a free port."""
+
+    def __init__(self, model: ScriptedModel) -> None:
+        handler = type("ScriptedHandler", (_Handler,), {"model": model})
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+
+    def __enter__(self) -> str:
+        self._thread.start()
+        host, port = self._server.server_address[:2]
+        return f"http://{host}:{port}"
+
+    def __exit__(self, *exc_info: object) -> None:
+        self._server.shutdown()
+        self._server.server_close()

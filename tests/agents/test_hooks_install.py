@@ -1,0 +1,89 @@
+"""`ledger hooks install|uninstall claude`: merged idempotently, removed exactly."""
+
+from __future__ import annotations
+
+import json
+import pathlib
+import subprocess
+import sys
+
+from ledger_cli.commands.hooks import CLAUDE_EVENTS, installed, is_ledger_hook, uninstalled
+
+USER_SETTINGS = {
+    "model": "opus",
+    "permissions": {"allow": ["Bash(git status)"]},
+    "hooks": {
+        "PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": "audit.sh"}]}],
+        "Stop": [{"hooks": [{"type": "command", "command": "notify.sh"}]}],
+    },
+}
+
+
+def ledger(*args: str, home: pathlib.Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "ledger_cli.main", *args], capture_output=True, text=True,
+                          env={"HOME": str(home), "PATH": "/usr/bin:/bin"}, timeout=60)
+
+
+def test_install_keeps_everything_else_and_is_idempotent() -> None:
+    once = installed(USER_SETTINGS, "ledger-cmd ledger_cli.main hook claude")
+    assert installed(once, "ledger-cmd ledger_cli.main hook claude") == once
+    assert once["model"] == "opus" and once["permissions"] == USER_SETTINGS["permissions"]
+    assert once["hooks"]["Stop"] == USER_SETTINGS["hooks"]["Stop"]
+    assert once["hooks"]["PreToolUse"][0] == USER_SETTINGS["hooks"]["PreToolUse"][0]
+    for event in CLAUDE_EVENTS:
+        ours = [e for group in once["hooks"][event] for e in group["hooks"] if is_ledger_hook(e)]
+        assert len(ours) == 1, event
+
+
+def test_uninstall_removes_exactly_ledgers_entries() -> None:
+    assert uninstalled(installed(USER_SETTINGS, "py -m ledger_cli.main hook claude")) == USER_SETTINGS
+    assert uninstalled(installed({}, "py -m ledger_cli.main hook claude")) == {}
+    # A group the user shares with Ledger's entry keeps the user's hook.
+    shared = {"hooks": {"PostToolUse": [{"matcher": "Bash", "hooks": [
+        {"type": "command", "command": "mine.sh"}, {"type": "command", "command": "py -m ledger_cli.main hook claude"}]}]}}
+    assert uninstalled(shared) == {"hooks": {"PostToolUse": [{"matcher": "Bash", "hooks": [
+        {"type": "command", "command": "mine.sh"}]}]}}
+
+
+def test_the_command_installs_into_user_and_project_settings(tmp_path: pathlib.Path) -> None:
+    home, project = tmp_path / "home", tmp_path / "project"
+    (home / ".claude").mkdir(parents=True)
+    project.mkdir()
+    (home / ".claude" / "settings.json").write_text(json.dumps(USER_SETTINGS))
+    assert ledger("hooks", "install", "claude", "--user", home=home).returncode == 0
+    assert ledger("hooks", "install", "claude", "--user", home=home).returncode == 0
+    settings = json.loads((home / ".claude" / "settings.json").read_text())
+    command = settings["hooks"]["SessionStart"][0]["hooks"][0]["command"]
+    assert command == f"{sys.executable} -m ledger_cli.main hook claude"
+    assert ledger("hooks", "uninstall", "claude", "--user", home=home).returncode == 0
+    assert json.loads((home / ".claude" / "settings.json").read_text()) == USER_SETTINGS
+
+    assert ledger("hooks", "install", "claude", "--project", "--root", str(project), home=home).returncode == 0
+    assert set(json.loads((project / ".claude" / "settings.json").read_text())["hooks"]) == set(CLAUDE_EVENTS)
+
+
+def test_unreadable_settings_are_refused_and_left_intact(tmp_path: pathlib.Path) -> None:
+    (tmp_path / ".claude").mkdir()
+    settings = tmp_path / ".claude" / "settings.json"
+    for text in ("{broken", '{"hooks": []}'):
+        settings.write_text(text)
+        done = ledger("hooks", "install", "claude", "--user", home=tmp_path)
+        assert done.returncode == 2 and done.stderr.startswith("ledger hooks: ") and "Traceback" not in done.stderr
+        assert settings.read_text() == text
+
+
+def test_codex_hooks_go_to_its_hooks_json(tmp_path: pathlib.Path) -> None:
+    codex_home, project = tmp_path / "codex-home", tmp_path / "project"
+    project.mkdir()
+    done = subprocess.run([sys.executable, "-m", "ledger_cli.main", "hooks", "install", "codex", "--user"],
+                          capture_output=True, text=True, timeout=60,
+                          env={"HOME": str(tmp_path), "CODEX_HOME": str(codex_home), "PATH": "/usr/bin:/bin"})
+    assert done.returncode == 0, done.stderr
+    hooks = json.loads((codex_home / "hooks.json").read_text())["hooks"]
+    assert set(hooks) == {"PreToolUse", "PostToolUse", "SessionStart", "UserPromptSubmit"}
+    assert hooks["PreToolUse"] == [{"hooks": [{"type": "command",
+                                               "command": f"{sys.executable} -m ledger_cli.main hook codex"}]}]
+    assert ledger("hooks", "install", "codex", "--root", str(project), home=tmp_path).returncode == 0
+    assert (project / ".codex" / "hooks.json").is_file()
+    assert ledger("hooks", "uninstall", "codex", "--root", str(project), home=tmp_path).returncode == 0
+    assert json.loads((project / ".codex" / "hooks.json").read_text()) == {}

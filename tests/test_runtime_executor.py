@@ -1,0 +1,37 @@
+"""Runtime.step(command, run=...): the harness executes, the Runtime governs and detects."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ledger_impl import Runtime
+from ledger_impl.execution import run_command
+
+
+def test_the_callable_runs_every_executed_command_and_edits_are_detected(tmp_path: Path) -> None:
+    (tmp_path / "a.txt").write_text("one\n")
+    ran: list[str] = []
+
+    def run(command: str) -> tuple[str, int]:
+        ran.append(command)
+        completed = run_command(command, tmp_path, 30, 1 << 20)
+        return completed.output, completed.exit_code
+
+    with Runtime(tmp_path) as runtime:
+        assert runtime.step("cat a.txt", run=run).verdict == "allow"
+        reused = runtime.step("cat a.txt", run=run)
+        edit = runtime.step("echo two >> a.txt", run=run)
+        after = runtime.step("cat a.txt", run=run)
+    assert ran == ["cat a.txt", "echo two >> a.txt", "cat a.txt"]
+    assert (reused.verdict, reused.output) == ("reuse", "one\n")
+    assert edit.changes.paths == frozenset({"a.txt"})
+    assert (after.verdict, after.output) == ("allow", "one\ntwo\n")
+
+
+def test_an_output_over_the_limit_reaches_the_agent_but_is_never_reused(tmp_path: Path) -> None:
+    (tmp_path / "a.txt").write_text("x" * 100)
+    with Runtime(tmp_path, output_limit=10) as runtime:
+        first = runtime.step("cat a.txt", run=lambda command: ("x" * 100, 0))
+        again = runtime.step("cat a.txt", run=lambda command: ("x" * 100, 0))
+    assert first.output == "x" * 100
+    assert again.verdict != "reuse"

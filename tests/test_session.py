@@ -1,0 +1,189 @@
+"""DurableSession: decide and record from separate opens (as separate hook processes would),
+verdicts byte-exact against a fresh run, and every degraded path costing reuse, never truth."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from ledger_impl import DurableSession, Policy
+from ledger_impl.execution import run_command
+from ledger_impl.store import database_path
+from properties import ground_truth
+
+
+def fresh(root: Path, command: str) -> tuple[str, int]:
+    completed = run_command(command, root, 30, 1 << 20)
+    return completed.output, completed.exit_code
+
+
+@pytest.fixture
+def workspace(tmp_path: Path) -> Path:
+    root = tmp_path / "repo"
+    (root / "src").mkdir(parents=True)
+    (root / "src" / "app.py").write_text("".join(f"line {n}\n" for n in range(1, 31)))
+    (root / "notes.txt").write_text("alpha\n")
+    return root
+
+
+@pytest.fixture
+def state_dir(tmp_path: Path) -> Path:
+    return tmp_path / "state"
+
+
+def call(root: Path, state_dir: Path, command: str, call_id: str, **options: object):
+    """One hook round trip: decide in one open, run unless reused, record in another open."""
+    with DurableSession.open(root, state_dir=state_dir, **options) as session:
+        decision = session.decide(command, call_id=call_id)
+    if decision.verdict != "reuse":
+        output, code = fresh(root, command)
+        with DurableSession.open(root, state_dir=state_dir, **options) as session:
+            session.record(call_id, output, code)
+    return decision
+
+
+def test_a_repeated_read_is_reused_across_opens_byte_for_byte(workspace: Path, state_dir: Path) -> None:
+    first = call(workspace, state_dir, "cat -n src/app.py", "t1")
+    again = call(workspace, state_dir, "cat -n src/app.py", "t2")
+    assert (first.verdict, again.verdict) == ("allow", "reuse")
+    assert (again.output, again.exit_code) == fresh(workspace, "cat -n src/app.py")
+    assert again.served_step == 0
+
+
+@pytest.mark.parametrize(
+    "edit", ["sed -i 's/line 5/LINE 5/' src/app.py", "echo x >> src/app.py", "touch -d '2001-01-01' src/app.py"]
+)
+def test_an_edit_between_reads_forces_a_fresh_run(workspace: Path, state_dir: Path, edit: str) -> None:
+    call(workspace, state_dir, "cat src/app.py", "t1")
+    call(workspace, state_dir, edit, "t2")
+    assert call(workspace, state_dir, "cat src/app.py", "t3").verdict == "allow"
+
+
+def test_an_edit_by_another_process_between_calls_is_caught(workspace: Path, state_dir: Path) -> None:
+    call(workspace, state_dir, "ls src", "t1")
+    (workspace / "src" / "new.py").write_text("")
+    assert call(workspace, state_dir, "ls src", "t2").verdict == "allow"
+
+
+def test_an_abandoned_call_makes_the_scope_unknown(workspace: Path, state_dir: Path) -> None:
+    call(workspace, state_dir, "cat notes.txt", "t1")
+    with DurableSession.open(workspace, state_dir=state_dir) as session:
+        session.decide("python3 script.py", call_id="lost")
+        assert session.abandon() == 1
+        decision = session.decide("cat notes.txt", call_id="t3")
+    assert decision.verdict == "allow"
+    assert "unknown" in (decision.degraded or "")
+
+
+def test_a_call_pending_past_the_deadline_is_abandoned(workspace: Path, state_dir: Path) -> None:
+    call(workspace, state_dir, "cat notes.txt", "t1")
+    with DurableSession.open(workspace, state_dir=state_dir, abandon_after=0.01) as session:
+        session.decide("python3 script.py", call_id="lost")
+    import time
+
+    time.sleep(0.05)
+    with DurableSession.open(workspace, state_dir=state_dir, abandon_after=0.01) as session:
+        decision = session.decide("cat notes.txt", call_id="t3")
+    assert decision.verdict == "allow"
+    assert "never reported" in (decision.degraded or "")
+
+
+def test_a_record_after_the_deadline_concludes_the_step_but_is_never_served(workspace: Path, state_dir: Path) -> None:
+    import time
+
+    with DurableSession.open(workspace, state_dir=state_dir, abandon_after=0.01) as session:
+        session.decide("cat notes.txt", call_id="slow")
+        time.sleep(0.05)
+        session.decide("ls", call_id="other")  # expires "slow"
+        session.record("slow", *fresh(workspace, "cat notes.txt"))
+        assert session.decide("cat notes.txt", call_id="again").verdict != "reuse"
+        history = [record.command.text for record in session.snapshot().history]
+    assert history == ["cat notes.txt"]
+
+
+def test_no_reuse_while_a_writer_is_in_flight(workspace: Path, state_dir: Path) -> None:
+    call(workspace, state_dir, "cat notes.txt", "t1")
+    with DurableSession.open(workspace, state_dir=state_dir) as session:
+        assert session.decide("sed -i s/alpha/beta/ notes.txt", call_id="w").verdict == "allow"
+        blocked = session.decide("cat notes.txt", call_id="r")
+        assert blocked.verdict == "allow" and "still running" in (blocked.degraded or "")
+        session.record("r", *fresh(workspace, "cat notes.txt"))
+    # A reader in flight does not block reuse of another read.
+    with DurableSession.open(workspace, state_dir=state_dir) as session:
+        fresh(workspace, "sed -i s/alpha/beta/ notes.txt")
+        session.record("w", "", 0)
+        session.decide("cat src/app.py", call_id="r1")
+        session.record("r1", *fresh(workspace, "cat src/app.py"))
+        session.decide("ls", call_id="r2")
+        assert session.decide("cat src/app.py", call_id="r3").verdict == "reuse"
+
+
+def test_a_read_overlapping_a_recorded_change_is_not_kept(workspace: Path, state_dir: Path) -> None:
+    with DurableSession.open(workspace, state_dir=state_dir) as session:
+        session.decide("cat notes.txt", call_id="read")
+        output = fresh(workspace, "cat notes.txt")  # the read ran first...
+        session.decide("echo more >> notes.txt", call_id="write")
+        session.record("write", *fresh(workspace, "echo more >> notes.txt"))
+        session.record("read", *output)  # ...and reports after the write was recorded
+        again = session.decide("cat notes.txt", call_id="read2")
+    assert again.verdict != "reuse"  # served, it would lack the line the write appended
+
+
+def test_an_output_over_the_cap_is_never_reused(workspace: Path, state_dir: Path) -> None:
+    call(workspace, state_dir, "cat src/app.py", "t1", output_cap=10)
+    assert call(workspace, state_dir, "cat src/app.py", "t2", output_cap=10).verdict != "reuse"
+
+
+def test_the_session_never_writes_into_the_root(workspace: Path, state_dir: Path) -> None:
+    before = ground_truth.look(workspace)
+    for index in range(3):
+        call(workspace, state_dir, "cat notes.txt", f"t{index}")
+    with DurableSession.open(workspace, state_dir=state_dir) as session:
+        session.view()
+    assert ground_truth.changed(before, ground_truth.look(workspace), include_root=True) == frozenset()
+    assert database_path(workspace, state_dir).is_file()
+
+
+def test_a_state_dir_inside_the_root_is_refused(workspace: Path) -> None:
+    with pytest.raises(ValueError, match="inside the workspace"):
+        DurableSession.open(workspace, state_dir=workspace / ".ledger")
+
+
+def test_a_damaged_ledger_is_discarded_with_a_note(workspace: Path, state_dir: Path) -> None:
+    call(workspace, state_dir, "cat notes.txt", "t1")
+    with sqlite3.connect(database_path(workspace, state_dir)) as db:
+        (blob,) = db.execute("SELECT ledger FROM state").fetchone()
+        flipped = bytes(blob[:-1]) + bytes([blob[-1] ^ 1])
+        db.execute("UPDATE state SET ledger = ?", (flipped,))
+    decision = call(workspace, state_dir, "cat notes.txt", "t2")
+    assert decision.verdict == "allow"
+    assert "discarded" in (decision.degraded or "")
+
+
+def test_a_file_that_is_not_a_database_is_set_aside(workspace: Path, state_dir: Path) -> None:
+    path = database_path(workspace, state_dir)
+    path.parent.mkdir(parents=True)
+    path.write_bytes(b"not a database" * 100)
+    decision = call(workspace, state_dir, "cat notes.txt", "t1")
+    assert decision.verdict == "allow" and "discarded" in (decision.degraded or "")
+    assert call(workspace, state_dir, "cat notes.txt", "t2").verdict == "reuse"
+    assert any(p.name.startswith(path.name + ".discarded-") for p in path.parent.iterdir())
+
+
+def test_state_kept_under_another_policy_is_not_trusted(workspace: Path, state_dir: Path) -> None:
+    call(workspace, state_dir, "cat notes.txt", "t1")
+    other = Policy(reuse_mode="reference")
+    decision = call(workspace, state_dir, "cat notes.txt", "t2", policy=other)
+    assert decision.verdict == "allow" and "another policy" in (decision.degraded or "")
+
+
+def test_bad_input_is_a_clear_error_and_leaves_state_intact(workspace: Path, state_dir: Path) -> None:
+    call(workspace, state_dir, "cat notes.txt", "t1")
+    with DurableSession.open(workspace, state_dir=state_dir) as session:
+        with pytest.raises(ValueError, match="call_id"):
+            session.decide("cat notes.txt", call_id="")
+        with pytest.raises(TypeError):
+            session.record("t9", b"bytes", 0)  # type: ignore[arg-type]
+    assert call(workspace, state_dir, "cat notes.txt", "t2").verdict == "reuse"
