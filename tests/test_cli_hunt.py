@@ -95,3 +95,8 @@ def test_replay_of_a_missing_or_malformed_file_exits_2(tmp_path: pathlib.Path, c
     assert main(["replay", str(bad)]) == 2
     err = capsys.readouterr().err
     assert "cannot read" in err and "schema" in err
+
+
+def test_check_detector_workers_below_one_exits_2_before_hunting(user_module: pathlib.Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert _check("user_detectors:good", "--workers", "0") == 2
+    assert "--workers must be at least 1" in capsys.readouterr().err
