@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import re
-
 from ..shell import Word
 from .effect import DOT, EDIT, RUN, Effect, Kind
-from .hazards import GIT_INDEX_REFRESH
+from .hazards import GIT_INDEX_REFRESH, git_reads_the_clock
 
 
 # The subcommands whose output depends only on the repository and the work tree (with the
@@ -31,22 +29,6 @@ def subcommand(args: list[Word]) -> int | None:
     return i if i < len(args) else None
 
 
-# Output that moves with the clock: relative or human dates, and limits such as "yesterday".
-_GIT_CLOCK_OPTIONS = ("--relative-date", "--date=relative", "--date=human", "--since", "--until", "--after",
-                      "--before", "--max-age", "--min-age")
-_GIT_CLOCK_PLACEHOLDERS = re.compile(r"%[ac][rh]")  # %ar %cr (relative), %ah %ch (human)
-
-
-def _git_reads_the_clock(text: str, previous: str) -> bool:
-    """Whether an argument makes git's output move with the clock. `previous` is the argument
-    before it, for options given as two words (`--date relative`)."""
-    if text.startswith(_GIT_CLOCK_OPTIONS) or _GIT_CLOCK_PLACEHOLDERS.search(text) or "@{" in text:
-        return True  # `HEAD@{5 minutes ago}` picks a commit by time
-    if text.startswith("--date=") or previous == "--date":
-        return any(word in text for word in ("relative", "human"))
-    return False
-
-
 def git(args: list[Word]) -> Effect:
     i = subcommand(args)
     if i is None:
@@ -65,7 +47,7 @@ def git(args: list[Word]) -> Effect:
                 return RUN
             if text.startswith("-o") and sub in ("diff", "log", "show"):
                 return RUN
-            if _git_reads_the_clock(text, previous):
+            if git_reads_the_clock(text, previous):
                 return RUN
             if not text.startswith("-") and (text.startswith("/") or ".." in text.split("/")):
                 return RUN  # a path outside the root: git falls back to --no-index

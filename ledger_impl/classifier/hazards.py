@@ -9,7 +9,7 @@ parsers and `command.py` consult it; nothing else in the classifier repeats it.
 |---|---|---|
 | header views | a view that prints a header or file name is its own view, never sliced | `header_view` (views) |
 | tilde in a word | `~` after an unquoted `=` or `:` makes the word dynamic | `shell._unquoted` |
-| clock readers | a command that prints the time or chance is `run` | `reads_the_clock`, `CLOCK_VARIABLES` |
+| clock readers | a command that prints the time or chance is `run` | `reads_the_clock`, `FIND_AGE_TESTS`, `git_reads_the_clock` |
 | link targets | an option that inspects what a symlink points to counts as following links | `ls_inspects_targets`, `FIND_TARGET_TESTS` |
 | git side effects | a git read that refreshes the index, or may run a configured program, is not read-only | `GIT_INDEX_REFRESH`, `git_config_runs_programs` |
 | option values | an outside path inside `--opt=value` puts the read outside the root | `option_value_path` (command) |
@@ -36,12 +36,16 @@ HAZARDS: tuple[Hazard, ...] = (
            "`==> a.txt <==` is not in `cat a.txt`: slicing one into the other serves the wrong bytes",
            "classifier-head-v-sliced-across-spellings.json (hunt), classifier-head-v-served-from-cat.json"),
     Hazard("tilde in a word", "`~` right after an unquoted `=` or `:` makes the word dynamic",
-           "bash expands `x=~/f` to `x=$HOME/f`, a path outside the root", None),
-    Hazard("clock readers", "printf's %(...)T, $SECONDS, $EPOCHSECONDS, $EPOCHREALTIME, $RANDOM, date, time: run",
+           "bash expands `x=~/f` to `x=$HOME/f`, a path outside the root",
+           "classifier-tilde-after-equals-is-expanded.json"),
+    Hazard("clock readers", "printf's %(...)T, $SECONDS, $EPOCHSECONDS, $EPOCHREALTIME, $RANDOM, date, time, "
+           "find's age tests, git's relative dates and date limits: run (awk's systime/rand and sort -R are "
+           "refused by their parsers)",
            "the answer changes with nothing on disk changing, so no detector can report it",
            "classifier-find-mmin-reads-the-clock.json (the same class through find's age tests)"),
     Hazard("link targets", "ls -l with -F/-p/--classify/--file-type/--indicator-style; find -xtype, "
-           "-executable, -readable, -writable, -printf %Y: run",
+           "-executable, -readable, -writable, -printf %Y: run, like the options that follow links "
+           "(find -L, ls -L, grep -R, rg -L, diff -r), which their parsers refuse",
            "they stat a symlink's target, which may lie outside the root where no detector looks",
            "classifier-find-xtype-follows-a-link-out-of-the-root.json"),
     Hazard("git side effects", "git describe --dirty/--broken is not read-only; no git read is reusable while "
@@ -61,9 +65,28 @@ HEADER_FLAGS = frozenset({"v", "verbose"})  # head/tail: print `==> FILE <==` be
 
 # -- clock readers --------------------------------------------------------------------------
 
-CLOCK_VARIABLES = frozenset({"SECONDS", "EPOCHSECONDS", "EPOCHREALTIME", "RANDOM", "SRANDOM"})
+# $SECONDS, $EPOCHSECONDS, $EPOCHREALTIME, $RANDOM, $SRANDOM: any `$` makes a word dynamic
+# (shell.py), and a command with a dynamic word is `run`; nothing more is needed for them.
 CLOCK_PROGRAMS = frozenset({"date", "time", "uptime"})
 _PRINTF_TIME = re.compile(r"%\([^)]*\)T")
+
+
+# find's age tests: "changed in the last 5 minutes" changes answer as time passes.
+FIND_AGE_TESTS = frozenset({"-mmin", "-mtime", "-cmin", "-ctime"})
+# git: relative or human dates, and limits such as "yesterday".
+_GIT_CLOCK_OPTIONS = ("--relative-date", "--date=relative", "--date=human", "--since", "--until", "--after",
+                      "--before", "--max-age", "--min-age")
+_GIT_CLOCK_PLACEHOLDERS = re.compile(r"%[ac][rh]")  # %ar %cr (relative), %ah %ch (human)
+
+
+def git_reads_the_clock(text: str, previous: str) -> bool:
+    """Whether a git argument makes its output move with the clock. `previous` is the argument
+    before it, for options given as two words (`--date relative`)."""
+    if text.startswith(_GIT_CLOCK_OPTIONS) or _GIT_CLOCK_PLACEHOLDERS.search(text) or "@{" in text:
+        return True  # `HEAD@{5 minutes ago}` picks a commit by time
+    if text.startswith("--date=") or previous == "--date":
+        return any(word in text for word in ("relative", "human"))
+    return False
 
 
 def reads_the_clock(name: str, args: list[str]) -> bool:

@@ -6,22 +6,21 @@ from dataclasses import replace
 
 from ..shell import Word
 from .effect import DOT, EDIT, RUN, Effect, Kind, Options
-from .hazards import FIND_TARGET_FORMATS, FIND_TARGET_TESTS, ls_inspects_targets
+from .hazards import FIND_AGE_TESTS, FIND_TARGET_FORMATS, FIND_TARGET_TESTS, ls_inspects_targets
 
 
 # find / ls / tree-wide tools ----------------------------------------------------------------
 
 _FIND_NO_ARG = frozenset(
     "-print -print0 -prune -o -or -a -and -not ! ( ) -empty -true -false -quit -depth -xdev -mount -noleaf "
-    "-readable -writable -executable -nouser -nogroup -daystart -ls".split()
+    "-nouser -nogroup -daystart -ls".split()
 )
 _FIND_ONE_ARG = frozenset(
-    "-name -iname -path -ipath -wholename -iwholename -type -xtype -maxdepth -mindepth -size -mtime -mmin "
+    "-name -iname -path -ipath -wholename -iwholename -type -maxdepth -mindepth -size -mtime -mmin "
     "-ctime -cmin -regex -iregex -regextype -perm -user -group -uid -gid -links -inum -lname -ilname "
     "-printf".split()
 )
 _FIND_FILE_ARG = frozenset({"-newer", "-samefile", "-cnewer"})
-_FIND_AGE_TESTS = frozenset({"-mmin", "-mtime", "-cmin", "-ctime"})
 _FIND_WRITES = frozenset({"-delete", "-fprint", "-fprint0", "-fprintf", "-fls"})
 
 
@@ -49,7 +48,7 @@ def find(args: list[Word]) -> Effect:
                 return RUN  # access times change whenever anything reads a file
             if token == "-printf" and FIND_TARGET_FORMATS.search(args[i + 1].text):
                 return RUN  # %Y: the type of what a symbolic link points to
-            if token in _FIND_AGE_TESTS:
+            if token in FIND_AGE_TESTS:
                 return RUN  # "changed in the last 5 minutes" changes answer as time passes
             i += 2
         elif token in _FIND_FILE_ARG and i + 1 < len(args):
