@@ -139,9 +139,11 @@ class DurableSession:
         if not isinstance(command, str):
             raise TypeError(f"a command is a string, got {type(command).__name__}")
         _check_call_id(call_id)
-        classified = classify(command, cwd=self._relative_cwd(cwd), root=self.root)
         with self._store.transaction():
             state = self._load()
+            # Classified after the poll: the names it resolves on disk (symbolic links) are those
+            # of the state the start stamp covers; a change after the poll is caught at record.
+            classified = classify(command, cwd=self._relative_cwd(cwd), root=self.root)
             decision = state.ledger.govern(classified)
             if isinstance(decision, Reuse):
                 writers = [
@@ -192,8 +194,11 @@ class DurableSession:
             unpacked = _unpack(row) if row is not None else None
             if unpacked is None:
                 # Never decided, forgotten long after it was abandoned, or its row is damaged:
-                # nothing to observe; what it changed was recorded by the poll in `_load`.
-                self._store.add_note(f"record for unknown call {call_id!r}: its output is not kept")
+                # nothing to observe; what it changed was recorded by the poll in `_load`. An
+                # inexact result would not have been kept anyway (a hook's Read answered as
+                # unchanged), so it leaves no note.
+                if exact:
+                    self._store.add_note(f"record for unknown call {call_id!r}: its output is not kept")
             else:
                 classified, decision = unpacked
                 overlapped = state.ledger.total != row.total_at_start

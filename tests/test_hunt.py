@@ -123,7 +123,7 @@ def test_a_failure_stored_by_one_worker_is_replayed_by_another(tmp_path: pathlib
 def test_a_hunt_shared_by_two_processes_finds_a_violation() -> None:
     job = HuntJob(unsound.stat_only, named_profile("ci"), 2, 12, Grammar(), False, 5.0)
     progress: list[tuple[int, int]] = []
-    examples, steps, found = run_in_workers(job, 2, lambda runs, taken: progress.append((runs, taken)))
+    examples, steps, found, _ = run_in_workers(job, 2, lambda runs, taken: progress.append((runs, taken)))
     assert found and {run.violation.property for run in found} <= {REUSE_IS_FRESH, DETECTOR_COVERS_CHANGES}
     assert 0 < examples and progress and progress[-1][1] == steps, "the parent sums the workers' progress"
 
