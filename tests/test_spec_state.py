@@ -416,6 +416,15 @@ def test_a_repeated_test_after_a_real_change_is_allowed() -> None:
     assert isinstance(session.step(command(Category.TEST)), Allow)
 
 
+def test_a_repeated_test_is_allowed_when_a_real_change_came_both_before_and_after_its_run() -> None:
+    # Changes older than the previous run are skipped; that must not end the scan of newer ones.
+    session = Session()
+    session.step(command(Category.EDIT, "first"), changes=changed("a.py"))
+    session.step(command(Category.TEST))
+    session.step(command(Category.EDIT, "second"), changes=changed("a.py"))
+    assert isinstance(session.step(command(Category.TEST)), Allow)
+
+
 def test_a_repeated_test_after_an_unknown_scope_change_is_allowed() -> None:
     session = Session()
     session.step(command(Category.TEST))
