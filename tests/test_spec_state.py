@@ -219,6 +219,12 @@ def test_serve_refuses_what_the_stored_range_cannot_answer(requested: Command) -
     assert serve(observation, requested, Policy()) is None
 
 
+def test_serve_refuses_another_file_in_either_direction() -> None:
+    for stored_key, requested_key in (("a.py", "b.py"), ("b.py", "a.py")):
+        observation = _observation_of(read(stored_key, LineRange(1, 4)), "a\nb\nc\nd\n")
+        assert serve(observation, read(requested_key, LineRange(2, 3)), Policy()) is None
+
+
 def test_serve_refuses_another_view_in_either_direction() -> None:
     # Both views are sliceable; lines of one are never the lines of the other.
     for stored_view, requested_view in ((PLAIN, NUMBERED), (NUMBERED, PLAIN)):
@@ -438,7 +444,7 @@ def test_a_different_test_is_not_nudged() -> None:
     assert isinstance(session.step(command(Category.TEST, "y")), Allow)
 
 
-@pytest.mark.parametrize(("window", "gap", "nudged"), [(4, 4, True), (4, 5, False), (1, 1, True), (1, 2, False)])
+@pytest.mark.parametrize(("window", "gap", "nudged"), [(4, 4, True), (4, 5, False), (4, 2, True), (1, 1, True), (1, 2, False)])
 def test_short_loop_window_boundary(window: int, gap: int, nudged: bool) -> None:
     session = Session(Policy(short_loop_window=window, nudge_cooldown=0))
     session.step(command(Category.RUN, "loop"))
