@@ -139,15 +139,22 @@ class DurableSession:
         if not isinstance(command, str):
             raise TypeError(f"a command is a string, got {type(command).__name__}")
         _check_call_id(call_id)
-        classified = classify(command, cwd=self._relative_cwd(cwd), root=self.root)
         with self._store.transaction():
             state = self._load()
+            # Classified after the poll: the names it resolves on disk (symbolic links) are those
+            # of the state the start stamp covers; a change after the poll is caught at record.
+            classified = classify(command, cwd=self._relative_cwd(cwd), root=self.root)
             decision = state.ledger.govern(classified)
+            # An id still pending names two calls at once: which result a record carries is
+            # unknowable, so the earlier call is treated as abandoned (below) and its may-write
+            # flag carried over, and nothing is served while it may still be running.
+            earlier = next((row for row in self._store.pending() if row.call_id == call_id and not row.abandoned), None)
             if isinstance(decision, Reuse):
-                writers = [
-                    row for row in self._store.pending() if row.may_write and not row.abandoned and row.call_id != call_id
-                ]
-                if writers:
+                writers = [row for row in self._store.pending() if row.may_write and not row.abandoned]
+                if earlier is not None:
+                    state.notes.append(f"not reused: call id {call_id!r} is already in flight")
+                    decision = Allow()
+                elif writers:
                     state.notes.append(f"not reused: {len(writers)} command(s) that may write still running")
                     decision = Allow()
                 elif not self._observation_fingerprint_holds(decision):
@@ -165,11 +172,19 @@ class DurableSession:
                 )
             else:
                 blob = pickle.dumps((classified, decision), protocol=pickle.HIGHEST_PROTOCOL)
+                may_write = not classified.read_only or (earlier is not None and earlier.may_write)
                 self._store.add_pending(
                     PendingRow(
-                        call_id, command, blob, checksum(blob), state.ledger.total, not classified.read_only, time.time()
+                        call_id, _storable(command), blob, checksum(blob), state.ledger.total, may_write, time.time()
                     )
                 )
+                if earlier is not None:
+                    # After this call's start stamp: its own record then counts as overlapped.
+                    state.ledger.modify(UNKNOWN_SCOPE)
+                    self._store.add_note(
+                        f"call id {call_id!r} decided again while in flight: the earlier call is abandoned, changes unknown"
+                    )
+                    state.notes.extend(self._store.take_unshown_notes())
                 result = Decision(decision.verdict.value, note=getattr(decision, "note", None), degraded=_joined(state.notes))
             self._save(state)
         return result
@@ -192,12 +207,16 @@ class DurableSession:
             unpacked = _unpack(row) if row is not None else None
             if unpacked is None:
                 # Never decided, forgotten long after it was abandoned, or its row is damaged:
-                # nothing to observe; what it changed was recorded by the poll in `_load`.
-                self._store.add_note(f"record for unknown call {call_id!r}: its output is not kept")
+                # nothing to observe; what it changed was recorded by the poll in `_load`. An
+                # inexact result would not have been kept anyway (a hook's Read answered as
+                # unchanged), so it leaves no note.
+                if exact:
+                    self._store.add_note(f"record for unknown call {call_id!r}: its output is not kept")
             else:
                 classified, decision = unpacked
                 overlapped = state.ledger.total != row.total_at_start
-                too_long = len(output.encode("utf-8", "surrogateescape")) > self.output_cap
+                # surrogatepass: JSON can carry lone surrogates, which no strict codec encodes.
+                too_long = len(output.encode("utf-8", "surrogatepass")) > self.output_cap
                 if classified.read_only and (overlapped or too_long or not exact):
                     classified = attrs.evolve(classified, target=None)
                 state.ledger.advance(classified, decision, output, exit_code, Changes())
@@ -348,6 +367,12 @@ def _unpack(row: PendingRow) -> tuple[Command, object] | None:
     if not isinstance(classified, Command):
         return None
     return classified, decision
+
+
+def _storable(text: str) -> str:
+    """`text` with anything SQLite cannot store as UTF-8 (lone surrogates) replaced: the pending
+    row's command is for display; the pickled classification is what the record uses."""
+    return text.encode("utf-8", "surrogatepass").decode("utf-8", "replace")
 
 
 def _check_call_id(call_id: object) -> None:

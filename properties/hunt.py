@@ -43,10 +43,12 @@ from .oracle import (
     DETECTOR_COVERS_CHANGES,
     PROPERTIES,
     REUSE_IS_FRESH,
+    FINGERPRINT_LINE,
     CheckedSession,
     StepRecord,
     Violation,
     checked_session,
+    fingerprint_line,
     first_violation,
     hunt_environment,
 )
@@ -502,6 +504,7 @@ def run_hunt(
     stale_reads_only: bool = False,
     workers: int = 1,
     database: str | pathlib.Path | None = None,
+    fingerprint: bool = True,
 ) -> HuntReport:
     """Hunt violations for detectors made by `detector_factory` under `profile`'s budget.
 
@@ -511,7 +514,32 @@ def run_hunt(
     shared out to that many processes (see `parallel`); the factory must then be importable
     by reference, as a MODULE:FACTORY factory is. `database` is a Hypothesis example database
     directory: failing examples stored there by an earlier hunt are replayed first.
+    `fingerprint=False` runs the Runtime without the observation fingerprint, judging the
+    detector and classifier alone.
     """
+    with fingerprint_line(fingerprint):
+        return _run_hunt(
+            detector_factory, profile, seed, out_dir, detector=detector, grammar=grammar, command=command,
+            on_step=on_step, max_examples=max_examples, stale_reads_only=stale_reads_only, workers=workers,
+            database=database,
+        )
+
+
+def _run_hunt(
+    detector_factory: DetectorFactory,
+    profile: Profile | str | None,
+    seed: int | None,
+    out_dir: str | pathlib.Path | None,
+    *,
+    detector: str | None,
+    grammar: Grammar,
+    command: str,
+    on_step: Callable[[int, int], None] | None,
+    max_examples: int | None,
+    stale_reads_only: bool,
+    workers: int,
+    database: str | pathlib.Path | None,
+) -> HuntReport:
     chosen = profile if isinstance(profile, Profile) else named_profile(profile)
     seed = seed if seed is not None else random.SystemRandom().randrange(2**32)
     detector_factory = GuardedFactory(detector_factory)
@@ -524,7 +552,7 @@ def run_hunt(
             from .parallel import run_in_workers
 
             examples, steps, found, detector_errors = run_in_workers(
-                HuntJob(detector_factory, chosen, seed, budget, grammar, stale_reads_only, shrink_seconds),
+                HuntJob(detector_factory, chosen, seed, budget, grammar, stale_reads_only, shrink_seconds, FINGERPRINT_LINE.get()),
                 workers,
                 on_step,
                 pathlib.Path(database) if database is not None else None,
@@ -532,7 +560,7 @@ def run_hunt(
         else:
             log = ViolationLog(on_step, shrink_seconds)
             examples_db = DirectoryBasedExampleDatabase(str(database)) if database is not None else None
-            run_machine(HuntJob(detector_factory, chosen, seed, budget, grammar, stale_reads_only, shrink_seconds), log, examples_db)
+            run_machine(HuntJob(detector_factory, chosen, seed, budget, grammar, stale_reads_only, shrink_seconds, FINGERPRINT_LINE.get()), log, examples_db)
             examples, steps, found, detector_errors = log.examples, log.steps, list(log.last.values()), dict(log.detector_errors)
     except BaseExceptionGroup as group:  # type: ignore[name-defined]
         failed, _ = group.split(DetectorFailed)
@@ -548,7 +576,10 @@ def run_hunt(
         stale = [found for run in runs if (found := escalate(run, detector_factory)) is not None]
         runs += [run for run in (minimize(found, detector_factory, minimize_seconds) for found in stale[:1]) if run is not None]
     seconds = time.monotonic() - started
-    found_by = {"tool": "hypothesis", "seed": seed, "profile": chosen.name, "command": command}
+    found_by = {
+        "tool": "hypothesis", "seed": seed, "profile": chosen.name, "command": command,
+        "fingerprint": FINGERPRINT_LINE.get(),
+    }
     counterexamples = [from_run(run.setup, run.steps, run.violation, detector=name, found_by=found_by) for run in runs]
     files: tuple[pathlib.Path, ...] = ()
     if out_dir is not None and counterexamples:
@@ -571,6 +602,7 @@ class HuntJob:
     grammar: Grammar
     stale_reads_only: bool
     shrink_seconds: float
+    fingerprint: bool = True  # the Runtime's observation fingerprint on (as shipped) or off
 
 
 def run_machine(job: HuntJob, log: ViolationLog, database: object | None = None) -> None:
@@ -581,7 +613,7 @@ def run_machine(job: HuntJob, log: ViolationLog, database: object | None = None)
     machine = hypothesis.seed(job.seed)(
         make_hunt(job.detector_factory, job.profile, log=log, grammar=job.grammar, stale_reads_only=job.stale_reads_only)
     )
-    with hunt_environment():
+    with hunt_environment(), fingerprint_line(job.fingerprint):
         try:
             run_state_machine_as_test(
                 machine, settings=hunt_settings(job.profile, max_examples=job.max_examples, database=database)

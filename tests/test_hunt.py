@@ -18,6 +18,7 @@ from properties.oracle import (
     READ_ONLY_CHANGES_NOTHING,
     REUSE_IS_FRESH,
     SPEC_AGREES,
+    fingerprint_line,
     run_checked,
 )
 from properties.shell_strategies import WorkspaceSetup
@@ -70,7 +71,12 @@ class _Blind:
 
 
 def test_oracle_flags_a_stale_reuse_and_the_missed_change() -> None:
-    records = run_checked(SETUP, ["cat a.txt", "echo more >> a.txt", "cat a.txt"], _Blind())
+    with fingerprint_line(True):  # the fingerprint sees the append the blind detector misses
+        guarded = run_checked(SETUP, ["cat a.txt", "echo more >> a.txt", "cat a.txt"], _Blind())
+    assert guarded[1].violation is not None and guarded[1].violation.property == DETECTOR_COVERS_CHANGES
+    assert guarded[2].verdict != "reuse" and guarded[2].violation is None
+    with fingerprint_line(False):
+        records = run_checked(SETUP, ["cat a.txt", "echo more >> a.txt", "cat a.txt"], _Blind())
     assert records[1].violation is not None and records[1].violation.property == DETECTOR_COVERS_CHANGES
     assert records[2].verdict == "reuse"
     assert records[2].violation is not None and records[2].violation.property == REUSE_IS_FRESH
@@ -102,7 +108,7 @@ def test_oracle_flags_a_runtime_that_disagrees_with_the_spec(monkeypatch: pytest
     from ledger_impl.ledger import Ledger
     from ledger_spec import Allow
 
-    monkeypatch.setattr(Ledger, "govern", lambda self, command: Allow())
+    monkeypatch.setattr(Ledger, "govern", lambda self, command, *fingerprint: Allow())
     records = run_checked(SETUP, ["cat a.txt", "cat a.txt"], default_detector())
     assert records[1].violation is not None and records[1].violation.property == SPEC_AGREES
 
