@@ -58,6 +58,7 @@ from .shell_strategies import (
     DEFAULT_POOL,
     DETECTOR_READ_IDIOMS,
     EDIT_IDIOMS,
+    FINGERPRINT_CLASS_IDIOMS,
     READ_IDIOMS,
     RUN_TOOL_SCRIPT,
     SPELLINGS,
@@ -358,8 +359,10 @@ def hunt_settings(profile: Profile, **overrides: object) -> settings:
     return settings(**values)  # type: ignore[arg-type]
 
 
-FULL_GRAMMAR = Grammar(read_idioms=READ_IDIOMS)
-"""Every read idiom, including those with an open classifier fault: what `ledger verify` hunts."""
+FULL_GRAMMAR = Grammar(read_idioms=READ_IDIOMS, edit_idioms=EDIT_IDIOMS + FINGERPRINT_CLASS_IDIOMS)
+"""Every read idiom, including those with an open classifier fault, and every edit, including
+those outside the root that only the fingerprint covers: what `ledger verify` hunts (with the
+fingerprint on, as shipped)."""
 
 
 def run_verify_hunt(
