@@ -38,8 +38,10 @@ import attrs
 from ledger_spec import Changes, Command, Policy, Reuse, State
 from ledger_spec.values import Allow
 
+from . import fingerprint as fingerprints
 from .classifier import classify
 from .detectors.stat_index import StatIndex
+from .fingerprint import Fingerprint
 from .ledger import Ledger
 from .store import PendingRow, StateRow, Store, checksum
 
@@ -133,9 +135,14 @@ class DurableSession:
 
     # --- the two calls around a command -------------------------------------------------------
 
-    def decide(self, command: str, *, call_id: str, cwd: str | os.PathLike[str] | None = None) -> Decision:
+    def decide(
+        self, command: str, *, call_id: str, cwd: str | os.PathLike[str] | None = None, serve_slices: bool = True
+    ) -> Decision:
         """Govern `command` before the agent runs it. Unless the verdict is 'reuse', the agent
-        runs it and `record(call_id, ...)` follows."""
+        runs it and `record(call_id, ...)` follows. `serve_slices=False`: the recorded outputs
+        are an agent's rendering (Claude strips leading blank lines and trailing whitespace),
+        not the command's bytes, so lines cut from one command's output cannot serve another:
+        only an observation of the same command does."""
         if not isinstance(command, str):
             raise TypeError(f"a command is a string, got {type(command).__name__}")
         _check_call_id(call_id)
@@ -144,11 +151,18 @@ class DurableSession:
             # Classified after the poll: the names it resolves on disk (symbolic links) are those
             # of the state the start stamp covers; a change after the poll is caught at record.
             classified = classify(command, cwd=self._relative_cwd(cwd), root=self.root)
-            decision = state.ledger.govern(classified)
+            started_with = self._fingerprint(classified)
+            decision = state.ledger.govern(classified, started_with)
             # An id still pending names two calls at once: which result a record carries is
             # unknowable, so the earlier call is treated as abandoned (below) and its may-write
             # flag carried over, and nothing is served while it may still be running.
             earlier = next((row for row in self._store.pending() if row.call_id == call_id and not row.abandoned), None)
+            if (
+                isinstance(decision, Reuse)
+                and not serve_slices
+                and decision.observation.command.normalized != classified.normalized
+            ):
+                decision = Allow()
             if isinstance(decision, Reuse):
                 writers = [row for row in self._store.pending() if row.may_write and not row.abandoned]
                 if earlier is not None:
@@ -156,9 +170,6 @@ class DurableSession:
                     decision = Allow()
                 elif writers:
                     state.notes.append(f"not reused: {len(writers)} command(s) that may write still running")
-                    decision = Allow()
-                elif not self._observation_fingerprint_holds(decision):
-                    state.notes.append("not reused: what the output depends on changed outside the tree")
                     decision = Allow()
             if isinstance(decision, Reuse):
                 state.ledger.advance(classified, decision, "", decision.exit_status, Changes())
@@ -171,7 +182,7 @@ class DurableSession:
                     _joined(state.notes),
                 )
             else:
-                blob = pickle.dumps((classified, decision), protocol=pickle.HIGHEST_PROTOCOL)
+                blob = pickle.dumps((classified, decision, started_with), protocol=pickle.HIGHEST_PROTOCOL)
                 may_write = not classified.read_only or (earlier is not None and earlier.may_write)
                 self._store.add_pending(
                     PendingRow(
@@ -213,13 +224,15 @@ class DurableSession:
                 if exact:
                     self._store.add_note(f"record for unknown call {call_id!r}: its output is not kept")
             else:
-                classified, decision = unpacked
+                classified, decision, started_with = unpacked
+                # A fingerprint that moved while the command ran: its output may mix both worlds.
+                recorded_with = started_with if self._fingerprint(classified) == started_with else None
                 overlapped = state.ledger.total != row.total_at_start
                 # surrogatepass: JSON can carry lone surrogates, which no strict codec encodes.
                 too_long = len(output.encode("utf-8", "surrogatepass")) > self.output_cap
                 if classified.read_only and (overlapped or too_long or not exact):
                     classified = attrs.evolve(classified, target=None)
-                state.ledger.advance(classified, decision, output, exit_code, Changes())
+                state.ledger.advance(classified, decision, output, exit_code, Changes(), recorded_with)
                 self._store.remove_pending(call_id)
             self._save(state)
 
@@ -325,11 +338,13 @@ class DurableSession:
         blob = pickle.dumps(state.ledger, protocol=pickle.HIGHEST_PROTOCOL)
         self._store.save_state(code_fingerprint(), blob, state.index, state.ledger.step)
 
-    def _observation_fingerprint_holds(self, decision: Reuse) -> bool:
-        """INTEGRATION POINT for `ledger_impl.fingerprint`: whether what the observation's output
-        depends on beyond the tree (program on PATH, environment, git config) is unchanged.
-        Until that module lands there is no fingerprint to compare, so nothing refuses here."""
-        return True
+    def _fingerprint(self, classified: Command) -> Fingerprint | None:
+        """What a read's output depends on beyond the tree (the program PATH resolves, the
+        environment its tools read, git's config and directories), taken with stat calls only.
+        A hook process inherits the agent's environment, the one its commands run with."""
+        if not classified.read_only or classified.target is None:
+            return None
+        return fingerprints.take(self.root, classified, os.environ)
 
 
 def trusted_ledger(row: StateRow, policy: Policy | None) -> tuple[Ledger | None, str | None]:
@@ -357,16 +372,16 @@ class _State:
     notes: list[str] = attrs.Factory(list)
 
 
-def _unpack(row: PendingRow) -> tuple[Command, object] | None:
+def _unpack(row: PendingRow) -> tuple[Command, object, Fingerprint | None] | None:
     if checksum(row.blob) != row.blob_sum:
         return None
     try:
-        classified, decision = pickle.loads(row.blob)
+        classified, decision, started_with = pickle.loads(row.blob)
     except Exception:  # noqa: BLE001 - a damaged row is not trusted
         return None
-    if not isinstance(classified, Command):
+    if not isinstance(classified, Command) or not (started_with is None or isinstance(started_with, Fingerprint)):
         return None
-    return classified, decision
+    return classified, decision, started_with
 
 
 def _storable(text: str) -> str:
