@@ -391,13 +391,17 @@ def run_checked(
     detector: object,
     policy: Policy | None = None,
     on_record: "Callable[[StepRecord], None] | None" = None,
+    present: "Callable[[StepRecord, Placement], StepRecord] | None" = None,
 ) -> list[StepRecord]:
     """Run `templates` in a fresh workspace, checking every step; stop after the first violation
-    other than a missed change (a miss is reported and the run goes on, as the hunt does)."""
+    other than a missed change (a miss is reported and the run goes on, as the hunt does).
+    `present`, if given, turns each record into what the caller keeps (before `on_record`)."""
     records: list[StepRecord] = []
     with hunt_environment(), checked_session(setup, detector, policy) as session:
         for template in templates:
             record = session.step(template)
+            if present is not None:
+                record = present(record, session.placement)
             records.append(record)
             if on_record is not None:
                 on_record(record)
