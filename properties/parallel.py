@@ -22,11 +22,12 @@ single-process hunt does.
 from __future__ import annotations
 
 import collections
-import concurrent.futures
 import multiprocessing
+import multiprocessing.pool
 import pathlib
 import random
 import shutil
+import signal
 import tempfile
 import time
 from typing import Callable
@@ -80,19 +81,24 @@ def run_in_workers(
     shared = pathlib.Path(tempfile.mkdtemp(prefix="ledger-hunt-shared-"))
     examples_dir = database if database is not None else shared / "examples"
     try:
-        context = multiprocessing.get_context("spawn")
         parts = shares(job.max_examples, workers)
-        with concurrent.futures.ProcessPoolExecutor(max_workers=len(parts), mp_context=context) as pool:
-            futures = [
-                pool.submit(run_worker, attrs.evolve(job, max_examples=part), index, shared, examples_dir)
+        pool = _start_pool(len(parts))
+        try:
+            handles = [
+                pool.apply_async(run_worker, (attrs.evolve(job, max_examples=part), index, shared, examples_dir))
                 for index, part in enumerate(parts)
             ]
-            pending = set(futures)
-            while pending:
-                _, pending = concurrent.futures.wait(pending, timeout=PROGRESS_INTERVAL)
+            while not all(handle.ready() for handle in handles):
+                next(handle for handle in handles if not handle.ready()).wait(PROGRESS_INTERVAL)
                 if on_step is not None:
                     on_step(*_progress(shared))
-            results = [future.result() for future in futures]  # a worker's crash is raised here
+            results = [handle.get() for handle in handles]  # a worker's crash is raised here
+            pool.close()
+        finally:
+            # Ctrl-C reaches only this process (the workers ignore it, see `_start_pool`): the
+            # workers are stopped here, whatever they were doing.
+            pool.terminate()
+            pool.join()
     finally:
         # On Ctrl-C the workers may still be writing progress files while the directory is
         # removed; removal is retried until they are gone, so no directory is left behind.
@@ -107,6 +113,28 @@ def run_in_workers(
         [run for result in results for run in result.found],
         dict(sum((collections.Counter(result.detector_errors) for result in results), collections.Counter())),
     )
+
+
+def _start_pool(processes: int) -> multiprocessing.pool.Pool:
+    """Spawned workers that ignore SIGINT. A terminal's Ctrl-C goes to the whole process group;
+    a worker still importing Python's site module when it arrives dies with a fatal-error
+    traceback on the user's terminal. Spawned children inherit an ignored SIGINT (Python keeps it
+    ignored at start-up), so only the parent sees Ctrl-C and it terminates the pool."""
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        return multiprocessing.get_context("spawn").Pool(processes, initializer=_stop_cleanly_on_terminate)
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+def _stop_cleanly_on_terminate() -> None:
+    """`Pool.terminate` sends SIGTERM; raised as KeyboardInterrupt, it unwinds the worker's hunt
+    the way Ctrl-C does: the running command's process group killed, its workspace removed."""
+
+    def interrupt(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, interrupt)
 
 
 def run_worker(job: HuntJob, index: int, shared: pathlib.Path, examples_dir: pathlib.Path) -> WorkerResult:
