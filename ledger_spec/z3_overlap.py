@@ -109,11 +109,11 @@ def check_overlap_file(stamp: str = "s", *, complete_detector: bool = True) -> T
     )
 
 
-def check_overlap_tree() -> TheoremResult:
+def check_overlap_tree(stamp: str = "s") -> TheoremResult:
     """A tree observation stamped at the start (G unchanged since) and current at D is fresh,
-    for an arbitrary key."""
+    for an arbitrary key. `stamp='e'` (for the tests: must fail) stamps it at the end."""
     started, w = time.perf_counter(), _world()
-    current = w["G"](w["D"]) == w["G"](w["s"])
+    current = w["G"](w["D"]) == w["G"](w[stamp])
     return _result(
         "overlap-freshness-tree",
         "stamped at its command's start, a current tree observation sees every key as the read "

@@ -27,3 +27,15 @@ def test_without_a_complete_detector_the_start_stamp_proves_nothing() -> None:
 
 def test_the_tree_theorem_holds_for_the_same_world() -> None:
     assert check_overlap_tree().status == "proved"
+
+
+def test_stamped_at_the_end_the_tree_theorem_fails() -> None:
+    result = check_overlap_tree("e")
+    assert result.status == "counterexample" and not result.as_expected and result.model_text
+
+
+def test_ledger_prove_lists_the_overlap_theorems() -> None:
+    from ledger_spec.z3_theorems import THEOREMS_BY_NAME
+
+    for name in ("overlap-freshness-file", "overlap-freshness-tree", "stale-if-stamped-at-end"):
+        assert THEOREMS_BY_NAME[name].check().as_expected
