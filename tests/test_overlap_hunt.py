@@ -37,3 +37,12 @@ def test_the_hunt_catches_observations_stamped_at_the_end(monkeypatch: pytest.Mo
     report = run_overlap_hunt(rounds=30, seed=1)
     assert not report.ok
     assert any(line.startswith("run") for line in report.stale[0].order)
+
+
+def test_ledger_verify_runs_the_overlap_hunt() -> None:
+    from ledger_cli.commands import verify
+    from properties.profiles import Profile
+
+    result = verify._overlap_hunt(Profile("tiny", 1, 1, hunt_examples=4, hunt_steps=1, contract_timeout=1.0), 5)
+    assert result.held and result.name == "safety hunt: overlapping commands"
+    assert "1 read/write pairs" in result.detail
