@@ -586,6 +586,8 @@ def _overlap(check: str) -> Callable[[Variant], tuple[Status, str, None]]:
             "file": lambda: z3_overlap.check_overlap_file("s"),
             "tree": z3_overlap.check_overlap_tree,
             "end-stamp": lambda: z3_overlap.check_overlap_file("e"),
+            "induction-file": lambda: z3_overlap.check_overlap_induction("file"),
+            "induction-tree": lambda: z3_overlap.check_overlap_induction("tree"),
         }[check]()
         return result.status, result.model_text, None
 
@@ -686,6 +688,20 @@ THEOREMS: tuple[Theorem, ...] = (
         "sees every key as the read saw it, under any interleaving",
         "positive",
         _overlap("tree"),
+    ),
+    Theorem(
+        "overlap-induction-file",
+        "by induction over any interleaving of starts, reads, ends, changes and reports (other "
+        "commands in flight included): a file observation stamped at its command's start and "
+        "current at a decision, after the detector was polled, holds the version the read saw",
+        "positive",
+        _overlap("induction-file"),
+    ),
+    Theorem(
+        "overlap-induction-tree",
+        "the same induction for a tree observation (current while G has not moved)",
+        "positive",
+        _overlap("induction-tree"),
     ),
     Theorem(
         "stale-if-stamped-at-end",

@@ -2,7 +2,15 @@
 
 from __future__ import annotations
 
-from ledger_spec.z3_overlap import check_overlap_file, check_overlap_tree, run_overlap_theorems
+import pytest
+
+from ledger_spec.z3_overlap import (
+    check_overlap_file,
+    check_overlap_induction,
+    check_overlap_tree,
+    run_overlap_induction,
+    run_overlap_theorems,
+)
 
 
 def test_every_overlap_theorem_comes_out_as_expected() -> None:
@@ -37,5 +45,24 @@ def test_stamped_at_the_end_the_tree_theorem_fails() -> None:
 def test_ledger_prove_lists_the_overlap_theorems() -> None:
     from ledger_spec.z3_theorems import THEOREMS_BY_NAME
 
-    for name in ("overlap-freshness-file", "overlap-freshness-tree", "stale-if-stamped-at-end"):
+    for name in (
+        "overlap-freshness-file", "overlap-freshness-tree", "overlap-induction-file", "overlap-induction-tree",
+        "stale-if-stamped-at-end",
+    ):
         assert THEOREMS_BY_NAME[name].check().as_expected
+
+
+def test_the_induction_proves_the_start_stamp_for_file_and_tree() -> None:
+    assert [(r.name, r.status) for r in run_overlap_induction()] == [
+        ("overlap-induction-file", "proved"),
+        ("overlap-induction-tree", "proved"),
+    ]
+
+
+@pytest.mark.parametrize("target", ["file", "tree"])
+def test_stamped_at_the_end_the_inductive_step_fails_at_the_finish(target: str) -> None:
+    result = check_overlap_induction(target, stamp="e")
+    assert result.status == "counterexample" and not result.as_expected
+    lines = dict(line.strip().split(" = ") for line in result.model_text.splitlines())
+    assert lines["kind"] == "2"  # the finish event breaks the invariant
+    assert lines["oV_post"] != lines["V_post"]  # a current observation of content no longer there
