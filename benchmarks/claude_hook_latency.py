@@ -8,7 +8,8 @@ each run starts the real hook process (`python -m ledger_cli.main hook claude`) 
 PreToolUse payload on stdin, and also a matching PostToolUse, alternating read commands; and
 `python -c pass` in the same run. Each hook call is a fresh process that opens the session's
 database and polls the persisted stat index, exactly as under Claude Code. Prints p50/p95 in
-milliseconds. A script, not a test.
+milliseconds, wall and CPU. A script, not a test. (`benchmarks/hook_latency.py` times the
+session's `decide` and `record` alone, without the CLI.)
 """
 
 from __future__ import annotations
@@ -28,10 +29,14 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 from detection import generate_tree  # noqa: E402
 
 
-def timed(argv: list[str], stdin: str = "") -> float:
-    start = time.perf_counter()
+def timed(argv: list[str], stdin: str = "") -> tuple[float, float]:
+    """Wall and CPU (user + system of the child) milliseconds of one process; CPU is what a
+    loaded machine does not inflate."""
+    start, before = time.perf_counter(), os.times()
     subprocess.run(argv, input=stdin, capture_output=True, text=True, check=True)
-    return (time.perf_counter() - start) * 1000
+    after = os.times()
+    cpu = (after.children_user - before.children_user) + (after.children_system - before.children_system)
+    return (time.perf_counter() - start) * 1000, cpu * 1000
 
 
 def percentile(samples: list[float], fraction: float) -> float:
@@ -50,7 +55,7 @@ def main() -> None:
         generate_tree(root, args.files)
         hook = [sys.executable, "-m", "ledger_cli.main", "hook", "claude", "--root", str(root), "--state-dir", str(state)]
         commands = ["cat -n pkg0/mod0/file0.py", "sed -n '1,5p' pkg1/mod3/file805.py", "grep -rn value_7 pkg2"]
-        samples: dict[str, list[float]] = {"python -c pass": [], "PreToolUse": [], "PostToolUse": []}
+        samples: dict[str, list[tuple[float, float]]] = {"python -c pass": [], "PreToolUse": [], "PostToolUse": []}
         timed(hook, json.dumps({"hook_event_name": "SessionStart"}))  # the first baseline scan
         for run in range(args.runs):
             command = commands[run % len(commands)]
@@ -64,9 +69,11 @@ def main() -> None:
             samples["PostToolUse"].append(timed(hook, json.dumps(post)))
         load = os.getloadavg()[0]
         print(f"{args.files} files, {args.runs} runs, load average {load:.1f} on {os.cpu_count()} CPUs")
-        print("| process | p50 ms | p95 ms |\n|---|---:|---:|")
-        for name, values in samples.items():
-            print(f"| {name} | {statistics.median(values):.0f} | {percentile(values, 0.95):.0f} |")
+        print("| process | p50 wall ms | p95 wall ms | p50 cpu ms | p95 cpu ms |\n|---|---:|---:|---:|---:|")
+        for name, pairs in samples.items():
+            walls, cpus = [wall for wall, _ in pairs], [cpu for _, cpu in pairs]
+            print(f"| {name} | {statistics.median(walls):.0f} | {percentile(walls, 0.95):.0f} "
+                  f"| {statistics.median(cpus):.0f} | {percentile(cpus, 0.95):.0f} |")
 
 
 if __name__ == "__main__":

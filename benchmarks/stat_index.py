@@ -30,6 +30,9 @@ from ledger_impl.detectors.stat_index import changes_since, decode  # noqa: E402
 from ledger_impl.tree_snapshot import RACY_WINDOW_NS  # noqa: E402
 
 
+MEASURES = ("git status", "index (no edit)", "decode only", "index (1 edit)", "first index")
+
+
 def timed(action: object, runs: int) -> tuple[float, float]:
     """Median wall and CPU milliseconds (CPU of this process and its children): on a shared
     machine the wall time includes waiting for a core, the CPU time does not."""
@@ -86,17 +89,13 @@ def main() -> int:
     parser.add_argument("--files", default="7000,100000", help="comma-separated tree sizes")
     parser.add_argument("--runs", type=int, default=7)
     args = parser.parse_args()
-    rows = [measure(int(size), args.runs) for size in args.files.split(",")]
-    columns = [c for c in rows[0] if c != "files"]
-    print(f"| {'measure':<16} | " + " | ".join(f"{row['files']:>7,} files wall / cpu" for row in rows) + " |")
-    print("|---|" + "---:|" * len(rows))
-    for column in columns:
-        cells = []
-        for row in rows:
-            wall, cpu = row[column]
-            cells.append(f"{wall:>12.1f}" if column == "index MiB" else f"{wall:>9.1f} / {cpu:>7.1f} ms")
-        print(f"| {column:<16} | " + " | ".join(f"{cell:>25}" for cell in cells) + " |")
-    print("(medians; wall includes waiting for a core on a shared machine, cpu does not)")
+    print("milliseconds per call, medians; wall includes waiting for a core on a shared machine, cpu does not")
+    print("| files | " + " | ".join(f"{name} wall / cpu" for name in MEASURES) + " | index MiB |")
+    print("|---:|" + "---:|" * (len(MEASURES) + 1), flush=True)
+    for size in args.files.split(","):
+        row = measure(int(size), args.runs)
+        cells = [f"{row[name][0]:.0f} / {row[name][1]:.0f}" for name in MEASURES]  # type: ignore[index]
+        print(f"| {int(size):,} | " + " | ".join(cells) + f" | {row['index MiB'][0]:.1f} |", flush=True)  # type: ignore[index]
     return 0
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import multiprocessing
 import multiprocessing.connection
+import time
 from typing import Sequence
 
 import attrs
@@ -81,8 +82,6 @@ class BoundedMatcher:
         connection = self._start()
         connection.send((tuple(detectors), steps))
         results: list[Outcome] = []
-        import time
-
         deadline = time.monotonic() + self.timeout
         for _ in detectors:
             remaining = deadline - time.monotonic()

@@ -29,7 +29,6 @@ from economizer_spec.detectors import Detector, matches
 from economizer_spec.params import Params
 from economizer_spec.skills import Rejection, SkillDefinition, Status
 from economizer_spec.stream import Controllers, Digest, Plan, TaskRecord, make_digest
-from economizer_spec.tools import ToolState
 from economizer_spec.trajectory import Step, Trajectory
 
 from .bounded import BoundedMatcher, TimedOut
@@ -286,9 +285,6 @@ class Controller:
         self.rejections.extend(rejections)
         self.records.append(record)
         return record
-
-    def tool_states(self) -> tuple[ToolState, ...]:
-        return tuple(ToolState(name, called, streak) for name, (called, streak) in self.tools.items())
 
     def passed_turns_sorted(self) -> list[int]:
         return list(self.sorted_passed)

@@ -27,7 +27,8 @@ Defaults (no model call, so no usage):
   runner or a runner failed to start). A setup step (`pip install -e`, `setup.py develop`)
   seen in 2 or more window tasks that passed becomes "the checkout is importable without a
   reinstall" (need: a reinstall was attempted).
-* `no_tool_judge`: None, so nothing is masked without unused-history evidence.
+* no tool judge (`Controllers.tool_judge` is None), so nothing is masked without
+  unused-history evidence.
 * `not_stuck`: always "not stuck", so only the forced rule intervenes.
 * `template_redirect`: a redirect built from the agent's own recent actions.
 """
@@ -130,11 +131,6 @@ class DigestMiningProposer:
                 )
             )
         return ProposerAnswer(tuple(skills[:4]))
-
-
-def no_tool_judge() -> None:
-    """No tool judge is configured: `Controllers.tool_judge` is None."""
-    return None
 
 
 def not_stuck(digest: GuardDigest) -> Verdict:

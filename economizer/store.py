@@ -22,7 +22,7 @@ import os
 import pathlib
 import re
 import sqlite3
-from typing import Any, Callable, Iterator
+from typing import Any, Callable
 
 from economizer_spec.params import Params
 
@@ -120,6 +120,3 @@ class Store:
     def fed_ids(self) -> set[str]:
         return {r[0] for r in self.connection.execute("SELECT task_id FROM tasks")}
 
-
-def stores(state_dir: pathlib.Path | None = None) -> Iterator[pathlib.Path]:
-    yield from sorted((state_dir or default_state_dir()).glob("*.sqlite3"))

@@ -144,37 +144,45 @@ def _collect(process: subprocess.Popen[bytes], timeout: float, output_limit: int
     dropped = 0
     deadline = time.monotonic() + timeout
     timed_out = False
-    with selectors.DefaultSelector() as selector:
-        selector.register(pipe, selectors.EVENT_READ)
-        open_pipe = True
-        while True:
-            exited = process.poll() is not None
-            remaining = deadline - time.monotonic()
-            if remaining <= 0 and not exited:
-                timed_out = True
-                kill_group(group)
-                process.wait()
-                exited = True
-            if open_pipe:
-                events = selector.select(timeout=0 if exited else min(0.05, max(remaining, 0)))
-                data = _read_available(pipe) if events else None
-                if data is not None:
-                    if data == b"":
-                        selector.unregister(pipe)
-                        open_pipe = False
-                    room = max(0, output_limit - kept)
-                    chunks.append(data[:room])
-                    kept += min(len(data), room)
-                    dropped += max(0, len(data) - room)
-                    if data:
-                        continue
-            if exited:
-                break
-            if not open_pipe:
-                try:
-                    process.wait(timeout=max(remaining, 0.001))
-                except subprocess.TimeoutExpired:
-                    pass
+    try:
+        with selectors.DefaultSelector() as selector:
+            selector.register(pipe, selectors.EVENT_READ)
+            open_pipe = True
+            while True:
+                exited = process.poll() is not None
+                remaining = deadline - time.monotonic()
+                if remaining <= 0 and not exited:
+                    timed_out = True
+                    kill_group(group)
+                    process.wait()
+                    exited = True
+                if open_pipe:
+                    events = selector.select(timeout=0 if exited else min(0.05, max(remaining, 0)))
+                    data = _read_available(pipe) if events else None
+                    if data is not None:
+                        if data == b"":
+                            selector.unregister(pipe)
+                            open_pipe = False
+                        room = max(0, output_limit - kept)
+                        chunks.append(data[:room])
+                        kept += min(len(data), room)
+                        dropped += max(0, len(data) - room)
+                        if data:
+                            continue
+                if exited:
+                    break
+                if not open_pipe:
+                    try:
+                        process.wait(timeout=max(remaining, 0.001))
+                    except subprocess.TimeoutExpired:
+                        pass
+    except BaseException:
+        # Interrupted (Ctrl-C, SIGTERM turned into an exception): the command runs in a session
+        # of its own, which the terminal's signal never reaches, so it is killed here.
+        kill_group(group)
+        process.wait()
+        pipe.close()
+        raise
     pipe.close()
     exit_code = process.returncode if not timed_out else TIMEOUT_EXIT_CODE
     text = decode(b"".join(chunks))

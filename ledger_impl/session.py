@@ -140,15 +140,22 @@ class DurableSession:
         if not isinstance(command, str):
             raise TypeError(f"a command is a string, got {type(command).__name__}")
         _check_call_id(call_id)
-        classified = classify(command, cwd=self._relative_cwd(cwd), root=self.root)
         with self._store.transaction():
             state = self._load()
+            # Classified after the poll: the names it resolves on disk (symbolic links) are those
+            # of the state the start stamp covers; a change after the poll is caught at record.
+            classified = classify(command, cwd=self._relative_cwd(cwd), root=self.root)
             decision = state.ledger.govern(classified)
+            # An id still pending names two calls at once: which result a record carries is
+            # unknowable, so the earlier call is treated as abandoned (below) and its may-write
+            # flag carried over, and nothing is served while it may still be running.
+            earlier = next((row for row in self._store.pending() if row.call_id == call_id and not row.abandoned), None)
             if isinstance(decision, Reuse):
-                writers = [
-                    row for row in self._store.pending() if row.may_write and not row.abandoned and row.call_id != call_id
-                ]
-                if writers:
+                writers = [row for row in self._store.pending() if row.may_write and not row.abandoned]
+                if earlier is not None:
+                    state.notes.append(f"not reused: call id {call_id!r} is already in flight")
+                    decision = Allow()
+                elif writers:
                     state.notes.append(f"not reused: {len(writers)} command(s) that may write still running")
                     decision = Allow()
                 elif not self._observation_fingerprint_holds(decision):
@@ -165,17 +172,24 @@ class DurableSession:
                     _joined(state.notes),
                 )
             else:
+                ambiguous = earlier is not None or state.ledger.running(call_id) is not None
                 if state.ledger.running(call_id) is not None:
-                    # The same call decided twice (a retried hook): the first may have run.
-                    state.ledger.abandon(call_id)
-                    state.notes.append(f"call {call_id!r} was decided twice: changes unknown")
+                    state.ledger.abandon(call_id)  # the earlier call under this id (it may have run)
                 state.ledger.start(call_id, classified, decision)
                 blob = pickle.dumps((classified, decision), protocol=pickle.HIGHEST_PROTOCOL)
+                may_write = not classified.read_only or (earlier is not None and earlier.may_write)
                 self._store.add_pending(
                     PendingRow(
-                        call_id, command, blob, checksum(blob), state.ledger.total, not classified.read_only, time.time()
+                        call_id, _storable(command), blob, checksum(blob), state.ledger.total, may_write, time.time()
                     )
                 )
+                if ambiguous:
+                    # After this call's start stamp: its own record then counts as overlapped.
+                    state.ledger.modify(UNKNOWN_SCOPE)
+                    self._store.add_note(
+                        f"call id {call_id!r} decided again while in flight: the earlier call is abandoned, changes unknown"
+                    )
+                    state.notes.extend(self._store.take_unshown_notes())
                 result = Decision(decision.verdict.value, note=getattr(decision, "note", None), degraded=_joined(state.notes))
             self._save(state)
         return result
@@ -196,10 +210,13 @@ class DurableSession:
             if state.ledger.running(call_id) is None:
                 # Never decided, forgotten long after it was abandoned, or decided under a
                 # ledger since discarded: nothing to observe; what it changed was recorded by
-                # the poll in `_load`.
-                self._store.add_note(f"record for unknown call {call_id!r}: its output is not kept")
+                # the poll in `_load`. An inexact result would not have been kept anyway (a
+                # hook's Read answered as unchanged), so it leaves no note.
+                if exact:
+                    self._store.add_note(f"record for unknown call {call_id!r}: its output is not kept")
             else:
-                too_long = len(output.encode("utf-8", "surrogateescape")) > self.output_cap
+                # surrogatepass: JSON can carry lone surrogates, which no strict codec encodes.
+                too_long = len(output.encode("utf-8", "surrogatepass")) > self.output_cap
                 # Changes() because the poll in `_load` already recorded everything it changed.
                 state.ledger.finish(call_id, output, exit_code, Changes(), exact=exact and not too_long)
             self._store.remove_pending(call_id)
@@ -340,6 +357,12 @@ class _State:
     ledger: Ledger
     index: bytes | None
     notes: list[str] = attrs.Factory(list)
+
+
+def _storable(text: str) -> str:
+    """`text` with anything SQLite cannot store as UTF-8 (lone surrogates) replaced: the pending
+    row's command is for display; the pickled classification is what the record uses."""
+    return text.encode("utf-8", "surrogatepass").decode("utf-8", "replace")
 
 
 def _check_call_id(call_id: object) -> None:

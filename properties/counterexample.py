@@ -1,25 +1,42 @@
-"""Counterexample files (schema "ledger-counterexample/1", see counterexamples/README.md).
+"""Counterexample files: the one model, loader, writer and error (schema in counterexamples/README.md).
 
-A counterexample is a workspace, a list of shell commands, and the step at which govern did
-something unsafe, with the detector (`MODULE:FACTORY`) it happened against. `load` validates a
-file and says exactly what is wrong with it; `dump` writes one; `from_trace` turns the trace a
-Z3 model describes (`ledger_spec.z3_model.AbstractTrace`) into a concrete session that a real
-Runtime with the matching unsound detector can replay.
+A counterexample is a workspace (`Setup`), a list of shell commands (`Step`), and the step at
+which Ledger did something unsafe (`Violation`), with the detector (`MODULE:FACTORY`) it
+happened against. Everything that reads or writes these files goes through this module: the
+hunt's writer (`from_run`), `ledger prove` (`from_trace`), `ledger replay` and the tests
+(`load`).
+
+Theory of operation: a file is data from an untrusted source until proved otherwise. `loads`
+turns bytes into a `Counterexample` in two passes, each of which can only raise
+`CounterexampleError` with a one-line message naming the field: `_parse` checks the JSON shape
+(objects, lists, known fields), then the attrs validators of the frozen values check every
+field's meaning (keys relative and inside the workspace, steps non-empty, the violation step in
+range, outputs text, exit codes integers, ...). Nothing is written and nothing is imported
+while loading; `detector` is only a name here.
+
+"Reproduces" is exact: a replay reproduces a counterexample when the same property fails at
+the recorded step and `outcomes` of that step equal the recorded `expected` and `observed`
+(output, exit code, verdict, and the property's evidence such as the missing keys).
 """
 
 from __future__ import annotations
 
 import datetime
+import hashlib
 import json
 import pathlib
+import posixpath
 import re
 import shlex
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 import attrs
 
 from ledger_spec.values import Category, Verdict
 from ledger_spec.z3_model import AbstractTrace
+
+from .oracle import PROPERTIES, REUSE_IS_FRESH, StepRecord, Violation as OracleViolation
+from .shell_strategies import WorkspaceSetup
 
 SCHEMA = "ledger-counterexample/1"
 
@@ -28,191 +45,424 @@ OPTIMISTIC_RULES = "ledger_impl.detectors.unsound:optimistic_rules"
 it misses a script's writes whether the script runs alone (it says nothing at all) or after an
 edit it does understand (it names that edit's file and omits the script's)."""
 
+STATUSES: tuple[str, ...] = ("open", "fixed")
+"""`open`: a fault of Ledger itself that still reproduces against the default detector.
+`fixed`: such a fault after its fix, with no detector left that shows it."""
+
+MAX_FILE_BYTES = 16 * 1024 * 1024
+"""Larger files are refused before parsing: a counterexample is a few kilobytes."""
+
 _DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
-_DETECTOR = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$")
+_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+_DETECTOR = re.compile(r"^[A-Za-z_]\w*(\.[A-Za-z_]\w*)*:[A-Za-z_]\w*$")
+_VERDICTS = frozenset(verdict.value for verdict in Verdict)
 
 
 class CounterexampleError(ValueError):
-    """A counterexample file or value that does not follow the schema."""
+    """A counterexample file or value that does not follow the schema; the message is one line."""
+
+
+# --- validators -------------------------------------------------------------------------------
+
+
+def _check(condition: bool, field: str, message: str) -> None:
+    if not condition:
+        raise CounterexampleError(f"{field} {message}")
+
+
+def _is_int(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _text(field: str, *, one_line: bool = False) -> Callable[[object, attrs.Attribute, object], None]:
+    def validate(_instance: object, _attribute: attrs.Attribute, value: object) -> None:
+        _check(isinstance(value, str) and bool(value.strip()), field, "must be a non-empty string")
+        _check(not one_line or "\n" not in str(value), field, "must be one line")
+
+    return validate
+
+
+def workspace_key_problem(key: object) -> str | None:
+    """Why `key` may not name a file of a workspace, or None if it may.
+
+    A key is a relative POSIX path that stays inside the directory it is written under: no
+    absolute path, no `..`, `.` or empty component, no NUL, and nothing under `.git/` (a
+    planted hook or config would run code when the workspace's repository is made).
+    """
+    if not isinstance(key, str) or not key:
+        return "is not a non-empty string"
+    if "\0" in key:
+        return "contains a NUL byte"
+    if key.startswith("/"):
+        return "is absolute"
+    parts = key.split("/")
+    if ".." in parts:
+        return "contains '..'"
+    if any(part in ("", ".") for part in parts):
+        return "has an empty or '.' component"
+    if parts[0] == ".git":
+        return "is inside .git/"
+    return None
+
+
+def _files(field: str) -> Callable[[object, attrs.Attribute, object], None]:
+    def validate(_instance: object, _attribute: attrs.Attribute, value: object) -> None:
+        _check(isinstance(value, Mapping), field, "must be an object of relative path -> text")
+        assert isinstance(value, Mapping)
+        for key, text in value.items():
+            problem = workspace_key_problem(key)
+            _check(problem is None, field, f"key {key!r} {problem}")
+            _check(isinstance(text, str), f"{field}[{key!r}]", f"must be text, got {type(text).__name__}")
+        # A key may not be both a file and the directory of another key.
+        for key in value:
+            parent = posixpath.dirname(key)
+            while parent:
+                _check(parent not in value, field, f"has {parent!r} as both a file and the directory of {key!r}")
+                parent = posixpath.dirname(parent)
+
+    return validate
+
+
+def _optional_int(field: str) -> Callable[[object, attrs.Attribute, object], None]:
+    def validate(_instance: object, _attribute: attrs.Attribute, value: object) -> None:
+        _check(value is None or _is_int(value), field, f"must be an integer, got {value!r}")
+
+    return validate
+
+
+def _verdict(field: str, *, required: bool) -> Callable[[object, attrs.Attribute, object], None]:
+    def validate(_instance: object, _attribute: attrs.Attribute, value: object) -> None:
+        allowed = value in _VERDICTS or (value is None and not required)
+        _check(allowed, field, f"must be one of {', '.join(sorted(_VERDICTS))}, got {value!r}")
+
+    return validate
+
+
+def _frozen_mapping(value: Mapping[str, Any]) -> Mapping[str, Any]:
+    return dict(value) if isinstance(value, Mapping) else value
+
+
+# --- the model --------------------------------------------------------------------------------
 
 
 @attrs.frozen
-class CounterexampleStep:
-    """One command of the session; `verdict`/`exit_code` are what the finder saw, if recorded."""
+class Setup:
+    """The starting workspace: files in the root, files in a directory next to it, git or not."""
 
-    command: str
-    verdict: str | None = None
-    exit_code: int | None = None
+    files: Mapping[str, str] = attrs.field(converter=_frozen_mapping, validator=_files("setup.files"))
+    outside: Mapping[str, str] = attrs.field(
+        factory=dict, converter=_frozen_mapping, validator=_files("setup.outside")
+    )
+    git: bool = attrs.field(default=True)
+
+    @git.validator
+    def _git(self, _attribute: attrs.Attribute, value: object) -> None:
+        _check(isinstance(value, bool), "setup.git", "must be true or false")
+
+    def workspace(self) -> WorkspaceSetup:
+        return WorkspaceSetup(dict(self.files), dict(self.outside), self.git)
+
+    @classmethod
+    def of(cls, workspace: WorkspaceSetup) -> "Setup":
+        return cls(dict(workspace.files), dict(workspace.outside), workspace.git)
+
+
+@attrs.frozen
+class Step:
+    """One command of the session, with the verdict and exit code the finder saw (if recorded)."""
+
+    command: str = attrs.field(validator=_text("steps[].command"))
+    verdict: str | None = attrs.field(default=None, validator=_verdict("steps[].verdict", required=False))
+    exit_code: int | None = attrs.field(default=None, validator=_optional_int("steps[].exit_code"))
 
 
 @attrs.frozen
 class Outcome:
+    """What a step printed (stdout and stderr), its exit code, the verdict, and the property's
+    evidence (`changed`, `reported`, `missing`, `category`, `state`, ...)."""
+
     output: str
     exit_code: int
     verdict: str | None = None
+    evidence: Mapping[str, Any] = attrs.field(factory=dict, converter=_frozen_mapping)
+
+    def __attrs_post_init__(self) -> None:
+        _check(isinstance(self.output, str), "output", "must be a string")
+        _check(_is_int(self.exit_code), "exit_code", f"must be an integer, got {self.exit_code!r}")
+        _check(self.verdict is None or self.verdict in _VERDICTS, "verdict", f"must be one of {sorted(_VERDICTS)}")
+        _check(isinstance(self.evidence, Mapping), "evidence", "must be an object")
+
+    def to_json(self) -> dict[str, Any]:
+        document: dict[str, Any] = {"output": self.output, "exit_code": self.exit_code}
+        if self.verdict is not None:
+            document["verdict"] = self.verdict
+        document.update(self.evidence)
+        return document
+
+
+@attrs.frozen
+class Violation:
+    """The step (0-based) at which `property` failed, with what was expected and observed."""
+
+    step: int = attrs.field(validator=_optional_int("violation.step"))
+    expected: Outcome = attrs.field()
+    observed: Outcome = attrs.field()
+    command: str | None = None  # the violating step's command again, for a reader of the file
+
+    @observed.validator
+    def _observed(self, _attribute: attrs.Attribute, value: Outcome) -> None:
+        _check(value.verdict is not None, "violation.observed.verdict", "is required")
 
 
 @attrs.frozen
 class Counterexample:
-    id: str
+    id: str = attrs.field(validator=_text("id"))
     property: str
-    explanation: str
+    explanation: str = attrs.field(validator=_text("explanation", one_line=True))
     detector: str
-    files: Mapping[str, str]
-    steps: tuple[CounterexampleStep, ...]
-    violation_step: int
-    expected: Outcome
-    observed: Outcome
-    found_by: Mapping[str, Any]
+    setup: Setup
+    steps: tuple[Step, ...] = attrs.field(converter=tuple)
+    violation: Violation
+    found_by: Mapping[str, Any] = attrs.field(converter=_frozen_mapping)
     date: str
-    outside: Mapping[str, str] = attrs.field(factory=dict)
-    git: bool | None = None
+    status: str | None = None
 
     def __attrs_post_init__(self) -> None:
-        _validate(self)
+        _check(bool(_ID.match(self.id)), "id", "must be file-name safe (letters, digits, '.', '_', '-')")
+        _check(self.property in PROPERTIES, "property", f"must be one of {', '.join(PROPERTIES)}, got {self.property!r}")
+        _check(
+            isinstance(self.detector, str) and bool(_DETECTOR.match(self.detector)),
+            "detector",
+            f"must look like MODULE:FACTORY, got {self.detector!r}",
+        )
+        _check(bool(self.steps), "steps", "must not be empty")
+        _check(
+            0 <= self.violation.step < len(self.steps),
+            "violation.step",
+            f"must index steps (0..{len(self.steps) - 1}), got {self.violation.step}",
+        )
+        _check(
+            isinstance(self.found_by, Mapping) and isinstance(self.found_by.get("tool"), str),
+            "found_by",
+            "must be an object with a 'tool' string",
+        )
+        _check(isinstance(self.date, str) and bool(_DATE.match(self.date)), "date", f"must be YYYY-MM-DD, got {self.date!r}")
+        _check(self.status is None or self.status in STATUSES, "status", f"must be one of {', '.join(STATUSES)}")
 
     @property
     def commands(self) -> tuple[str, ...]:
         return tuple(step.command for step in self.steps)
 
+    @property
+    def expected(self) -> Outcome:
+        return self.violation.expected
 
-def _fail(where: str, message: str) -> None:
-    raise CounterexampleError(f"{where}: {message}")
+    @property
+    def observed(self) -> Outcome:
+        return self.violation.observed
 
-
-def _validate(ce: Counterexample) -> None:
-    where = f"counterexample {ce.id!r}"
-    if not isinstance(ce.id, str) or not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*", ce.id):
-        _fail(where, "id must be a file-name-safe string (letters, digits, '.', '_', '-')")
-    for name in ("property", "explanation"):
-        value = getattr(ce, name)
-        if not isinstance(value, str) or not value.strip():
-            _fail(where, f"{name} must be a non-empty string")
-    if "\n" in ce.explanation:
-        _fail(where, "explanation is one line")
-    if not isinstance(ce.detector, str) or not _DETECTOR.match(ce.detector):
-        _fail(where, f"detector must look like MODULE:FACTORY, got {ce.detector!r}")
-    for label, files in (("setup.files", ce.files), ("setup.outside", ce.outside)):
-        if not isinstance(files, Mapping):
-            _fail(where, f"{label} must be an object of path -> text")
-        for path, text in files.items():
-            if not isinstance(path, str) or not path or path.startswith("/") or ".." in path.split("/"):
-                _fail(where, f"{label} has a path that is not relative and inside: {path!r}")
-            if not isinstance(text, str):
-                _fail(where, f"{label}[{path!r}] must be text, got {type(text).__name__}")
-    if not ce.steps:
-        _fail(where, "steps must not be empty")
-    for index, step in enumerate(ce.steps):
-        if not isinstance(step.command, str) or not step.command.strip():
-            _fail(where, f"steps[{index}] has no command")
-    if not isinstance(ce.violation_step, int) or not 0 <= ce.violation_step < len(ce.steps):
-        _fail(where, f"violation.step must index steps (0..{len(ce.steps) - 1}), got {ce.violation_step!r}")
-    if not isinstance(ce.found_by, Mapping) or not isinstance(ce.found_by.get("tool"), str):
-        _fail(where, "found_by must be an object with a 'tool'")
-    if not isinstance(ce.date, str) or not _DATE.match(ce.date):
-        _fail(where, f"date must be YYYY-MM-DD, got {ce.date!r}")
+    def mismatch(self, records: "list[StepRecord] | tuple[StepRecord, ...]") -> str | None:
+        """Why a replay's `records` do not reproduce this counterexample exactly, or None if
+        they do: the same property fails first at the recorded step, with the recorded outcomes."""
+        found = next((r for r in records if r.violation is not None and r.violation.property == self.property), None)
+        if found is None:
+            return f"no {self.property} violation in {len(records)} steps"
+        assert found.violation is not None
+        if found.index != self.violation.step:
+            return f"{self.property} failed at step {found.index + 1}, not at the recorded step {self.violation.step + 1}"
+        expected, observed = outcomes(found, found.violation)
+        for label, recorded, seen in (("expected", self.expected, expected), ("observed", self.observed, observed)):
+            if recorded != seen:
+                fields = [f for f in ("output", "exit_code", "verdict", "evidence") if getattr(recorded, f) != getattr(seen, f)]
+                return f"{self.property} failed at step {found.index + 1}, but its {label} {'/'.join(fields)} differ from the file"
+        return None
 
 
-# --- JSON -----------------------------------------------------------------------------------
+# --- from a run -------------------------------------------------------------------------------
 
 
-def _outcome(data: object, where: str, *, needs_verdict: bool) -> Outcome:
-    if not isinstance(data, Mapping):
-        raise CounterexampleError(f"{where} must be an object with output and exit_code")
-    output, exit_code, verdict = data.get("output"), data.get("exit_code"), data.get("verdict")
-    if not isinstance(output, str):
-        raise CounterexampleError(f"{where}.output must be a string")
-    if not isinstance(exit_code, int) or isinstance(exit_code, bool):
-        raise CounterexampleError(f"{where}.exit_code must be an integer")
-    if needs_verdict and verdict not in {v.value for v in Verdict}:
-        raise CounterexampleError(f"{where}.verdict must be one of allow, reuse, nudge, got {verdict!r}")
-    return Outcome(output, exit_code, verdict)
+def outcomes(record: StepRecord, violation: OracleViolation) -> tuple[Outcome, Outcome]:
+    """(expected, observed) of a violating step: the step's own output and exit code, overridden
+    by the property's evidence (for a stale Reuse, `expected` is what running it now printed)."""
+
+    def outcome(evidence: Mapping[str, object], verdict: str | None) -> Outcome:
+        extra = {k: v for k, v in evidence.items() if k not in ("output", "exit_code", "verdict")}
+        return Outcome(
+            str(evidence.get("output", record.output)),
+            int(evidence.get("exit_code", record.exit_code)),  # type: ignore[call-overload]
+            evidence.get("verdict", verdict),  # type: ignore[arg-type]
+            json.loads(json.dumps(extra)),  # lists, not tuples or sets: what a file holds
+        )
+
+    return outcome(violation.expected, None), outcome(violation.observed, record.verdict)
 
 
-def _step(data: object, index: int) -> CounterexampleStep:
-    # A step is a command string, or an object with "command" and what the finder saw.
-    if isinstance(data, str):
-        return CounterexampleStep(data)
-    if isinstance(data, Mapping) and isinstance(data.get("command"), str):
-        exit_code = data.get("exit_code")
-        return CounterexampleStep(data["command"], data.get("verdict"), exit_code if isinstance(exit_code, int) else None)
-    raise CounterexampleError(f"steps[{index}] must be a command string or an object with a 'command'")
+def from_run(
+    setup: WorkspaceSetup,
+    records: "list[StepRecord] | tuple[StepRecord, ...]",
+    violation: OracleViolation,
+    *,
+    detector: str,
+    found_by: Mapping[str, Any],
+    explanation: str | None = None,
+    date: datetime.date | None = None,
+) -> Counterexample:
+    """The counterexample of a replayed run whose step `violation.step` failed its property.
 
-
-def from_json(document: Mapping[str, Any]) -> Counterexample:
-    """Validate and convert a parsed counterexample document."""
-    if not isinstance(document, Mapping):
-        raise CounterexampleError("a counterexample is a JSON object")
-    if document.get("schema") != SCHEMA:
-        raise CounterexampleError(f"schema must be {SCHEMA!r}, got {document.get('schema')!r}")
-    required = ("id", "property", "explanation", "detector", "setup", "steps", "violation", "found_by", "date")
-    missing = [name for name in required if name not in document]
-    if missing:
-        raise CounterexampleError(f"missing field(s): {', '.join(missing)}")
-    setup, violation, steps = document["setup"], document["violation"], document["steps"]
-    if not isinstance(setup, Mapping) or not isinstance(setup.get("files"), Mapping):
-        raise CounterexampleError("setup must be an object with 'files'")
-    if not isinstance(steps, list):
-        raise CounterexampleError("steps must be a list")
-    if not isinstance(violation, Mapping) or not isinstance(violation.get("step"), int):
-        raise CounterexampleError("violation must be an object with an integer 'step'")
+    The id is `<factory>-<property>-<hash of setup and commands>`, so the same minimized run
+    found twice gets the same file name.
+    """
+    steps = tuple(Step(r.template, r.verdict, r.exit_code) for r in records[: violation.step + 1])
+    digest = hashlib.sha256(json.dumps([setup.to_json(), [s.command for s in steps]], sort_keys=True).encode()).hexdigest()[:10]
+    short = re.sub(r"[^a-z0-9]+", "-", detector.rsplit(":", 1)[-1].lower()).strip("-") or "detector"
+    expected, observed = outcomes(records[violation.step], violation)
     return Counterexample(
-        id=document["id"],
-        property=document["property"],
-        explanation=document["explanation"],
-        detector=document["detector"],
-        files=dict(setup["files"]),
-        outside=dict(setup.get("outside", {})),
-        git=setup.get("git"),
-        steps=tuple(_step(step, index) for index, step in enumerate(steps)),
-        violation_step=violation["step"],
-        expected=_outcome(violation.get("expected"), "violation.expected", needs_verdict=False),
-        observed=_outcome(violation.get("observed"), "violation.observed", needs_verdict=True),
-        found_by=dict(document["found_by"]),
-        date=document["date"],
+        id=f"{short}-{violation.property}-{digest}",
+        property=violation.property,
+        explanation=" ".join((explanation or violation.message).split()),
+        detector=detector,
+        setup=Setup.of(setup),
+        steps=steps,
+        violation=Violation(violation.step, expected, observed, records[violation.step].template),
+        found_by=dict(found_by),
+        date=(date or datetime.date.today()).isoformat(),
+    )
+
+
+# --- JSON -------------------------------------------------------------------------------------
+
+_TOP = ("schema", "id", "property", "explanation", "detector", "setup", "steps", "violation", "found_by", "date", "status")
+_REQUIRED = _TOP[:-1]
+
+
+def _object(value: object, field: str, known: tuple[str, ...], required: tuple[str, ...] = ()) -> Mapping[str, Any]:
+    _check(isinstance(value, dict), field, f"must be an object, got {type(value).__name__}")
+    assert isinstance(value, dict)
+    unknown = sorted(set(value) - set(known))
+    _check(not unknown, field, f"has unknown field(s): {', '.join(map(str, unknown))}")
+    missing = [name for name in required if name not in value]
+    _check(not missing, field, f"is missing field(s): {', '.join(missing)}")
+    return value
+
+
+def _outcome(value: object, field: str, *, verdict: bool) -> Outcome:
+    _check(isinstance(value, dict), field, "must be an object with output and exit_code")
+    assert isinstance(value, dict)
+    for name in ("output", "exit_code"):
+        _check(name in value, field, f"is missing {name}")
+    _check(isinstance(value["output"], str), f"{field}.output", "must be a string")
+    _check(_is_int(value["exit_code"]), f"{field}.exit_code", "must be an integer")
+    if verdict:
+        _check(value.get("verdict") in _VERDICTS, f"{field}.verdict", f"must be one of allow, reuse, nudge, got {value.get('verdict')!r}")
+    evidence = {k: v for k, v in value.items() if k not in ("output", "exit_code", "verdict")}
+    return Outcome(value["output"], value["exit_code"], value.get("verdict"), evidence)
+
+
+def _step(value: object, index: int) -> Step:
+    field = f"steps[{index}]"
+    data = _object(value, field, ("command", "verdict", "exit_code"), ("command",))
+    _check(isinstance(data["command"], str) and bool(data["command"].strip()), f"{field}.command", "must be a non-empty string")
+    _check(data.get("verdict") is None or data.get("verdict") in _VERDICTS, f"{field}.verdict", "must be allow, reuse or nudge")
+    _check(data.get("exit_code") is None or _is_int(data.get("exit_code")), f"{field}.exit_code", "must be an integer")
+    return Step(data["command"], data.get("verdict"), data.get("exit_code"))
+
+
+def from_json(document: object) -> Counterexample:
+    """Validate and convert a parsed counterexample document."""
+    _check(isinstance(document, dict), "the document", f"must be a JSON object, got {type(document).__name__}")
+    assert isinstance(document, dict)
+    _check(document.get("schema") == SCHEMA, "schema", f"must be {SCHEMA!r}, got {document.get('schema')!r}")
+    data = _object(document, "the document", _TOP, _REQUIRED)
+    setup = _object(data["setup"], "setup", ("files", "outside", "git"), ("files",))
+    _check(isinstance(data["steps"], list), "steps", f"must be a list, got {type(data['steps']).__name__}")
+    violation = _object(data["violation"], "violation", ("step", "command", "expected", "observed"), ("step", "expected", "observed"))
+    _check(_is_int(violation["step"]), "violation.step", "must be an integer")
+    _check(violation.get("command") is None or isinstance(violation.get("command"), str), "violation.command", "must be a string")
+    _check(isinstance(data["found_by"], dict), "found_by", "must be an object")
+    for name in ("id", "property", "explanation", "detector", "date"):
+        _check(isinstance(data[name], str), name, f"must be a string, got {type(data[name]).__name__}")
+    return Counterexample(
+        id=data["id"],
+        property=data["property"],
+        explanation=data["explanation"],
+        detector=data["detector"],
+        setup=Setup(setup["files"], setup.get("outside", {}), setup.get("git", True)),
+        steps=tuple(_step(step, index) for index, step in enumerate(data["steps"])),
+        violation=Violation(
+            violation["step"],
+            _outcome(violation["expected"], "violation.expected", verdict=False),
+            _outcome(violation["observed"], "violation.observed", verdict=True),
+            violation.get("command"),
+        ),
+        found_by=data["found_by"],
+        date=data["date"],
+        status=data.get("status"),
     )
 
 
 def to_json(counterexample: Counterexample) -> dict[str, Any]:
-    setup: dict[str, Any] = {"files": dict(counterexample.files)}
-    if counterexample.outside:
-        setup["outside"] = dict(counterexample.outside)
-    if counterexample.git is not None:
-        setup["git"] = counterexample.git
-    # Steps are written as objects, the form `ledger replay` and the safety hunt read; `load`
-    # also accepts bare command strings.
-    steps = [{k: v for k, v in attrs.asdict(step).items() if v is not None} for step in counterexample.steps]
-    observed = {"output": counterexample.observed.output, "exit_code": counterexample.observed.exit_code,
-                "verdict": counterexample.observed.verdict}
-    return {
+    ce = counterexample
+    setup: dict[str, Any] = {"files": dict(ce.setup.files)}
+    if ce.setup.outside:
+        setup["outside"] = dict(ce.setup.outside)
+    setup["git"] = ce.setup.git
+    violation: dict[str, Any] = {"step": ce.violation.step}
+    if ce.violation.command is not None:
+        violation["command"] = ce.violation.command
+    violation.update(expected=ce.expected.to_json(), observed=ce.observed.to_json())
+    document: dict[str, Any] = {
         "schema": SCHEMA,
-        "id": counterexample.id,
-        "property": counterexample.property,
-        "explanation": counterexample.explanation,
-        "detector": counterexample.detector,
+        "id": ce.id,
+        "property": ce.property,
+        "explanation": ce.explanation,
+        "detector": ce.detector,
         "setup": setup,
-        "steps": steps,
-        "violation": {
-            "step": counterexample.violation_step,
-            "expected": {"output": counterexample.expected.output, "exit_code": counterexample.expected.exit_code},
-            "observed": observed,
-        },
-        "found_by": dict(counterexample.found_by),
-        "date": counterexample.date,
+        "steps": [{k: v for k, v in attrs.asdict(step).items() if v is not None} for step in ce.steps],
+        "violation": violation,
+        "found_by": dict(ce.found_by),
+        "date": ce.date,
     }
+    if ce.status is not None:
+        document["status"] = ce.status
+    return document
+
+
+def _reject_constant(name: str) -> object:
+    raise CounterexampleError(f"{name} is not a JSON number")
+
+
+def loads(data: bytes) -> Counterexample:
+    """Parse and validate the bytes of a counterexample file."""
+    if len(data) > MAX_FILE_BYTES:
+        raise CounterexampleError(f"larger than {MAX_FILE_BYTES} bytes")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise CounterexampleError(f"not UTF-8 text (byte {error.start})") from None
+    try:
+        document = json.loads(text, parse_constant=_reject_constant)
+    except json.JSONDecodeError as error:
+        raise CounterexampleError(f"not valid JSON: {error}") from None
+    except RecursionError:
+        raise CounterexampleError("not valid JSON: nested too deeply") from None
+    try:
+        return from_json(document)
+    except RecursionError:
+        raise CounterexampleError("nested too deeply") from None
 
 
 def load(path: str | pathlib.Path) -> Counterexample:
-    """Read and validate a counterexample file; errors name the file and the field."""
+    """Read and validate a counterexample file; the error names the file and the field."""
     path = pathlib.Path(path)
     try:
-        document = json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as error:
-        raise CounterexampleError(f"{path}: not valid JSON: {error}") from error
+        with path.open("rb") as handle:
+            data = handle.read(MAX_FILE_BYTES + 1)
+    except OSError as error:
+        raise CounterexampleError(f"cannot read {path}: {error.strerror or error}") from None
     try:
-        return from_json(document)
+        return loads(data)
     except CounterexampleError as error:
-        raise CounterexampleError(f"{path}: {error}") from error
+        raise CounterexampleError(f"{path}: {error}") from None
 
 
 def dump(counterexample: Counterexample, path: str | pathlib.Path) -> pathlib.Path:
@@ -303,29 +553,38 @@ def from_trace(
     name = _file_name(violation.target)
     return Counterexample(
         id=f"z3-{theorem}",
-        property="reuse-is-fresh",
+        property=REUSE_IS_FRESH,
         explanation=_EXPLANATIONS.get(trace.detector, f"stale reuse with detector model {trace.detector}"),
         detector=detector,
-        files=files,
-        git=False,
-        steps=tuple(CounterexampleStep(command) for command in commands),
-        violation_step=trace.violation_step,
-        expected=Outcome(contents[name], 0),
-        observed=Outcome(outputs[violation.reused_step], 0, Verdict.REUSE.value),
+        setup=Setup(files, git=False),
+        steps=tuple(Step(command) for command in commands),
+        violation=Violation(
+            trace.violation_step,
+            Outcome(contents[name], 0),
+            Outcome(outputs[violation.reused_step], 0, Verdict.REUSE.value),
+        ),
         found_by={"tool": "z3", "theorem": theorem, "command": "ledger prove --write-counterexamples"},
         date=(date or datetime.date.today()).isoformat(),
     )
 
 
 __all__ = [
+    "MAX_FILE_BYTES",
     "SCHEMA",
+    "STATUSES",
     "Counterexample",
     "CounterexampleError",
-    "CounterexampleStep",
     "Outcome",
+    "Setup",
+    "Step",
+    "Violation",
     "dump",
     "from_json",
+    "from_run",
     "from_trace",
     "load",
+    "loads",
+    "outcomes",
     "to_json",
+    "workspace_key_problem",
 ]

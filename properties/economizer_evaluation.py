@@ -27,7 +27,6 @@ over turns (understates late spend) and weighted by the context each turn re-bil
 from __future__ import annotations
 
 import itertools
-import json
 import pathlib
 import time
 from fractions import Fraction
@@ -87,6 +86,8 @@ class CachedController(Controller):
     """Memoizes detector outcomes per (detector, trajectory) across grid runs."""
 
     cache: dict[tuple[Detector, int], bool] = {}
+    """Shared by every controller of one evaluation (reset by `evaluate_corpus`); keyed by the
+    identity of a trajectory's steps, which the evaluation keeps alive for its whole run."""
 
     def _evaluate(self, detectors: Sequence[Detector | None], steps: tuple[Step, ...]) -> list[bool]:
         out = []
@@ -292,10 +293,3 @@ def render_table(report: dict[str, Any]) -> str:
     lines.append(f"\n({report['seconds']}s)")
     return "\n".join(lines)
 
-
-def main() -> None:  # pragma: no cover - convenience
-    import sys
-
-    report = evaluate_corpus(pathlib.Path(sys.argv[1]))
-    print(render_table(report))
-    print(json.dumps(report)[:200])

@@ -8,21 +8,23 @@ which checks the four safety properties; a violation raises, Hypothesis shrinks 
 the `ViolationLog` keeps the last failing run per property (Hypothesis replays the minimal
 example last, so the last one is the shrunk one).
 
-`run_hunt` runs the machine under a profile's budget and writes each minimized counterexample
-as a JSON file (see counterexamples/README.md). `ledger check-detector` and `ledger verify`
-call it.
+`run_hunt` runs the machine under a profile's budget, replays and minimizes each failing run
+(`minimize` keeps only runs it replayed itself), and writes each as a counterexample file
+through `properties.counterexample`. `ledger check-detector` and `ledger verify` call it.
+
+Whose fault is an exception: the detector under test is called by the Runtime, which turns
+its exceptions into `Step.detector_error` (counted in `HuntReport.detector_errors`); its
+factory is wrapped so that a raise there is a `DetectorFailed`. Any other exception out of
+`run_hunt` is the harness's own.
 """
 
 from __future__ import annotations
 
+import collections
 import contextlib
-import datetime
-import hashlib
-import json
 import pathlib
 import random
 import posixpath
-import re
 import shlex
 import time
 from typing import Callable, Mapping, Sequence
@@ -36,25 +38,27 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, precondition,
 
 from ledger_spec import Policy
 
+from .counterexample import dump, from_run, to_json
 from .oracle import (
     DETECTOR_COVERS_CHANGES,
     PROPERTIES,
     REUSE_IS_FRESH,
     FINGERPRINT_LINE,
     CheckedSession,
-    fingerprint_line,
     StepRecord,
     Violation,
     checked_session,
+    fingerprint_line,
     first_violation,
     hunt_environment,
-    run_checked,
 )
 from .profiles import Profile, profile as named_profile
+from .replay import run_recorded
 from .shell_strategies import (
     DEFAULT_POOL,
     DETECTOR_READ_IDIOMS,
     EDIT_IDIOMS,
+    FINGERPRINT_CLASS_IDIOMS,
     READ_IDIOMS,
     RUN_TOOL_SCRIPT,
     SPELLINGS,
@@ -65,8 +69,25 @@ from .shell_strategies import (
     workspaces,
 )
 
-SCHEMA = "ledger-counterexample/1"
 DetectorFactory = Callable[[], object]
+
+
+class DetectorFailed(Exception):
+    """The detector under test could not be made: its factory raised."""
+
+
+@attrs.frozen
+class GuardedFactory:
+    """A detector factory whose exceptions become DetectorFailed (the detector's fault, not the
+    harness's). A class, not a closure, so that a parallel hunt can send it to its workers."""
+
+    factory: DetectorFactory
+
+    def __call__(self) -> object:
+        try:
+            return self.factory()
+        except Exception as error:  # noqa: BLE001 - the user's factory; named, never swallowed
+            raise DetectorFailed(f"the detector factory raised {type(error).__name__}: {error}") from error
 
 
 class HuntViolation(AssertionError):
@@ -142,6 +163,7 @@ class ViolationLog:
         self.first_violation_at: float | None = None
         self.crashes = 0
         self.first_crash: Exception | None = None
+        self.detector_errors: collections.Counter[str] = collections.Counter()
 
     def record(self, run: FailingRun) -> None:
         """Keep `run` if it is the smallest failing run of its property so far.
@@ -166,8 +188,11 @@ class ViolationLog:
                 pass  # no violation yet, or its time is being written: look again next run
         return self.first_violation_at is not None and time.monotonic() - self.first_violation_at > self.shrink_seconds
 
-    def count_step(self) -> None:
+    def count_step(self, record: StepRecord | None = None) -> None:
         self.steps += 1
+        error = getattr(record, "detector_error", None)
+        if error:
+            self.detector_errors[error] += 1
         if self.on_step is not None:
             self.on_step(self.examples, self.steps)
 
@@ -234,7 +259,12 @@ def make_hunt(
             self.edit_idioms = data.draw(
                 st.lists(st.sampled_from(grammar.edit_idioms), min_size=1, max_size=5, unique=True), "edit idioms"
             )
-            self.session = self._exit.enter_context(checked_session(setup, detector_factory(), policy))
+            try:
+                self.session = self._exit.enter_context(checked_session(setup, detector_factory(), policy))
+            except Exception as crash:
+                violation_log.crashes += 1
+                violation_log.first_crash = violation_log.first_crash or crash
+                raise
 
         @rule(data=st.data())
         def read(self, data: st.DataObject) -> None:
@@ -291,7 +321,7 @@ def make_hunt(
                 violation_log.crashes += 1
                 violation_log.first_crash = violation_log.first_crash or crash
                 raise
-            violation_log.count_step()
+            violation_log.count_step(record)
             if record.violation is None:
                 return
             run = FailingRun(self.setup, tuple(self.session.records), record.violation)
@@ -329,8 +359,10 @@ def hunt_settings(profile: Profile, **overrides: object) -> settings:
     return settings(**values)  # type: ignore[arg-type]
 
 
-FULL_GRAMMAR = Grammar(read_idioms=READ_IDIOMS)
-"""Every read idiom, including those with an open classifier fault: what `ledger verify` hunts."""
+FULL_GRAMMAR = Grammar(read_idioms=READ_IDIOMS, edit_idioms=EDIT_IDIOMS + FINGERPRINT_CLASS_IDIOMS)
+"""Every read idiom, including those with an open classifier fault, and every edit, including
+those outside the root that only the fingerprint covers: what `ledger verify` hunts (with the
+fingerprint on, as shipped)."""
 
 
 def run_verify_hunt(
@@ -357,20 +389,27 @@ MINIMIZE_SECONDS: dict[str, float] = {"ci": 60.0, "dev": 120.0, "thorough": 300.
 
 def minimize(
     run: FailingRun, detector_factory: DetectorFactory, budget_seconds: float = 60.0, policy: Policy | None = None
-) -> FailingRun:
+) -> FailingRun | None:
     """The smallest variant of `run` (fewer steps, fewer setup files) that still violates its
-    property, found by removing chunks of steps and then single files, while the budget lasts."""
+    property, found by removing chunks of steps and then single files, while the budget lasts.
+
+    Every run it returns is one it replayed itself (outputs as a replay of the file will see
+    them); None if `run` itself does not fail again when replayed.
+    """
     prop = run.violation.property
     deadline = time.monotonic() + budget_seconds
 
     def attempt(setup: WorkspaceSetup, templates: list[str]) -> FailingRun | None:
-        records = run_checked(setup, templates, detector_factory(), policy)
+        records = run_recorded(setup, templates, detector_factory(), policy)
         violation = first_violation(records, prop)
         if violation is None:
             return None
         return FailingRun(setup, tuple(records[: violation.step + 1]), violation)
 
-    best = run
+    replayed = attempt(run.setup, [record.template for record in run.steps])
+    if replayed is None:
+        return None
+    best = replayed
     chunk = max(1, len(best.steps) // 2)
     while chunk >= 1 and time.monotonic() < deadline:
         templates = [record.template for record in best.steps]
@@ -412,65 +451,11 @@ def escalate(
         directory = posixpath.dirname(str(key)) or "."
         for read in (f"cat {shlex.quote(str(key))}", f"ls -l {shlex.quote(directory)}"):
             candidate = templates[:at] + [read] + templates[at : at + 1] + [read]
-            records = run_checked(run.setup, candidate, detector_factory(), policy)
+            records = run_recorded(run.setup, candidate, detector_factory(), policy)
             violation = first_violation(records, REUSE_IS_FRESH)
             if violation is not None:
                 return FailingRun(run.setup, tuple(records[: violation.step + 1]), violation)
     return None
-
-
-# --- counterexample files --------------------------------------------------------------------
-
-
-def counterexample_document(
-    run: FailingRun,
-    *,
-    detector: str,
-    seed: int | None,
-    profile: str,
-    command: str,
-    explanation: str | None = None,
-) -> dict[str, object]:
-    """The JSON document of a counterexample file (schema in counterexamples/README.md)."""
-    violation = run.violation
-    step = run.steps[violation.step]
-    templates = [record.template for record in run.steps]
-    digest = hashlib.sha256(json.dumps([run.setup.to_json(), templates], sort_keys=True).encode()).hexdigest()[:10]
-    short = re.sub(r"[^a-z0-9]+", "-", detector.rsplit(":", 1)[-1].lower()).strip("-") or "detector"
-    return {
-        "schema": SCHEMA,
-        "id": f"{short}-{violation.property}-{digest}",
-        "property": violation.property,
-        "explanation": (explanation or violation.message).replace("\n", " "),  # one line
-        "detector": detector,
-        "setup": run.setup.to_json(),
-        "steps": [
-            {"command": record.template, "verdict": record.verdict, "exit_code": record.exit_code}
-            for record in run.steps
-        ],
-        # expected/observed always carry output and exit_code (and observed the verdict), as
-        # `properties.counterexample` requires; a property's own evidence (changed keys, the
-        # report) is added beside them.
-        "violation": {
-            "step": violation.step,
-            "command": step.template,
-            "expected": {"output": step.output, "exit_code": step.exit_code, **violation.expected},
-            "observed": {"output": step.output, "exit_code": step.exit_code, "verdict": step.verdict, **violation.observed},
-        },
-        "found_by": {
-            "tool": "hypothesis", "seed": seed, "profile": profile, "command": command,
-            "fingerprint": FINGERPRINT_LINE.get(),
-        },
-        "date": datetime.date.today().isoformat(),
-    }
-
-
-def write_counterexample(document: Mapping[str, object], out_dir: pathlib.Path) -> pathlib.Path:
-    """Write `document` as `<id>.json` under `out_dir`; return the path."""
-    out_dir.mkdir(parents=True, exist_ok=True)
-    path = out_dir / f"{document['id']}.json"
-    path.write_text(json.dumps(document, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-    return path
 
 
 # --- running a hunt --------------------------------------------------------------------------
@@ -486,8 +471,10 @@ class HuntReport:
     examples: int
     steps: int
     seconds: float
-    counterexamples: tuple[Mapping[str, object], ...]
+    counterexamples: tuple[Mapping[str, object], ...]  # each a file's JSON document
     files: tuple[pathlib.Path, ...]
+    unconfirmed: int = 0  # failing runs that did not fail again when replayed (flaky), not written
+    detector_errors: Mapping[str, int] = attrs.field(factory=dict)  # Step.detector_error -> steps
 
     @property
     def steps_per_second(self) -> float:
@@ -529,7 +516,7 @@ def run_hunt(
         return _run_hunt(
             detector_factory, profile, seed, out_dir, detector=detector, grammar=grammar, command=command,
             on_step=on_step, max_examples=max_examples, stale_reads_only=stale_reads_only, workers=workers,
-            database=database, fingerprint=fingerprint,
+            database=database,
         )
 
 
@@ -547,40 +534,56 @@ def _run_hunt(
     stale_reads_only: bool,
     workers: int,
     database: str | pathlib.Path | None,
-    fingerprint: bool,
 ) -> HuntReport:
     chosen = profile if isinstance(profile, Profile) else named_profile(profile)
     seed = seed if seed is not None else random.SystemRandom().randrange(2**32)
-    name = detector or f"{getattr(detector_factory, '__module__', '?')}:{getattr(detector_factory, '__qualname__', '?')}"
+    detector_factory = GuardedFactory(detector_factory)
+    name = detector or f"{getattr(detector_factory.factory, '__module__', '?')}:{getattr(detector_factory.factory, '__qualname__', '?')}"
     budget = max_examples if max_examples is not None else chosen.hunt_examples
     shrink_seconds = SHRINK_SECONDS.get(chosen.name, 60.0)
     started = time.monotonic()
-    if workers > 1:
-        from .parallel import run_in_workers
+    try:
+        if workers > 1:
+            from .parallel import run_in_workers
 
-        examples, steps, found = run_in_workers(
-            HuntJob(detector_factory, chosen, seed, budget, grammar, stale_reads_only, shrink_seconds, fingerprint),
-            workers,
-            on_step,
-            pathlib.Path(database) if database is not None else None,
-        )
-    else:
-        log = ViolationLog(on_step, shrink_seconds)
-        examples_db = DirectoryBasedExampleDatabase(str(database)) if database is not None else None
-        run_machine(HuntJob(detector_factory, chosen, seed, budget, grammar, stale_reads_only, shrink_seconds, fingerprint), log, examples_db)
-        examples, steps, found = log.examples, log.steps, list(log.last.values())
-    runs = [minimize(run, detector_factory, MINIMIZE_SECONDS.get(chosen.name, 60.0)) for run in _smallest_per_property(found)]
-    if not any(run.violation.property == REUSE_IS_FRESH for run in runs):
+            examples, steps, found, detector_errors = run_in_workers(
+                HuntJob(detector_factory, chosen, seed, budget, grammar, stale_reads_only, shrink_seconds, FINGERPRINT_LINE.get()),
+                workers,
+                on_step,
+                pathlib.Path(database) if database is not None else None,
+            )
+        else:
+            log = ViolationLog(on_step, shrink_seconds)
+            examples_db = DirectoryBasedExampleDatabase(str(database)) if database is not None else None
+            run_machine(HuntJob(detector_factory, chosen, seed, budget, grammar, stale_reads_only, shrink_seconds, FINGERPRINT_LINE.get()), log, examples_db)
+            examples, steps, found, detector_errors = log.examples, log.steps, list(log.last.values()), dict(log.detector_errors)
+    except BaseExceptionGroup as group:  # type: ignore[name-defined]
+        failed, _ = group.split(DetectorFailed)
+        if failed is None:
+            raise
+        while isinstance(failed, BaseExceptionGroup):  # type: ignore[name-defined]
+            failed = failed.exceptions[0]
+        raise failed from group  # the detector's fault is named as such, whatever else broke
+    minimize_seconds = MINIMIZE_SECONDS.get(chosen.name, 60.0)
+    minimized = [minimize(run, detector_factory, minimize_seconds) for run in _smallest_per_property(found)]
+    runs = [run for run in minimized if run is not None]
+    if runs and not any(run.violation.property == REUSE_IS_FRESH for run in runs):
         stale = [found for run in runs if (found := escalate(run, detector_factory)) is not None]
-        runs += [minimize(run, detector_factory, MINIMIZE_SECONDS.get(chosen.name, 60.0)) for run in stale[:1]]
+        runs += [run for run in (minimize(found, detector_factory, minimize_seconds) for found in stale[:1]) if run is not None]
     seconds = time.monotonic() - started
-    documents = tuple(
-        counterexample_document(run, detector=name, seed=seed, profile=chosen.name, command=command) for run in runs
-    )
+    found_by = {
+        "tool": "hypothesis", "seed": seed, "profile": chosen.name, "command": command,
+        "fingerprint": FINGERPRINT_LINE.get(),
+    }
+    counterexamples = [from_run(run.setup, run.steps, run.violation, detector=name, found_by=found_by) for run in runs]
     files: tuple[pathlib.Path, ...] = ()
-    if out_dir is not None and documents:
-        files = tuple(write_counterexample(document, pathlib.Path(out_dir)) for document in documents)
-    return HuntReport(name, chosen.name, seed, examples, steps, seconds, documents, files)
+    if out_dir is not None and counterexamples:
+        files = tuple(dump(counterexample, pathlib.Path(out_dir)) for counterexample in counterexamples)
+    return HuntReport(
+        name, chosen.name, seed, examples, steps, seconds,
+        tuple(to_json(counterexample) for counterexample in counterexamples), files,
+        unconfirmed=minimized.count(None), detector_errors=detector_errors,
+    )
 
 
 @attrs.frozen
@@ -637,18 +640,17 @@ def _smallest_per_property(runs: Sequence[FailingRun]) -> list[FailingRun]:
 
 __all__ = [
     "PROPERTIES",
-    "SCHEMA",
+    "DetectorFailed",
     "FailingRun",
+    "GuardedFactory",
     "Grammar",
     "HuntJob",
     "HuntReport",
     "ViolationLog",
-    "counterexample_document",
     "hunt_settings",
     "make_hunt",
     "run_hunt",
     "run_machine",
     "run_verify_hunt",
     "FULL_GRAMMAR",
-    "write_counterexample",
 ]

@@ -200,6 +200,7 @@ class StepRecord:
     changes: tuple[str, ...]
     unknown: bool
     violation: Violation | None
+    detector_error: str | None = None  # the Runtime's Step.detector_error: why the detector could not report
 
 
 class CheckedSession:
@@ -274,6 +275,7 @@ class CheckedSession:
             changes=tuple(sorted(set().union(*(r.paths for r in reports)))),
             unknown=any(r.unknown for r in reports),
             violation=violation,
+            detector_error=step.detector_error,
         )
         self.records.append(record)
         return record

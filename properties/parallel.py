@@ -21,6 +21,7 @@ single-process hunt does.
 
 from __future__ import annotations
 
+import collections
 import concurrent.futures
 import multiprocessing
 import pathlib
@@ -49,6 +50,7 @@ class WorkerResult:
     examples: int
     steps: int
     found: tuple[FailingRun, ...]
+    detector_errors: dict[str, int] = attrs.field(factory=dict)  # Step.detector_error -> steps
 
 
 def shares(total: int, workers: int) -> list[int]:
@@ -67,8 +69,9 @@ def run_in_workers(
     workers: int,
     on_step: Callable[[int, int], None] | None = None,
     database: pathlib.Path | None = None,
-) -> tuple[int, int, list[FailingRun]]:
-    """Run `job`'s budget across `workers` processes; return (runs, steps, failing runs).
+) -> tuple[int, int, list[FailingRun], dict[str, int]]:
+    """Run `job`'s budget across `workers` processes; return (runs, steps, failing runs, the
+    detector's errors with the number of steps each cost).
 
     `database` is the example database directory to share (and keep); by default a temporary
     one is used and removed afterwards.
@@ -95,6 +98,7 @@ def run_in_workers(
         sum(result.examples for result in results),
         sum(result.steps for result in results),
         [run for result in results for run in result.found],
+        dict(sum((collections.Counter(result.detector_errors) for result in results), collections.Counter())),
     )
 
 
@@ -120,7 +124,7 @@ def run_worker(job: HuntJob, index: int, shared: pathlib.Path, examples_dir: pat
                 raise
         remaining -= size
         batch += 1
-    return WorkerResult(log.examples, log.steps, tuple(log.last.values()))
+    return WorkerResult(log.examples, log.steps, tuple(log.last.values()), dict(log.detector_errors))
 
 
 def _progress(shared: pathlib.Path) -> tuple[int, int]:

@@ -1,66 +1,95 @@
-"""Replaying a stored counterexample, and loading a detector named as MODULE:FACTORY.
+"""Replaying a counterexample, in this process or in a sandboxed worker, and loading detectors.
 
-`replay(document, detector_factory)` materializes the counterexample's workspace in a fresh
-temporary directory, runs its steps through a `Runtime` with the oracle checking each one (see
-`properties.oracle`), and says whether the recorded violation happened again. The CLI
-(`ledger replay`) and the test suite both use it.
+`replay(counterexample, detector_factory)` materializes the counterexample's workspace in a
+fresh temporary directory, runs its steps through a `Runtime` with the oracle checking each
+one (`properties.oracle`), and says whether the recorded violation happened again, exactly
+(`Counterexample.mismatch`). The test suite and the hunt's minimizer use it directly.
+
+A counterexample file is code: its steps are shell commands and its `detector` names a Python
+module. `ledger replay` therefore runs the replay in a worker process (`python -I -m
+properties.replay`), wrapped by `properties.sandbox` when bubblewrap works: the worker sees the
+host read-only, writes only to its private `/tmp`, has no network, and everything it starts
+dies with it. The worker gets the already validated document on stdin and streams its step
+records back as JSON lines on a descriptor of its own (a detector that prints cannot corrupt
+them).
 """
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import json
+import os
 import pathlib
+import signal
+import subprocess
 import sys
-from typing import Callable, Mapping
+from typing import Any, Callable, Sequence
 
 import attrs
 
+from . import sandbox
+from .counterexample import Counterexample, CounterexampleError, from_json, to_json
+from .oracle import (
+    DETECTOR_COVERS_CHANGES,
+    Placement,
+    StepRecord,
+    Violation,
+    checked_session,
+    fingerprint_line,
+    hunt_environment,
+)
+from .shell_strategies import WorkspaceSetup
+
 DetectorFactory = Callable[[], object]
-SCHEMA = "ledger-counterexample/1"
-REQUIRED_FIELDS: tuple[str, ...] = ("schema", "id", "property", "detector", "setup", "steps", "violation")
 
+TRUSTED_DETECTORS: frozenset[str] = frozenset(
+    {
+        "ledger_impl.detectors:default_detector",
+        "ledger_impl.detectors.unsound:events_by_name",
+        "ledger_impl.detectors.unsound:optimistic_rules",
+        "ledger_impl.detectors.unsound:stat_only",
+    }
+)
+"""Detectors that ship with Ledger: a file may name them without `--trust-detector`."""
 
-class CounterexampleError(ValueError):
-    """A counterexample file that cannot be read or does not follow the schema."""
+INTERRUPT_GRACE = 5.0
+"""Seconds an interrupted worker gets to remove its workspace before it is killed."""
 
 
 class DetectorLoadError(ValueError):
     """MODULE:FACTORY that does not give a detector; the message is one line for the user."""
 
 
-def load_document(path: str | pathlib.Path) -> dict[str, object]:
-    """Read and check a counterexample file (schema `ledger-counterexample/1`)."""
-    try:
-        document = json.loads(pathlib.Path(path).read_text(encoding="utf-8"))
-    except OSError as error:
-        raise CounterexampleError(f"cannot read {path}: {error.strerror or error}") from None
-    except json.JSONDecodeError as error:
-        raise CounterexampleError(f"{path} is not JSON: {error}") from None
-    if not isinstance(document, dict):
-        raise CounterexampleError(f"{path}: a counterexample is a JSON object")
-    if document.get("schema") != SCHEMA:
-        raise CounterexampleError(f"{path}: schema is {document.get('schema')!r}, expected {SCHEMA!r}")
-    missing = [name for name in REQUIRED_FIELDS if name not in document]
-    if missing:
-        raise CounterexampleError(f"{path}: missing field(s) {', '.join(missing)}")
-    steps = document["steps"]
-    if not isinstance(steps, list) or not all(isinstance(s, dict) and isinstance(s.get("command"), str) for s in steps):
-        raise CounterexampleError(f"{path}: steps must be a list of objects with a 'command' string")
-    return document
+class ReplayWorkerError(RuntimeError):
+    """The replay worker failed for a reason of its own (not the file, not the detector)."""
 
 
-def load_factory(spec: str, search_path: str | pathlib.Path | None = None) -> DetectorFactory:
+# --- detectors --------------------------------------------------------------------------------
+
+
+def parse_spec(spec: str) -> tuple[str, str]:
+    """(module, attribute) of MODULE:FACTORY, or DetectorLoadError if it is not that shape."""
+    module_name, sep, attribute = spec.partition(":")
+    if not sep or not module_name or not attribute or not all(p.isidentifier() for p in module_name.split(".") + attribute.split(".")):
+        raise DetectorLoadError(f"expected MODULE:FACTORY, got {spec!r}")
+    return module_name, attribute
+
+
+def load_factory(spec: str, search_path: str | pathlib.Path | None = None, *, search_cwd: bool = False) -> DetectorFactory:
     """The factory named by MODULE:FACTORY, checked by building one detector from it.
 
     `search_path` is put first on sys.path (a user's detector usually lives next to their
-    project, not in an installed package); the current directory is searched as well.
+    project, not in an installed package). The current directory is searched only with
+    `search_cwd`, which `ledger check-detector` asks for (the user typed the name there); a
+    replay never does, so a file cannot pick up a module that happens to lie where it is run.
     """
-    module_name, sep, attribute = spec.partition(":")
-    if not sep or not module_name or not attribute:
-        raise DetectorLoadError(f"expected MODULE:FACTORY, got {spec!r}")
-    for entry in (str(pathlib.Path.cwd()), str(search_path) if search_path is not None else None):
-        if entry is not None and entry not in sys.path:
+    module_name, attribute = parse_spec(spec)
+    entries = [str(pathlib.Path(search_path).resolve())] if search_path is not None else []
+    if search_cwd:
+        entries.append(str(pathlib.Path.cwd()))
+    for entry in reversed(entries):
+        if entry not in sys.path:
             sys.path.insert(0, entry)
     try:
         module = importlib.import_module(module_name)
@@ -68,15 +97,20 @@ def load_factory(spec: str, search_path: str | pathlib.Path | None = None) -> De
         raise DetectorLoadError(f"module {module_name!r} not found ({error.name} is missing)") from None
     except Exception as error:  # noqa: BLE001 - the user's module failed while importing
         raise DetectorLoadError(f"importing {module_name!r} failed: {type(error).__name__}: {error}") from None
-    factory = module
+    factory: Any = module
     for part in attribute.split("."):
         if not hasattr(factory, part):
             raise DetectorLoadError(f"module {module_name!r} has no attribute {attribute!r}")
         factory = getattr(factory, part)
     if not callable(factory):
         raise DetectorLoadError(f"{spec} is not callable (got {type(factory).__name__})")
-    check_detector(make_detector(factory, spec), spec)
-    return factory  # type: ignore[return-value]
+    detector = make_detector(factory, spec)
+    check_detector(detector, spec)
+    close = getattr(detector, "close", None)
+    if callable(close):
+        with contextlib.suppress(Exception):
+            close()
+    return factory  # type: ignore[no-any-return]
 
 
 def make_detector(factory: DetectorFactory, spec: str = "the factory") -> object:
@@ -96,40 +130,238 @@ def check_detector(detector: object, spec: str = "the factory") -> None:
         )
 
 
+# --- replay in this process -------------------------------------------------------------------
+
+
+def _unrendered(record: StepRecord, placement: Placement) -> StepRecord:
+    """`record` with the workspace's directories put back as @ROOT@/@OUTSIDE@ in what it printed,
+    so that outputs compare equal across fresh temporary directories."""
+
+    def clean(value: object) -> object:
+        if isinstance(value, str):
+            return placement.unrender(value)
+        if isinstance(value, (list, tuple)):
+            return [clean(item) for item in value]
+        if isinstance(value, dict):
+            return {key: clean(item) for key, item in value.items()}
+        return value
+
+    violation = record.violation
+    if violation is not None:
+        violation = attrs.evolve(
+            violation,
+            expected=clean(dict(violation.expected)),
+            observed=clean(dict(violation.observed)),
+            message=placement.unrender(violation.message),
+        )
+    return attrs.evolve(record, output=placement.unrender(record.output), violation=violation)
+
+
+def run_recorded(
+    setup: WorkspaceSetup,
+    templates: Sequence[str],
+    detector: object,
+    policy: object | None = None,
+    on_record: Callable[[StepRecord], None] | None = None,
+) -> list[StepRecord]:
+    """Run `templates` in a fresh workspace, checking every step, with outputs unrendered; stop
+    after the first violation other than a missed change (as the hunt does)."""
+    records: list[StepRecord] = []
+    with hunt_environment(), checked_session(setup, detector, policy) as session:  # type: ignore[arg-type]
+        for template in templates:
+            record = _unrendered(session.step(template), session.placement)
+            records.append(record)
+            if on_record is not None:
+                on_record(record)
+            if record.violation is not None and record.violation.property != DETECTOR_COVERS_CHANGES:
+                break
+    return records
+
+
 @attrs.frozen
 class ReplayResult:
-    """The checked steps of a replay and whether the recorded property was violated again."""
+    """The checked steps of a replay, and whether they reproduce the counterexample exactly."""
 
-    property: str
-    records: tuple[object, ...]  # properties.oracle.StepRecord
-    violation: object | None  # properties.oracle.Violation of `property`, if it happened
+    counterexample: Counterexample
+    records: tuple[StepRecord, ...]
+
+    @property
+    def violation(self) -> Violation | None:
+        """The first violation of the recorded property, wherever it happened."""
+        return next((r.violation for r in self.records if r.violation is not None and r.violation.property == self.property), None)
+
+    @property
+    def mismatch(self) -> str | None:
+        """Why this replay is not an exact reproduction, or None."""
+        return self.counterexample.mismatch(self.records)
 
     @property
     def reproduced(self) -> bool:
-        return self.violation is not None
+        return self.mismatch is None
+
+    @property  # defined last: inside the class body the name `property` is this one from here on
+    def property(self) -> str:
+        return self.counterexample.property
 
 
 def replay(
-    document: Mapping[str, object],
+    counterexample: Counterexample,
     detector_factory: DetectorFactory,
-    on_record: Callable[[object], None] | None = None,
+    on_record: Callable[[StepRecord], None] | None = None,
     *,
     fingerprint: bool | None = None,
 ) -> ReplayResult:
-    """Run the counterexample's steps in a fresh temporary repository, with every step checked.
+    """Run the counterexample's steps in a fresh temporary repository, every step checked.
 
     `fingerprint` turns the Runtime's observation fingerprint on or off; by default it is set as
     it was when the counterexample was found (`found_by.fingerprint`; off for files older than
     the fingerprint)."""
-    from properties.oracle import fingerprint_line, first_violation, run_checked
-    from properties.shell_strategies import WorkspaceSetup
-
-    setup = WorkspaceSetup.from_json(document["setup"])  # type: ignore[arg-type]
-    templates = [step["command"] for step in document["steps"]]  # type: ignore[index,union-attr]
-    prop = str(document["property"])
     if fingerprint is None:
-        found_by = document.get("found_by")
-        fingerprint = bool(found_by.get("fingerprint", False)) if isinstance(found_by, Mapping) else False
+        fingerprint = bool(counterexample.found_by.get("fingerprint", False))
     with fingerprint_line(fingerprint):
-        records = run_checked(setup, templates, make_detector(detector_factory), on_record=on_record)
-    return ReplayResult(prop, tuple(records), first_violation(records, prop))
+        records = run_recorded(
+            counterexample.setup.workspace(), counterexample.commands, make_detector(detector_factory), on_record=on_record
+        )
+    return ReplayResult(counterexample, tuple(records))
+
+
+# --- replay in a worker process ---------------------------------------------------------------
+
+
+def record_to_json(record: StepRecord) -> dict[str, Any]:
+    return attrs.asdict(record)
+
+
+def record_from_json(data: dict[str, Any]) -> StepRecord:
+    violation = data.get("violation")
+    fields = {**data, "changes": tuple(data.get("changes", ())), "violation": Violation(**violation) if violation else None}
+    return StepRecord(**fields)
+
+
+def worker_argv(*, sandboxed: bool, search_path: pathlib.Path | None = None) -> list[str]:
+    """The command that starts a replay worker; wrapped in the sandbox when asked.
+
+    The sandbox's `/tmp` is private, so what the worker must read and may live under the host's
+    `/tmp` (the detector's --path, this interpreter, this package) is bound read-only.
+    """
+    # -I: no PYTHON* variables, no user site, and neither the current directory nor the
+    # script's directory on sys.path.
+    argv = [sys.executable, "-I", "-m", "properties.replay"]
+    if not sandboxed:
+        return argv
+    needed = [search_path, pathlib.Path(sys.prefix), pathlib.Path(__file__).resolve().parent.parent]
+    readable = [path for path in needed if path is not None and path.resolve().is_relative_to("/tmp")]
+    return sandbox.wrap(argv, writable=[], workdir=pathlib.Path("/"), readable=readable)
+
+
+def replay_in_worker(
+    counterexample: Counterexample,
+    detector: str,
+    *,
+    search_path: str | pathlib.Path | None = None,
+    sandboxed: bool = True,
+    on_record: Callable[[StepRecord], None] | None = None,
+) -> ReplayResult:
+    """Replay in a separate (by default sandboxed) process; the detector is imported there.
+
+    Raises DetectorLoadError if the worker cannot build the detector, ReplayWorkerError if it
+    fails otherwise, sandbox.SandboxUnavailable if a sandbox is asked for and cannot be made.
+    A KeyboardInterrupt stops the worker (its workspace removed, its processes killed) and
+    propagates.
+    """
+    if sandboxed and not sandbox.available():
+        raise sandbox.SandboxUnavailable("bubblewrap (bwrap) is not installed or cannot create namespaces here")
+    path = pathlib.Path(search_path).resolve() if search_path is not None else None
+    job = json.dumps({"counterexample": to_json(counterexample), "detector": detector, "path": str(path) if path else None}).encode()
+    env = dict(os.environ)
+    if sandboxed:
+        env["TMPDIR"] = "/tmp"  # the sandbox's private /tmp; the host's TMPDIR is read-only there
+    # The protocol pipe: the worker writes JSON lines on LEDGER_REPLAY_FD; we read them here.
+    read_end, write_end = os.pipe()
+    records: list[StepRecord] = []
+    final: dict[str, Any] | None = None
+    try:
+        process = subprocess.Popen(
+            worker_argv(sandboxed=sandboxed, search_path=path),
+            stdin=subprocess.PIPE,
+            env={**env, "LEDGER_REPLAY_FD": str(write_end)},
+            pass_fds=(write_end,),
+            start_new_session=True,
+        )
+    except OSError as error:
+        os.close(read_end)
+        os.close(write_end)
+        raise ReplayWorkerError(f"cannot start the replay worker: {error}") from None
+    os.close(write_end)
+    try:
+        assert process.stdin is not None
+        with contextlib.suppress(BrokenPipeError):
+            process.stdin.write(job)
+            process.stdin.close()
+        with os.fdopen(read_end, "rb") as lines:
+            for line in lines:
+                message = json.loads(line)
+                if "record" in message:
+                    record = record_from_json(message["record"])
+                    records.append(record)
+                    if on_record is not None:
+                        on_record(record)
+                else:
+                    final = message
+        process.wait()
+    finally:
+        _stop(process)
+    if final is None:
+        raise ReplayWorkerError(f"the replay worker ended without a result (exit status {process.returncode})")
+    if final.get("detector_error"):
+        raise DetectorLoadError(final["detector_error"])
+    if final.get("error"):
+        raise ReplayWorkerError(final["error"])
+    return ReplayResult(counterexample, tuple(records))
+
+
+def _stop(process: subprocess.Popen[bytes]) -> None:
+    """Ask the worker to clean up (SIGTERM), then kill its process group, and reap it."""
+    if process.poll() is None:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGTERM)
+        try:
+            process.wait(INTERRUPT_GRACE)
+        except subprocess.TimeoutExpired:
+            pass
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(process.pid, signal.SIGKILL)
+    process.wait()
+
+
+def _terminated(_signum: int, _frame: object) -> None:
+    raise KeyboardInterrupt  # unwinds through checked_session, which removes the workspace
+
+
+def worker_main() -> int:
+    """The worker: read the job on stdin, replay, write JSON lines to LEDGER_REPLAY_FD."""
+    signal.signal(signal.SIGTERM, _terminated)
+    channel = os.fdopen(int(os.environ.pop("LEDGER_REPLAY_FD")), "w", encoding="utf-8")
+    os.dup2(2, 1)  # whatever the detector or a library prints goes to stderr, not the channel
+
+    def send(message: dict[str, Any]) -> None:
+        channel.write(json.dumps(message) + "\n")
+        channel.flush()
+
+    try:
+        job = json.loads(sys.stdin.read())
+        counterexample = from_json(job["counterexample"])
+        factory = load_factory(job["detector"], job["path"])
+        replay(counterexample, factory, on_record=lambda record: send({"record": record_to_json(record)}))
+        send({"done": True})
+    except DetectorLoadError as error:
+        send({"detector_error": str(error)})
+    except KeyboardInterrupt:
+        return 130
+    except (CounterexampleError, Exception) as error:  # noqa: BLE001 - reported to the parent, one line
+        send({"error": f"{type(error).__name__}: {error}".replace("\n", " ")})
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(worker_main())

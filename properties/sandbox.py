@@ -61,11 +61,13 @@ def wrap(
     writable: Sequence[Path],
     workdir: Path,
     network: bool = False,
+    readable: Sequence[Path] = (),
 ) -> list[str]:
     """The argv that runs `argv` in a fresh sandbox, starting in `workdir`.
 
-    Each path in `writable` must be an existing absolute directory or file; it is bound
-    read-write at the same place. Everything else is read-only, `/tmp` is private.
+    Each path in `writable` must exist; it is bound read-write at the same place. Everything
+    else is read-only, and `/tmp` is private: a path under the host's `/tmp` that must be seen
+    (a module to import) is listed in `readable` and bound read-only.
     """
     executable = bwrap_path()
     if executable is None:
@@ -79,11 +81,12 @@ def wrap(
         "--proc", "/proc",
         "--tmpfs", "/tmp",
     ]
-    for path in writable:
-        resolved = Path(path).resolve()
-        if not resolved.is_absolute() or not resolved.exists():
-            raise ValueError(f"writable path must exist: {path}")
-        command += ["--bind", str(resolved), str(resolved)]
+    for option, paths in (("--ro-bind", readable), ("--bind", writable)):
+        for path in paths:
+            resolved = Path(path).resolve()
+            if not resolved.exists():
+                raise ValueError(f"a path bound into the sandbox must exist: {path}")
+            command += [option, str(resolved), str(resolved)]
     if not network:
         command.append("--unshare-net")
     command += [

@@ -81,10 +81,14 @@ EDIT_IDIOMS: tuple[str, ...] = (
     "outside-write",
     "parent-link",
     "sleep",
-    "path-shadow",
-    "root-recreate",
-    "git-config-home",
 )
+
+# Issue 8's classes: a program shadowed on PATH, the root deleted and recreated, git's global
+# config in the session's HOME. The first and last are outside the root, where no detector can
+# report them; the observation fingerprint covers them. `ledger verify` (fingerprint on, as
+# shipped) draws all three; hunts that judge a detector alone keep the grammar above, so their
+# seeds still draw what they drew.
+FINGERPRINT_CLASS_IDIOMS: tuple[str, ...] = ("path-shadow", "root-recreate", "git-config-home")
 
 # Edits the detector cannot see and only the observation fingerprint covers, for file reads:
 # a hard link made from outside the root and written through raises no inotify event under any

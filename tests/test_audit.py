@@ -20,7 +20,7 @@ import pytest
 from ledger_cli.main import main
 from properties import sandbox
 from properties.audit import engine, formats, report_json, runner
-from properties.audit.workspace import Base, materialize, repo_from_sdist, resolve
+from properties.audit.workspace import Base, extract_data, materialize, repo_from_sdist, resolve
 from properties.ground_truth import look
 
 SANDBOX_FLAGS = [] if sandbox.available() else ["--no-sandbox"]
@@ -288,3 +288,107 @@ def test_an_sdist_becomes_a_repository_to_audit(tmp_path: Path) -> None:
 def test_the_worker_runs_as_a_module() -> None:
     done = subprocess.run([sys.executable, "-c", "import properties.audit.worker"], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
+
+
+def test_the_runtime_says_when_an_output_is_incomplete_and_which_jobs_live(tmp_path: Path) -> None:
+    from ledger_impl import Runtime
+
+    with Runtime(tmp_path, timeout=0.5) as runtime:
+        assert runtime.step("echo done").complete
+        assert not runtime.step("sleep 3").complete  # timed out
+        step = runtime.step("sleep 30 & echo started")
+        assert not step.complete and len(runtime.background_jobs) == 1
+        runtime.stop_background()
+        assert runtime.background_jobs == frozenset()
+
+
+def test_a_witness_detectors_misses_are_counted_apart_from_the_deciders(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from ledger_impl import default_detector
+    from ledger_impl.detectors.unsound import optimistic_rules
+
+    monkeypatch.setattr(engine, "detectors_for", lambda settings: (("default", default_detector()), [("blind", optimistic_rules())]))
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    (workspace / "notes.txt").write_text("before\n")
+    trajectory = formats.load(_commands(tmp_path / "t.jsonl", THREE_FINDINGS[1:]))[0]
+    result = engine.replay(trajectory, workspace, engine.Settings())
+    assert result["detectors"] == ["default", "blind"]
+    assert result["misses"] == {"default": [], "blind": [{"step": 4, "command": "python3 fix.py", "missing": ["notes.txt"]}]}
+    assert result["stale"] == []  # the sound detector decided
+
+
+def test_without_bubblewrap_audit_runs_only_when_told(
+    tmp_path: Path, project: tuple[Path, str], capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    repo, base = project
+    monkeypatch.setattr(sandbox, "available", lambda: False)
+    trajectory = _commands(tmp_path / "t.jsonl", ["ls"])
+    code = main(["audit", str(trajectory), "--repo", str(repo), "--base-commit", base])
+    err = capsys.readouterr().err
+    assert code == 2 and "--no-sandbox" in err and err.count("\n") == 1
+    assert main(["audit", str(trajectory), "--repo", str(repo), "--base-commit", base, "--no-sandbox"]) == 0
+
+
+@pytest.mark.parametrize("filters", [True, False], ids=["python-3.11.4+", "older-3.11"])
+def test_sdist_extraction_keeps_to_the_tree_with_and_without_tarfile_filters(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, filters: bool
+) -> None:
+    """Python before 3.11.4 has no extraction filters; the hand-made check refuses the same."""
+    import io
+    import os
+
+    if not filters:
+        monkeypatch.delattr(tarfile, "data_filter", raising=False)
+
+    def archive(*members: tarfile.TarInfo) -> tarfile.TarFile:
+        buffer = io.BytesIO()
+        with tarfile.open(fileobj=buffer, mode="w") as out:
+            for member in members:
+                out.addfile(member, io.BytesIO(b"x" * member.size) if member.isfile() else None)
+        buffer.seek(0)
+        return tarfile.open(fileobj=buffer)
+
+    def file(name: str) -> tarfile.TarInfo:
+        info = tarfile.TarInfo(name)
+        info.size, info.uid, info.gid = 1, 4242, 4242
+        return info
+
+    def link(name: str, target: str) -> tarfile.TarInfo:
+        info = tarfile.TarInfo(name)
+        info.type, info.linkname = tarfile.SYMTYPE, target
+        return info
+
+    good = tmp_path / "good"
+    good.mkdir()
+    extract_data(archive(file("pkg/a.py"), link("pkg/b.py", "a.py")), good)
+    assert (good / "pkg" / "a.py").read_bytes() == b"x" and (good / "pkg" / "b.py").resolve() == good / "pkg" / "a.py"
+    assert (good / "pkg" / "a.py").stat().st_uid == os.getuid()
+    for index, hostile in enumerate((file("../escape.txt"), file(str(tmp_path / "abs-escape.txt")), link("out", "../../etc"), link("abs", "/etc/passwd"))):
+        target = tmp_path / f"bad-{index}"
+        target.mkdir()
+        try:  # refused, or (the data filter, for a leading "/") kept inside the tree
+            extract_data(archive(hostile), target)
+        except tarfile.TarError:
+            pass
+        for path in target.rglob("*"):
+            assert path.resolve().is_relative_to(target.resolve()), path
+    assert not (tmp_path / "escape.txt").exists() and not (tmp_path / "abs-escape.txt").exists()
+
+
+def test_a_users_detector_module_is_imported_from_their_directory(
+    tmp_path: Path, project: tuple[Path, str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    repo, base = project
+    home = tmp_path / "mine"  # under /tmp: the sandbox must bind it back to import from it
+    home.mkdir()
+    (home / "my_detector.py").write_text(
+        "from ledger_impl.detectors.unsound import optimistic_rules\n\ndef make():\n    return optimistic_rules()\n"
+    )
+    trajectory = _commands(tmp_path / "three.jsonl", THREE_FINDINGS)
+    report = tmp_path / "report.json"
+    code, _, err = _audit([str(trajectory), "--repo", str(repo), "--base-commit", base, "--detector", "my_detector:make",
+                           "--path", str(home), "--json", str(report)], capsys)
+    assert code == 1, err
+    [result] = json.loads(report.read_text())["trajectories"]
+    assert result["status"] == "done" and [s["step"] for s in result["stale"]] == [6]
+    assert result["misses"]["my_detector:make"][0]["step"] == 5

@@ -42,6 +42,21 @@ def test_mini_swe_agent_1x_text_blocks(tmp_path: Path) -> None:
     )
 
 
+def test_a_bare_message_list_is_read_by_its_fences(tmp_path: Path) -> None:
+    messages = [
+        {"role": "system", "content": "answer with one block"},
+        {"role": "assistant", "content": "THOUGHT\n```mswea_bash_command\nls src\n```"},
+        {"role": "user", "content": "<returncode>0</returncode>"},
+    ]
+    path = tmp_path / "run.traj.json"
+    path.write_text(json.dumps(messages, indent=2))
+    [trajectory] = formats.load(path)
+    assert trajectory.format == formats.MINI_SWE_AGENT_2 and trajectory.items == (Shell(0, "ls src"),)
+    messages[1]["content"] = "```bash\nls src\n```"
+    path.write_text(json.dumps(messages, indent=2))
+    assert formats.load(path)[0].format == formats.MINI_SWE_AGENT_1
+
+
 def test_mini_swe_agent_2x_tool_calls_and_actions(tmp_path: Path) -> None:
     document = {
         "trajectory_format": "mini-swe-agent-1.1",
@@ -142,6 +157,7 @@ def test_the_shared_corpus_reads(tmp_path: Path) -> None:
         ('{"hello": "world"}', "unknown format"),
         ("", "empty file"),
         ("[1, 2]\n", "unknown format"),
+        ("[\n  1,\n  2\n]\n", "unknown format"),
     ],
 )
 def test_bad_input_is_one_line(tmp_path: Path, content: str, message: str) -> None:

@@ -10,7 +10,11 @@ import pytest
 
 from ledger_cli.main import main
 
+from properties import sandbox
+
 REPO = pathlib.Path(__file__).parent.parent
+# Replays run sandboxed where bubblewrap works (tests/test_replay_safety.py covers the sandbox).
+UNSANDBOXED: tuple[str, ...] = () if sandbox.available() else ("--unsandboxed",)
 
 
 @pytest.fixture
@@ -81,10 +85,12 @@ def test_check_detector_catches_the_append_blind_example_and_replay_shows_the_st
     path = pathlib.Path(stale[0]["file"])
     assert json.loads(path.read_text())["detector"] == "examples.append_blind_detector:make"
 
-    assert main(["replay", str(path)]) == 1
+    assert main(["replay", str(path)]) == 2  # a detector that does not ship with Ledger is code
+    assert "--trust-detector" in capsys.readouterr().err
+    assert main(["replay", str(path), "--trust-detector", "--path", str(REPO), *UNSANDBOXED]) == 1
     shown = capsys.readouterr().out
     assert "reuse" in shown and "--- stale (reused)" in shown and "+++ fresh (run now)" in shown
-    assert main(["replay", str(path), "--detector", "ledger_impl.detectors:default_detector"]) == 0
+    assert main(["replay", str(path), "--detector", "ledger_impl.detectors:default_detector", *UNSANDBOXED]) == 0
     assert "not reproduced" in capsys.readouterr().out
 
 
@@ -95,3 +101,94 @@ def test_replay_of_a_missing_or_malformed_file_exits_2(tmp_path: pathlib.Path, c
     assert main(["replay", str(bad)]) == 2
     err = capsys.readouterr().err
     assert "cannot read" in err and "schema" in err
+
+
+# --- failing early, and blaming the right party ----------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "extra, message",
+    [
+        (("--seed", "-1"), "--seed must be between"),
+        (("--seed", str(2**40)), "--seed must be between"),
+        (("--max-examples", "0"), "--max-examples must be at least 1"),
+        (("--path", "/no/such/dir"), "is not a directory"),
+    ],
+)
+def test_check_detector_bad_arguments_exit_2_before_any_work(
+    user_module: pathlib.Path, capsys: pytest.CaptureFixture[str], extra: tuple[str, ...], message: str
+) -> None:
+    assert _check("user_detectors:good", *extra) == 2
+    err = capsys.readouterr().err.strip()
+    assert message in err and "\n" not in err, err
+
+
+def test_check_detector_refuses_an_existing_file_at_out_at_once(
+    user_module: pathlib.Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Found in review: it hunted for minutes, then blamed the detector for a FileExistsError."""
+    import properties.hunt
+
+    monkeypatch.setattr(properties.hunt, "run_hunt", lambda *a, **k: pytest.fail("the hunt started"))
+    taken = user_module / "taken"
+    taken.write_text("a user's file\n")
+    for out in (taken, taken / "below"):
+        assert _check("user_detectors:good", "--out", str(out)) == 2
+        err = capsys.readouterr().err.strip()
+        assert "--out" in err and "not a directory" in err and "\n" not in err, err
+    assert taken.read_text() == "a user's file\n"
+
+
+def test_a_crash_of_the_harness_is_not_blamed_on_the_detector(
+    user_module: pathlib.Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from properties import oracle
+
+    def broken(self: object, template: str) -> object:
+        raise KeyError("an oracle bug")
+
+    monkeypatch.setattr(oracle.CheckedSession, "step", broken)  # in this process: one worker
+    code = _check("user_detectors:good", "--max-examples", "2", "--seed", "1", "--out", str(user_module / "o"), "--workers", "1")
+    assert code == 3
+    err = capsys.readouterr().err.strip()
+    assert "internal error in the hunt harness (not your detector)" in err and "an oracle bug" in err, err
+
+
+def test_a_detector_factory_failing_mid_hunt_is_the_detectors_fault(
+    user_module: pathlib.Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (user_module / "flaky_factory.py").write_text(textwrap.dedent('''
+        from ledger_impl.detectors import default_detector
+        calls = []
+        def make():
+            calls.append(1)
+            if len(calls) > 1:  # the first call is load_factory's check
+                raise OSError("out of inotify watches")
+            return default_detector()
+    '''))
+    assert _check("flaky_factory:make", "--max-examples", "2", "--seed", "1", "--out", str(user_module / "o")) == 2
+    err = capsys.readouterr().err.strip()
+    assert "the detector factory raised OSError: out of inotify watches" in err and "harness" not in err, err
+
+
+def test_detector_errors_are_surfaced_in_the_hunt_report(
+    user_module: pathlib.Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (user_module / "crashy.py").write_text(textwrap.dedent('''
+        from ledger_impl.detectors import default_detector
+        class Crashy:
+            def __init__(self):
+                self.inner = default_detector()
+            def before(self, root, command):
+                return self.inner.before(root, command)
+            def after(self, root, command, exit_code):
+                raise RuntimeError("cannot read the event queue")
+            def close(self):
+                self.inner.close()
+        def make():
+            return Crashy()
+    '''))
+    code = _check("crashy:make", "--max-examples", "3", "--seed", "4", "--out", str(user_module / "o"), "--json")
+    summary = json.loads(capsys.readouterr().out)
+    assert code == 0, summary  # an error costs reuse (unknown), never safety
+    assert any("cannot read the event queue" in message for message in summary["detector_errors"]), summary

@@ -1,24 +1,26 @@
-"""Every stored counterexample is a regression case.
+"""Every stored counterexample is a regression case, reproduced exactly.
 
-Each file must reproduce against the detector it was recorded with (the failure mode it
-documents is still real), and must not reproduce against the default detector (the sound one
-does not have it). A file that stops reproducing against its own detector means the replay
-lost its teeth; a file that reproduces against the default means a real bug is open.
+Each file must reproduce against the detector it was recorded with (the same property fails
+at the recorded step with the recorded outputs: the failure mode it documents is still real),
+and must not reproduce against the default detector (the sound one does not have it). A file
+that stops reproducing against its own detector means the replay lost its teeth; a file that
+reproduces against the default means a real bug is open.
 """
 
 from __future__ import annotations
 
 import pathlib
 
+import attrs
 import pytest
 
-from properties import counterexample
-from properties.replay import load_document, load_factory, replay
+from properties.counterexample import Outcome, load
+from properties.replay import load_factory, replay
 
 COUNTEREXAMPLES = sorted((pathlib.Path(__file__).parent.parent / "counterexamples").glob("*.json"))
 # A fault of Ledger itself that has been fixed has no detector left that shows it: its
 # regression check is that the default detector does not.
-REPRODUCIBLE = [path for path in COUNTEREXAMPLES if load_document(path).get("status") != "fixed"]
+REPRODUCIBLE = [path for path in COUNTEREXAMPLES if load(path).status != "fixed"]
 DEFAULT_DETECTOR = "ledger_impl.detectors:default_detector"
 
 
@@ -27,28 +29,40 @@ def test_there_are_counterexamples_to_replay() -> None:
 
 
 @pytest.mark.parametrize("path", COUNTEREXAMPLES, ids=lambda p: p.stem)
-def test_file_follows_the_schema(path: pathlib.Path) -> None:
-    loaded = counterexample.load(path)  # validates every field and names the wrong one
-    document = load_document(path)
-    assert loaded.id == path.stem == document["id"]
-    assert "\n" not in loaded.explanation
+def test_file_follows_the_schema_and_the_readme_lists_it(path: pathlib.Path) -> None:
+    loaded = load(path)  # validates every field and names the wrong one
+    assert loaded.id == path.stem
+    readme = (path.parent / "README.md").read_text(encoding="utf-8")
+    assert f"`{path.name}`" in readme, f"counterexamples/README.md does not say what {path.name} shows"
 
 
 @pytest.mark.parametrize("path", REPRODUCIBLE, ids=lambda p: p.stem)
-def test_reproduces_against_its_recorded_detector(path: pathlib.Path) -> None:
-    document = load_document(path)
-    result = replay(document, load_factory(str(document["detector"])))
-    assert result.reproduced, f"{path.name} no longer shows {document['property']} with {document['detector']}"
+def test_reproduces_exactly_against_its_recorded_detector(path: pathlib.Path) -> None:
+    counterexample = load(path)
+    result = replay(counterexample, load_factory(counterexample.detector))
+    assert result.reproduced, f"{path.name} no longer shows {counterexample.property} with {counterexample.detector}: {result.mismatch}"
+
+
+def test_a_different_recorded_output_is_not_a_reproduction() -> None:
+    """Exactness has teeth: the same property at the same step, but another recorded output."""
+    counterexample = load(next(p for p in REPRODUCIBLE if "reuse-is-fresh" in p.name))
+    observed = counterexample.observed
+    edited = attrs.evolve(
+        counterexample,
+        violation=attrs.evolve(counterexample.violation, observed=Outcome(observed.output + "x", observed.exit_code, observed.verdict)),
+    )
+    result = replay(edited, load_factory(edited.detector))
+    assert result.violation is not None and not result.reproduced
+    assert "observed output differ" in str(result.mismatch)
 
 
 @pytest.mark.parametrize("path", COUNTEREXAMPLES, ids=lambda p: p.stem)
 def test_does_not_reproduce_against_the_default_detector(path: pathlib.Path) -> None:
-    document = load_document(path)
-    # The default detector as shipped: with the observation fingerprint.
-    result = replay(document, load_factory(DEFAULT_DETECTOR), fingerprint=True)
-    if document.get("status") == "open":
+    counterexample = load(path)
+    result = replay(counterexample, load_factory(DEFAULT_DETECTOR), fingerprint=True)  # as shipped
+    if counterexample.status == "open":
         # A real fault of Ledger itself (not of the recorded detector), kept until fixed: when
-        # this assertion fails, the fix landed; remove "status" from the file.
+        # this assertion fails, the fix landed; mark the file fixed.
         assert result.reproduced, f"{path.name} is marked open but no longer reproduces: mark it fixed"
         return
     assert not result.reproduced, f"{path.name}: the default detector shows {result.violation}"

@@ -206,3 +206,20 @@ def test_an_already_fed_task_in_a_second_repository_writes_neither(fed: pathlib.
     assert main(["economize", "feed", str(write(tmp_path / "two.jsonl", rows)), "--state-dir", str(fed)]) == 2
     assert "already fed" in capsys.readouterr().err
     assert {k: v for k, v in snapshot(fed).items() if v[0]} == before
+
+
+@pytest.mark.parametrize("command", ["show", "manual", "mask"])
+def test_reading_an_unknown_repository_exits_2_and_creates_nothing(tmp_path: pathlib.Path, capsys, command: str) -> None:
+    assert main(["economize", command, "never/fed", "--state-dir", str(tmp_path)]) == 2
+    assert "feed it first" in capsys.readouterr().err
+    assert list(tmp_path.iterdir()) == []
+    assert main(["economize", command, "not a repo!", "--state-dir", str(tmp_path)]) == 2
+
+
+def test_guard_on_a_first_task_needs_no_state(tmp_path: pathlib.Path, capsys) -> None:
+    loop = [("sed -i 's/a/b/' a.py", "E   AssertionError: 1", 1)] * 30
+    path = write(tmp_path / "p.jsonl", [row("x-1", loop, False)])
+    capsys.readouterr()
+    assert main(["economize", "guard", "owner/repo", str(path), "--state-dir", str(tmp_path / "s")]) == 0
+    assert json.loads(capsys.readouterr().out) == {"action": "continue", "turn": 30}  # no B, judge never stuck
+    assert not (tmp_path / "s").exists()

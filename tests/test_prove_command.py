@@ -54,3 +54,14 @@ def test_prove_exits_one_when_a_theorem_is_not_as_expected(
     assert main(["prove", "--json"]) == 1
     assert main(["prove"]) == 1
     assert "SOME THEOREMS FAILED" in capsys.readouterr().out
+
+
+def test_prove_refuses_a_file_as_counterexample_directory_before_proving(
+    tmp_path: pathlib.Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(prove, "run_all", lambda: pytest.fail("proving started"))
+    taken = tmp_path / "taken"
+    taken.write_text("mine\n")
+    assert main(["prove", "--write-counterexamples", str(taken)]) == 2
+    assert "not a directory" in capsys.readouterr().err
+    assert taken.read_text() == "mine\n"

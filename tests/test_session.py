@@ -212,3 +212,43 @@ def test_bad_input_is_a_clear_error_and_leaves_state_intact(workspace: Path, sta
         with pytest.raises(TypeError):
             session.record("t9", b"bytes", 0)  # type: ignore[arg-type]
     assert call(workspace, state_dir, "cat notes.txt", "t2").verdict == "reuse"
+
+
+def test_a_link_retargeted_just_before_the_poll_cannot_misname_the_read(
+    workspace: Path, state_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The command is classified after the poll: a change that lands before the poll (and is
+    recorded by it, so the read's start stamp includes it) must also be what names its target."""
+    (workspace / "b.txt").write_text("beta\n")
+    (workspace / "link").symlink_to("notes.txt")
+    original = DurableSession._load
+
+    def retarget_then_load(self: DurableSession, **options: object):  # type: ignore[no-untyped-def]
+        if (workspace / "link").readlink() == Path("notes.txt"):
+            (workspace / "link").unlink()
+            (workspace / "link").symlink_to("b.txt")
+        return original(self, **options)  # type: ignore[arg-type]
+
+    with DurableSession.open(workspace, state_dir=state_dir) as session:
+        monkeypatch.setattr(DurableSession, "_load", retarget_then_load)
+        session.decide("cat link", call_id="read")
+        monkeypatch.setattr(DurableSession, "_load", original)
+        session.record("read", *fresh(workspace, "cat link"))
+        again = session.decide("cat notes.txt", call_id="other")
+    if again.verdict == "reuse":
+        assert (again.output, again.exit_code) == fresh(workspace, "cat notes.txt")
+
+
+def test_the_working_directory_names_the_target(workspace: Path, state_dir: Path, tmp_path: Path) -> None:
+    with DurableSession.open(workspace, state_dir=state_dir) as session:
+        session.decide("cat app.py", call_id="in-src", cwd=workspace / "src")
+        session.record("in-src", *fresh(workspace / "src", "cat app.py"))
+        served = session.decide("cat src/app.py", call_id="from-root")
+        assert (served.verdict, served.output) == ("reuse", fresh(workspace, "cat src/app.py")[0])
+        outside = tmp_path / "elsewhere"
+        outside.mkdir()
+        (outside / "notes.txt").write_text("other\n")
+        session.decide("cat notes.txt", call_id="out", cwd=outside)
+        session.record("out", *fresh(outside, "cat notes.txt"))
+        again = session.decide("cat notes.txt", call_id="out2", cwd=outside)
+    assert again.verdict != "reuse"  # a file outside the root is never vouched for

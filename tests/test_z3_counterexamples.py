@@ -1,17 +1,15 @@
 """The negative Z3 theorems' counterexamples replay on a real filesystem.
 
 Each file in counterexamples/z3-*.json, and each one generated afresh from the current Z3
-model, is run step by step through a real `Runtime` in a temporary directory: with its unsound
-detector the violation step is a Reuse whose output differs from what the command prints when
-run (the stale read reproduces); with `default_detector()` nothing stale is returned.
+model, is replayed (`properties.replay`) through a real `Runtime` in a temporary directory: with
+its unsound detector the violation step is a Reuse whose output differs from what the command
+prints when run, exactly as recorded; with `default_detector()` nothing stale is returned.
 """
 
 from __future__ import annotations
 
-import importlib
 import json
 import pathlib
-import subprocess
 
 import pytest
 
@@ -25,46 +23,12 @@ from properties.counterexample import (
     to_json,
 )
 from ledger_impl.detectors import default_detector
-from ledger_impl.runtime import Runtime
+from properties.replay import load_factory, replay
 from ledger_spec.z3_theorems import THEOREMS
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 COMMITTED = sorted((ROOT / "counterexamples").glob("z3-*.json"))
 NEGATIVE = [theorem for theorem in THEOREMS if theorem.kind == "negative"]
-
-
-def _factory(spec: str):
-    module, _, name = spec.partition(":")
-    return getattr(importlib.import_module(module), name)
-
-
-def _materialize(counterexample: Counterexample, root: pathlib.Path) -> None:
-    for relative, text in counterexample.files.items():
-        path = root / relative
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text, encoding="utf-8")
-
-
-def _run_for_real(command: str, root: pathlib.Path) -> tuple[str, int]:
-    done = subprocess.run(["bash", "-c", command], cwd=root, capture_output=True, text=True, timeout=60)
-    return done.stdout + done.stderr, done.returncode
-
-
-def replay(
-    counterexample: Counterexample, detector: object, root: pathlib.Path, *, fingerprint: bool = True
-) -> tuple[str, str, str]:
-    """Run the steps up to the violation through a Runtime; return (verdict, output the agent
-    got, output running the command at that point really prints). The theorems are about the
-    counters, so the unsound detector's replay runs without the fingerprint, which would
-    otherwise catch the edit the detector missed."""
-    _materialize(counterexample, root)
-    runtime = Runtime(root, detector=detector, fingerprint=fingerprint)
-    for command in counterexample.commands[: counterexample.violation_step]:
-        runtime.step(command)
-    command = counterexample.commands[counterexample.violation_step]
-    step = runtime.step(command)
-    real_output, _ = _run_for_real(command, root)  # reads change nothing, so running it again is safe
-    return step.verdict, step.output, real_output
 
 
 def _fresh(theorem) -> Counterexample:
@@ -85,22 +49,20 @@ def test_every_negative_theorem_has_a_committed_counterexample() -> None:
 
 
 @pytest.mark.parametrize("make", _cases())
-def test_stale_read_reproduces_with_the_unsound_detector(make, tmp_path: pathlib.Path) -> None:
+def test_stale_read_reproduces_with_the_unsound_detector(make) -> None:
     counterexample = make()
-    verdict, served, real = replay(counterexample, _factory(counterexample.detector)(), tmp_path, fingerprint=False)
-    print(f"{counterexample.id}: verdict={verdict} served={served!r} real={real!r}")
-    assert verdict == "reuse"
-    assert served == counterexample.observed.output
-    assert real == counterexample.expected.output
-    assert served != real
+    result = replay(counterexample, load_factory(counterexample.detector))
+    assert result.reproduced, result.mismatch
+    record = result.records[counterexample.violation.step]
+    assert record.verdict == "reuse" and record.output == counterexample.observed.output != counterexample.expected.output
 
 
 @pytest.mark.parametrize("make", _cases())
-def test_default_detector_does_not_reproduce_it(make, tmp_path: pathlib.Path) -> None:
+def test_default_detector_does_not_reproduce_it(make) -> None:
     counterexample = make()
-    verdict, served, real = replay(counterexample, default_detector(), tmp_path)
-    print(f"{counterexample.id}: verdict={verdict} served={served!r} real={real!r}")
-    assert served == real == counterexample.expected.output
+    result = replay(counterexample, default_detector, fingerprint=True)  # the default system, as shipped
+    assert not result.reproduced and all(record.violation is None for record in result.records)
+    assert result.records[counterexample.violation.step].output == counterexample.expected.output
 
 
 # --- the file format ------------------------------------------------------------------------
@@ -117,26 +79,39 @@ def test_dump_and_load_round_trip(tmp_path: pathlib.Path) -> None:
     assert load(path) == counterexample
 
 
-def test_load_accepts_bare_command_strings() -> None:
+def test_load_rejects_bare_command_strings() -> None:
+    """One form of step: an object. (A second loader once accepted bare strings; the two disagreed.)"""
     document = _document()
     document["steps"] = [step["command"] for step in document["steps"]]
-    assert from_json(document).commands == tuple(document["steps"])
+    with pytest.raises(CounterexampleError, match=r"steps\[0\] must be an object"):
+        from_json(document)
 
 
 @pytest.mark.parametrize(
     ("change", "message"),
     [
         (lambda d: d.update(schema="ledger-counterexample/0"), "schema must be"),
-        (lambda d: d.pop("detector"), "missing field(s): detector"),
+        (lambda d: d.pop("detector"), "is missing field(s): detector"),
         (lambda d: d.update(detector="not a factory"), "MODULE:FACTORY"),
         (lambda d: d["violation"].update(step=7), "violation.step must index steps"),
         (lambda d: d["violation"]["observed"].update(verdict="maybe"), "verdict must be one of"),
-        (lambda d: d["violation"]["expected"].pop("exit_code"), "exit_code must be an integer"),
-        (lambda d: d["setup"]["files"].update({"../escape.txt": "x"}), "not relative and inside"),
+        (lambda d: d["violation"]["expected"].update(exit_code="0"), "exit_code must be an integer"),
+        (lambda d: d["violation"]["expected"].pop("exit_code"), "violation.expected is missing exit_code"),
+        (lambda d: d["setup"]["files"].update({"../escape.txt": "x"}), "key '../escape.txt' contains '..'"),
+        (lambda d: d["setup"]["files"].update({"/etc/passwd": "x"}), "key '/etc/passwd' is absolute"),
+        (lambda d: d["setup"]["files"].update({".git/hooks/post-commit": "x"}), "is inside .git/"),
+        (lambda d: d["setup"].update(outside={"a/../../b": "x"}), "setup.outside key"),
+        (lambda d: d["setup"]["files"].update({"a.txt/b": "x"}), "both a file and the directory"),
+        (lambda d: d["setup"]["files"].update({"n.txt": 7}), "must be text, got int"),
+        (lambda d: d.update(setup="files"), "setup must be an object"),
         (lambda d: d.update(steps=[]), "steps must not be empty"),
-        (lambda d: d.update(steps=[{"verdict": "allow"}]), "steps[0] must be a command string"),
+        (lambda d: d.update(steps=[{"verdict": "allow"}]), "steps[0] is missing field(s): command"),
+        (lambda d: d.update(steps={"command": "ls"}), "steps must be a list"),
         (lambda d: d.update(date="yesterday"), "date must be YYYY-MM-DD"),
-        (lambda d: d.update(explanation="two\nlines"), "explanation is one line"),
+        (lambda d: d.update(explanation="two\nlines"), "explanation must be one line"),
+        (lambda d: d.update(property="looks-fine"), "property must be one of"),
+        (lambda d: d.update(status="maybe"), "status must be one of"),
+        (lambda d: d.update(surprise=1), "unknown field(s): surprise"),
     ],
 )
 def test_invalid_documents_are_rejected_with_the_field_named(change, message: str, tmp_path: pathlib.Path) -> None:

@@ -43,7 +43,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--workspaces", metavar="FILE.jsonl",
                         help='per-trajectory bases: {"trajectory": ID-or-file-name, "repo": DIR, "commit": SHA} a line')
     parser.add_argument("--detector", metavar="MODULE:FACTORY", help="your detector: it decides, and its misses are reported")
-    parser.add_argument("--path", default=None, help="directory to import the detector's MODULE from")
+    parser.add_argument("--path", default=None, help="directory to import the detector's MODULE from (default: here)")
     parser.add_argument("-j", "--jobs", type=int, default=1, help="trajectories replayed in parallel (processes)")
     parser.add_argument("--timeout", type=float, default=DEFAULT_COMMAND_TIMEOUT, help="seconds per command")
     parser.add_argument("--trajectory-timeout", type=float, default=DEFAULT_TRAJECTORY_TIMEOUT, help="seconds per trajectory")
@@ -80,9 +80,12 @@ def run(args: argparse.Namespace, executor: concurrent.futures.Executor | None =
         if not sandbox.available():
             return _fail("bubblewrap (bwrap) is not available here; install it, or pass --no-sandbox to run commands unconfined")
     try:
+        # The user typed MODULE here, so it is looked up here (as check-detector does); the
+        # replay imports it from that same directory, never from the copy it runs in.
+        detector_path = str(Path(args.path).resolve()) if args.path else str(Path.cwd())
         if args.detector is not None:
-            load_factory(args.detector, args.path)
-        settings = Settings(args.timeout, args.trajectory_timeout, args.detector, args.path)
+            load_factory(args.detector, detector_path)
+        settings = Settings(args.timeout, args.trajectory_timeout, args.detector, detector_path if args.detector else None)
         jobs = runner.plan(
             args.trajectories, repo=args.repo, commit=args.base_commit, workspaces=args.workspaces, settings=settings,
             sandbox=sandboxed, skip_outside_writes=args.skip_outside_writes,

@@ -25,7 +25,7 @@ from economizer.codec import BadInput, proposals_from_json, read_jsonl, record_t
 from economizer.controller import Controller
 from economizer.harness import HARNESSES, mask_option, prompt_with_manual
 from economizer.protocols import default_controllers
-from economizer.store import AlreadyFed, Store, StoreBusy
+from economizer.store import AlreadyFed, Store, StoreBusy, database_path
 from economizer_spec.stream import Controllers, ProposerAnswer
 
 __all__ = ["register", "run"]
@@ -136,6 +136,10 @@ def _feed(args: argparse.Namespace) -> int:
 
 
 def _state(args: argparse.Namespace) -> tuple[Store, Controller]:
+    """The stored state of a repository that was fed before; reading never creates one."""
+    path = database_path(args.repository, args.state_dir)
+    if not path.is_file():
+        raise BadInput(f"no economizer state for {args.repository} ({path} does not exist); feed it first")
     store = Store(args.repository, args.state_dir)
     return store, store.load()
 
@@ -185,8 +189,11 @@ def _guard(args: argparse.Namespace) -> int:
     from economizer.guard import Guard
     from economizer.harness import guard_signal
 
-    store, controller = _state(args)
-    store.close()
+    if database_path(args.repository, args.state_dir).is_file():
+        store, controller = _state(args)
+        store.close()
+    else:  # the repository's first task: no budget yet, so only the judge could act
+        controller = Controller(args.repository)
     rows = read_jsonl(_read(args.file), str(args.file))
     if len(rows) != 1:
         raise BadInput(f"{args.file}: expected one partial trajectory, got {len(rows)}")

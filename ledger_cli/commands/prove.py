@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import json
 import pathlib
+import sys
 
 from rich.console import Console
 from rich.table import Table
@@ -57,6 +58,10 @@ def _write_counterexamples(results: list[TheoremResult], directory: pathlib.Path
 
 
 def run(args: argparse.Namespace) -> int:
+    directory = args.write_counterexamples
+    if directory is not None and pathlib.Path(directory).exists() and not pathlib.Path(directory).is_dir():
+        print(f"ledger prove: --write-counterexamples {directory} exists and is not a directory", file=sys.stderr)
+        return 2
     results = run_all()
     written: list[pathlib.Path] = []
     if args.write_counterexamples is not None:

@@ -65,7 +65,8 @@ def command_for(tool: str, tool_input: dict[str, Any]) -> str:
     """The shell command a tool call is decided as."""
     if tool == "Bash":
         return str(tool_input["command"])
-    path = shlex.quote(str(tool_input["file_path"]))
+    # NotebookEdit names its file `notebook_path`; every other file tool, `file_path`.
+    path = shlex.quote(str(tool_input["notebook_path" if tool == "NotebookEdit" else "file_path"]))
     if tool == "Read":
         offset, limit = tool_input.get("offset"), tool_input.get("limit")
         if offset is None and limit is None:
@@ -79,12 +80,14 @@ def command_for(tool: str, tool_input: dict[str, Any]) -> str:
 def _pre_tool_use(tool: str, tool_input: dict[str, Any], call_id: str, cwd: Any, session: HookSession) -> Reply:
     decision = session.decide(command_for(tool, tool_input), call_id=call_id, cwd=cwd if isinstance(cwd, str) else None)
     output: dict[str, Any] = {"hookEventName": "PreToolUse"}
-    if decision.verdict == "reuse" and tool == "Bash":
+    # A command sent to the background expects a task handle back, not a result.
+    servable = tool == "Bash" and not tool_input.get("run_in_background")
+    if decision.verdict == "reuse" and servable:
         output["permissionDecision"] = "deny"
         output["permissionDecisionReason"] = reuse_text(decision)
     elif decision.verdict == "reuse":
-        output["additionalContext"] = (f"[ledger] These lines are unchanged since step {decision.served_step}, "
-                                       "where you already saw them.")
+        output["additionalContext"] = (f"[ledger] Unchanged since step {decision.served_step}: "
+                                       "you already saw this result then.")
     elif decision.verdict == "nudge":
         output["additionalContext"] = nudge_text(decision)
     reply: dict[str, Any] = {}

@@ -15,7 +15,7 @@ knows), so the detector brackets them.
 
 Codex's PostToolUse for a shell call carries the output as one string and no exit status.
 The status is taken from Codex's own session transcript (`transcript_path`): the
-`item_completed` event of this call, a completed `CommandExecution` whose
+`item_completed` event of this call, a finished `CommandExecution` whose
 `aggregated_output` equals the hook's output string and whose `exit_code` is an integer. Only
 then is the result exact (stored, servable); if the transcript is missing, unreadable, or
 disagrees, the result is recorded inexact (the bracket closes, changes are counted, nothing is
@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 from typing import Any
 
 from .hook_session import HookSession, Outcome, nudge_text, record_outcome, reuse_text
@@ -65,7 +66,7 @@ def command_for(tool: str, tool_input: dict[str, Any]) -> str:
     if tool in PATCH_TOOLS:
         return "apply_patch"
     command = tool_input["command"]
-    return command if isinstance(command, str) else " ".join(str(part) for part in command)
+    return command if isinstance(command, str) else shlex.join(str(part) for part in command)
 
 
 def _pre_tool_use(tool: str, tool_input: dict[str, Any], call_id: str, cwd: Any, session: HookSession) -> Reply:
@@ -120,8 +121,9 @@ def exit_status_from_transcript(path: Any, call_id: str, output: str) -> int | N
         if not isinstance(item, dict) or item.get("id") != call_id or item.get("type") != "CommandExecution":
             continue
         status = item.get("exit_code")
-        if item.get("status") == "completed" and item.get("aggregated_output") == output \
-                and isinstance(status, int) and not isinstance(status, bool):
+        # Codex marks a command that exited non-zero "failed"; either way it ran to its end.
+        if item.get("status") in ("completed", "failed") and item.get("aggregated_output") == output \
+                and isinstance(status, int) and not isinstance(status, bool) and status >= 0:
             return status
         return None
     return None

@@ -99,10 +99,14 @@ class _Pending:
     """Changes owed to each detector while a background job may still write."""
 
     def __init__(self, labels: list[str]) -> None:
+        self.labels = labels
+        self._clear()
+
+    def _clear(self) -> None:
         self.owed: set[str] = set()
         self.any: set[str] = set()
-        self.reported = {label: set() for label in labels}  # type: dict[str, set[str]]
-        self.unknown = {label: False for label in labels}
+        self.reported: dict[str, set[str]] = {label: set() for label in self.labels}
+        self.unknown: dict[str, bool] = {label: False for label in self.labels}
 
     def add(self, owed_keys: frozenset[str], changed_keys: frozenset[str], reports: dict[str, Changes]) -> None:
         self.owed |= owed_keys
@@ -120,7 +124,7 @@ class _Pending:
                 missing = set(self.any)  # only listings changed, and nothing was reported
             if missing and not self.unknown[label]:
                 misses[label] = sorted(missing)
-        self.__init__(list(self.reported))  # type: ignore[misc]
+        self._clear()
         return misses
 
 

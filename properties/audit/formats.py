@@ -11,7 +11,9 @@ Formats, recognised from the content (never from the file name):
                        shape of `../shared/corpus/*.jsonl`)
   claude-code          a Claude Code session transcript (JSONL of `user`/`assistant` records):
                        Bash tool calls are commands; Read, Write, Edit and MultiEdit are file
-                       operations; other tools are skipped
+                       operations; other tools are skipped. Claude's Bash keeps its working
+                       directory between calls; audit starts each step at the root (as
+                       mini-swe-agent does), so a bare `cd sub` then `ls` lists the root
   commands             JSONL of `{"command": ...}` lines
 
 What a trajectory held but audit cannot replay is kept as a `Skipped` step with its reason.
@@ -123,6 +125,11 @@ def load(path: str | os.PathLike[str]) -> list[Trajectory]:
     document = _whole_json(text)
     if isinstance(document, dict) and isinstance(document.get("messages"), list):
         return [_mini_swe_agent(document, file)]
+    if isinstance(document, list):
+        # Early and test-data trajectories are the bare message list.
+        if document and all(isinstance(m, dict) and "role" in m for m in document):
+            return [_mini_swe_agent({"messages": document}, file)]
+        raise InputError(f"{file}: unknown format (a JSON list that is not a list of chat messages)")
     records = list(_jsonl(text, file))
     first = records[0][1]
     if not isinstance(first, dict):
@@ -166,6 +173,7 @@ def _mini_swe_agent(document: dict[str, Any], file: Path) -> Trajectory:
     declared = document.get("trajectory_format")
     items: list[Item] = []
     tool_calls_seen = False
+    second_version_fence = False
     for message in document["messages"]:
         if not isinstance(message, dict) or message.get("role") != "assistant":
             continue
@@ -185,12 +193,17 @@ def _mini_swe_agent(document: dict[str, Any], file: Path) -> Trajectory:
             for call in calls:
                 items.append(_tool_call(len(items), call))
             continue
-        blocks = _BASH_BLOCK.findall(_text_of(message.get("content")))
+        text = _text_of(message.get("content"))
+        second_version_fence = second_version_fence or "```mswea_bash_command" in text
+        blocks = _BASH_BLOCK.findall(text)
         if len(blocks) == 1:
             items.append(Shell(len(items), blocks[0].strip()))
         else:
             items.append(Skipped(len(items), _text_of(message.get("content"))[:200], f"format error: {len(blocks)} bash blocks, not executed"))
-    version = MINI_SWE_AGENT_2 if declared == MINI_SWE_AGENT_2 or tool_calls_seen else MINI_SWE_AGENT_1
+    if declared in (MINI_SWE_AGENT_1, MINI_SWE_AGENT_2):
+        version = declared
+    else:
+        version = MINI_SWE_AGENT_2 if tool_calls_seen or second_version_fence else MINI_SWE_AGENT_1
     name = file.name
     instance = document.get("instance_id") or (document.get("info") or {}).get("instance_id")
     if not instance and name.endswith(".traj.json"):

@@ -52,12 +52,14 @@ def _bars(trajectories: list[dict[str, Any]]) -> str:
     largest = max([max(t["redundant"]["bytes"], t["reused"]["bytes"]) for t in done] + [1])
     label_w, bar_w, row_h = 260, 640, 30
     height = row_h * len(done) + 30
+    ids = [t.get("instance_id") for t in done]
     parts = [f'<svg id="bytes-chart" role="img" aria-label="redundant versus reused bytes per trajectory" '
              f'width="{label_w + bar_w + 120}" height="{height}" viewBox="0 0 {label_w + bar_w + 120} {height}">']
     for row, t in enumerate(done):
         y = 10 + row * row_h
-        name = t.get("instance_id") or t["name"]
-        parts.append(f'<text x="{label_w - 8}" y="{y + 14}" text-anchor="end">{_e(str(name)[:40])}</text>')
+        # Two runs of one task (two models, say) share an instance id: the file name tells them apart.
+        name = t["instance_id"] if t.get("instance_id") and ids.count(t["instance_id"]) == 1 else t["name"]
+        parts.append(f'<text x="{label_w - 8}" y="{y + 14}" text-anchor="end">{_e(str(name)[-40:])}</text>')
         for offset, (kind, colour, value) in enumerate(
             (("redundant", REDUNDANT_COLOUR, t["redundant"]["bytes"]), ("reused", REUSED_COLOUR, t["reused"]["bytes"]))
         ):

@@ -149,17 +149,12 @@ def audit_job(job: Job) -> dict[str, Any]:
 
 def _sandboxed(argv: list[str], parent: Path, workspace: Path, readable: list[str | None]) -> list[str]:
     """`argv` in bubblewrap, writable only in `parent`. The copy borrows the source repository's
-    objects, and a detector may live in a user's directory: when such a path is under /tmp
-    (which the sandbox replaces with an empty one) it is bound back read-only."""
+    objects, and a detector may live in a user's directory: such a path under /tmp (which the
+    sandbox replaces with an empty one) is bound back read-only."""
     from .. import sandbox
 
-    wrapped = sandbox.wrap(argv, writable=[parent], workdir=workspace)
-    hidden = [str(Path(p).resolve()) for p in readable if p and str(Path(p).resolve()).startswith("/tmp/")]
-    if hidden:
-        at = wrapped.index("/tmp", wrapped.index("--tmpfs")) + 1
-        binds = [arg for p in hidden for arg in ("--ro-bind", p, p)]
-        wrapped = wrapped[:at] + binds + wrapped[at:]
-    return wrapped
+    hidden = [Path(p).resolve() for p in readable if p and str(Path(p).resolve()).startswith("/tmp/")]
+    return sandbox.wrap(argv, writable=[parent], workdir=workspace, readable=hidden)
 
 
 def _failed(job: Job, error: str, started: float) -> dict[str, Any]:

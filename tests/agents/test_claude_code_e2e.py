@@ -19,8 +19,8 @@ import sys
 
 import pytest
 
-import claude_cli
-from scripted_anthropic import ScriptedModel, ScriptedServer, ToolResult, ToolUse
+import agent_cli
+from scripted_models import ScriptedModel, ScriptedServer, ToolResult, ToolUse
 
 DENIED = "PreToolUse:Bash hook error: "
 HEADER = re.compile(r"\[ledger\] Not run again: this is the unchanged result of step \d+[^\n]*\n")
@@ -31,7 +31,7 @@ GREP = "grep -n x src/app.py"
 
 @pytest.fixture(scope="module")
 def claude() -> pathlib.Path:
-    path, why = claude_cli.ensure()
+    path, why = agent_cli.ensure("claude")
     if path is None:
         pytest.skip(f"real Claude Code end-to-end test skipped: {why}")
     return path
@@ -79,6 +79,10 @@ def test_claude_code_with_ledger_hooks(claude: pathlib.Path, tmp_path: pathlib.P
         (bash("p1", READ), bash("p2", GREP)),      # two parallel calls in one message
         (bash("f1", MISSING),),                    # a failing read
         (bash("f2", MISSING),),                    # the same, answered by Ledger with its failure
+        # A read, a write and a read in one message: Claude runs the write alone, in order, so
+        # the first read is still the unchanged result and the second must run.
+        (bash("p3", READ), bash("w2", "sed -i 's/y = x + 1/y = 7/' src/app.py"), bash("p4", READ)),
+        (bash("r6", READ),),                       # served from p4, which ran after the write
         "done",
     ]
     commands = {use.id: use.input.get("command") for turn in turns if not isinstance(turn, str) for use in turn}
@@ -88,7 +92,8 @@ def test_claude_code_with_ledger_hooks(claude: pathlib.Path, tmp_path: pathlib.P
     def check(results: list[ToolResult]) -> None:
         for result in results:
             command = commands.get(result.tool_use_id)
-            if command not in reads:
+            # p3 ran before the write of its own message: checked below against r4 instead.
+            if command not in reads or result.tool_use_id == "p3":
                 continue
             got = result.content
             if got.startswith(DENIED):
@@ -108,20 +113,21 @@ def test_claude_code_with_ledger_hooks(claude: pathlib.Path, tmp_path: pathlib.P
     denied = {use_id for use_id, result in results.items() if result.content.startswith(DENIED)}
 
     # Ledger answered exactly the repeats whose inputs had not changed.
-    assert denied == {"r2", "p1", "f2"}, {k: results[k].content[:120] for k in results}
-    for use_id, served_from in (("r2", "r1"), ("p1", "r4"), ("f2", "f1")):
+    assert denied == {"r2", "p1", "f2", "p3", "r6"}, {k: results[k].content[:120] for k in results}
+    for use_id, served_from in (("r2", "r1"), ("p1", "r4"), ("f2", "f1"), ("p3", "r4"), ("r6", "p4")):
         body = results[use_id].content[len(DENIED):]
         assert HEADER.match(body), body[:200]
         assert HEADER.sub("", body, count=1) == results[served_from].content  # verbatim, as the model saw it
         assert results[use_id].is_error
     assert "x = 1" in results["r1"].content
     assert "x = 2" in results["r3"].content  # fresh after the Bash edit
-    assert not results["ed"].is_error and app.read_text() == "x = 3\ny = x + 1\n"
+    assert not results["ed"].is_error and app.read_text() == "x = 3\ny = 7\n"
     assert "x = 3" in results["r4"].content  # fresh after Claude's own Edit
     assert not results["rd"].is_error and not results["p2"].is_error
     assert results["f1"].content.startswith("Exit code ")
+    assert "y = 7" in results["p4"].content and "y = 7" not in results["p3"].content
 
     # The oracle: every read, reused or fresh, equals what running it at that moment shows.
-    assert {use_id for use_id, _, _ in oracle} == {"r1", "r2", "r3", "r4", "p1", "p2", "f1", "f2"}
+    assert {use_id for use_id, _, _ in oracle} == {"r1", "r2", "r3", "r4", "p1", "p2", "f1", "f2", "p4", "r6"}
     assert [(use_id, got) for use_id, got, now in oracle if got != now] == []
     print("\n" + json.dumps({"tool_results": len(results), "reused": sorted(denied), "oracle_checks": len(oracle)}))

@@ -132,6 +132,14 @@ def test_an_interrupted_or_background_result_is_never_served(
     assert denied_text(agent.bash("cat -n src/app.py")) is None
 
 
+def test_a_background_command_is_never_denied(workspace: pathlib.Path, session: DurableSession) -> None:
+    agent = Agent(workspace, session)
+    agent.bash("cat -n src/app.py")
+    _, reply = agent.pre("Bash", {"command": "cat -n src/app.py", "description": "d", "run_in_background": True})
+    assert denied_text(reply) is None
+    assert "Unchanged since step 0" in reply["hookSpecificOutput"]["additionalContext"]  # type: ignore[index]
+
+
 def test_a_failure_without_an_exit_code_is_never_served(workspace: pathlib.Path, session: DurableSession) -> None:
     agent = Agent(workspace, session)
     tool_input = {"command": "cat -n src/app.py", "description": "d"}
@@ -146,13 +154,14 @@ def test_read_is_nudged_never_denied_and_never_serves_bash(workspace: pathlib.Pa
     agent.bash("cat -n src/app.py")
     call_id, reply = agent.pre("Read", {"file_path": path})
     assert denied_text(reply) is None
-    assert "unchanged since step 0" in reply["hookSpecificOutput"]["additionalContext"]  # type: ignore[index]
+    assert "Unchanged since step 0" in reply["hookSpecificOutput"]["additionalContext"]  # type: ignore[index]
     agent.post(call_id, "Read", {"file_path": path},
                {"type": "text", "file": {"filePath": path, "content": "x = 1\ny = 2\n", "numLines": 3,
                                          "startLine": 1, "totalLines": 3}})
     # A Read's result (numbered by Claude, not by cat) is never served as a shell command's output.
     ranged = {"file_path": path, "offset": 2, "limit": 1}
     call_id, reply = agent.pre("Read", ranged)
+    assert reply is None or "systemMessage" not in reply  # the nudged Read's record was no anomaly
     agent.post(call_id, "Read", ranged, {"type": "text", "file": {"filePath": path, "content": "y = 2",
                                                                   "numLines": 1, "startLine": 2, "totalLines": 3}})
     assert denied_text(agent.bash("sed -n '2,2p' src/app.py")) is None

@@ -74,18 +74,21 @@ def test_a_result_whose_status_cannot_be_shown_is_never_served(workspace: pathli
 def completed(call_id: str, command: str, output: str, exit_code: int) -> str:
     """One `item_completed` line of a Codex session transcript, as Codex 0.171 writes it."""
     item = {"type": "CommandExecution", "id": call_id, "process_id": "123", "command": ["/bin/bash", "-lc", command],
-            "source": "unified_exec_startup", "status": "completed", "aggregated_output": output,
+            "source": "unified_exec_startup", "status": "failed" if exit_code else "completed",
+            "aggregated_output": output,
             "exit_code": exit_code, "duration": {"secs": 0, "nanos": 1}}
     return json.dumps({"timestamp": "t", "type": "event_msg", "payload": {"type": "item_completed", "item": item}})
 
 
-@pytest.mark.parametrize("transcript_output, served", [("alpha\nbeta\n", True), ("alpha\n[truncated]", False)])
+@pytest.mark.parametrize("transcript_output, status, served", [
+    ("alpha\nbeta\n", 0, True), ("alpha\nbeta\n", 1, True), ("alpha\n[truncated]", 0, False)])
 def test_the_exit_status_comes_from_codexs_transcript(
-    workspace: pathlib.Path, session: DurableSession, tmp_path: pathlib.Path, transcript_output: str, served: bool
+    workspace: pathlib.Path, session: DurableSession, tmp_path: pathlib.Path, transcript_output: str, status: int,
+    served: bool,
 ) -> None:
     transcript = tmp_path / "rollout.jsonl"
     transcript.write_text("\n".join([json.dumps({"type": "session_meta"}),
-                                     completed("call_1", "cat notes.txt", transcript_output, 0)]) + "\n")
+                                     completed("call_1", "cat notes.txt", transcript_output, status)]) + "\n")
     codex.handle({**pre_payload(workspace, "call_1", "cat notes.txt"), "transcript_path": str(transcript)}, session)
     codex.handle({**post_payload(workspace, "call_1", "cat notes.txt", "alpha\nbeta\n"),
                   "transcript_path": str(transcript)}, session)
@@ -93,6 +96,7 @@ def test_the_exit_status_comes_from_codexs_transcript(
     assert (output.get("permissionDecision") == "deny") is served
     if served:
         assert output["permissionDecisionReason"].endswith("Output, verbatim:\nalpha\nbeta\n")
+        assert f"exit status {status} " in output["permissionDecisionReason"]
 
 
 def test_a_repeat_is_nudged_through_additional_context(workspace: pathlib.Path, session: DurableSession) -> None:

@@ -1,4 +1,5 @@
-"""A scripted Anthropic Messages API server on 127.0.0.1, for driving a real Claude Code CLI.
+"""Scripted model servers on 127.0.0.1 for driving real agent CLIs: the Anthropic Messages API
+(Claude Code) and the OpenAI Responses API (Codex).
 
 Claude Code talks to `ANTHROPIC_BASE_URL` with streaming requests (`POST /v1/messages`). This
 server answers each main-loop request with the next scripted assistant turn (text or
@@ -9,6 +10,11 @@ How a turn is found: Claude Code's main-loop requests are not one growing chat (
 carry no tools; `system` notes are inserted between turns; consecutive tool results are merged),
 so the turn index is the number of this script's `tool_use` ids already present in the
 request's assistant messages. A request that carries no tools gets a short text answer.
+
+Codex talks to a configured provider's `/v1/responses` with streaming requests whose `input`
+holds the whole conversation: `function_call` items (the script's, by `call_id`) and their
+`function_call_output` items. `ScriptedResponses` answers with the next turn's
+`function_call` items, or a final assistant message.
 
 `on_results(results)` is called with the tool results of a turn before the next turn is
 served: the CLI is waiting, so the workspace is exactly as those tools left it (an oracle
@@ -144,6 +150,49 @@ class ScriptedModel:
         ]
 
 
+class ScriptedResponses(ScriptedModel):
+    """The same script, served as the OpenAI Responses API (tool calls are `function_call`s)."""
+
+    def respond(self, request: dict[str, Any]) -> list[bytes]:
+        with self._lock:
+            self.requests.append(request)
+            seen: set[str] = set()
+            fresh: list[ToolResult] = []
+            items = request.get("input")
+            for item in items if isinstance(items, list) else []:
+                if not isinstance(item, dict) or item.get("call_id") not in self._ids:
+                    continue
+                if item.get("type") == "function_call":
+                    seen.add(item["call_id"])
+                elif item.get("type") == "function_call_output" and item["call_id"] not in self.results:
+                    output = item.get("output")
+                    result = ToolResult(item["call_id"], output if isinstance(output, str) else _text_of(output), False)
+                    self.results[item["call_id"]] = result
+                    fresh.append(result)
+            if fresh and self.on_results is not None:
+                try:
+                    self.on_results(fresh)
+                except Exception as error:
+                    self.errors.append(f"on_results: {error!r}")
+            index = sum(1 for turn in self.turns if not isinstance(turn, str) and all(u.id in seen for u in turn))
+            turn = self.turns[index] if index < len(self.turns) else "done"
+            response_id = f"resp_scripted_{len(self.requests)}"
+            events = [_sse("response.created", {"type": "response.created", "response": {"id": response_id}})]
+            if isinstance(turn, str):
+                outputs: list[dict[str, Any]] = [{"type": "message", "role": "assistant", "id": f"msg_{response_id}",
+                                                  "content": [{"type": "output_text", "text": turn}]}]
+            else:
+                outputs = [{"type": "function_call", "id": f"fc_{use.id}", "call_id": use.id, "name": use.name,
+                            "arguments": json.dumps(use.input)} for use in turn]
+            events += [_sse("response.output_item.done", {"type": "response.output_item.done", "item": item})
+                       for item in outputs]
+            usage = {"input_tokens": 1, "input_tokens_details": None, "output_tokens": 1,
+                     "output_tokens_details": None, "total_tokens": 2}
+            events.append(_sse("response.completed", {"type": "response.completed",
+                                                      "response": {"id": response_id, "usage": usage}}))
+            return events
+
+
 class _Handler(BaseHTTPRequestHandler):
     model: ScriptedModel  # set on a subclass per server
 
@@ -153,7 +202,8 @@ class _Handler(BaseHTTPRequestHandler):
             request = json.loads(self.rfile.read(length) or b"{}")
         except json.JSONDecodeError:
             request = {}
-        if not self.path.startswith("/v1/messages") or self.path.startswith("/v1/messages/count_tokens"):
+        streamed = self.path.startswith(("/v1/messages", "/v1/responses"))
+        if not streamed or self.path.startswith("/v1/messages/count_tokens"):
             body = json.dumps({"input_tokens": 1}).encode()
             self.send_response(200)
             self.send_header("Content-Type", "application/json")
