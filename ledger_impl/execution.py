@@ -53,14 +53,17 @@ def group_alive(group: int) -> bool:
     Orphans are reparented to PID 1, which in a container may never reap them, so a signal
     probe would see zombies as alive; /proc tells the states apart.
     """
+    # A group with no process at all, the usual case, is answered by one system call; only a
+    # group that still exists needs the /proc scan that tells zombies from live processes
+    # (a scan costs one file read per process on the machine).
+    try:
+        os.killpg(group, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        pass
     proc = Path("/proc")
     if not proc.is_dir():  # pragma: no cover - non-Linux
-        try:
-            os.killpg(group, 0)
-        except ProcessLookupError:
-            return False
-        except PermissionError:
-            return True
         return True
     for entry in proc.iterdir():
         if not entry.name.isdigit():

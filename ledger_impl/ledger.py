@@ -221,12 +221,22 @@ class Ledger:
             raise ValueError(f"call {call!r} is already running")
         self._pending[call] = Pending(call, command, decision, self._total, fingerprint)
 
-    def finish(self, call: Hashable, output: str, exit_status: int, changes: Changes, *, exact: bool = True) -> None:
+    def finish(
+        self,
+        call: Hashable,
+        output: str,
+        exit_status: int,
+        changes: Changes,
+        *,
+        exact: bool = True,
+        fingerprint_moved: bool = False,
+    ) -> None:
         """Call `call` ended (spec `finish`)."""
         running = self._take_pending(call)
         self.modify(changes)
         if exact and running.command.read_only and changes.empty:
-            self._observe(running.command, output, exit_status, running.fingerprint, running.started_at)
+            fingerprint = None if fingerprint_moved else running.fingerprint
+            self._observe(running.command, output, exit_status, fingerprint, running.started_at)
         self._conclude(running.command, running.decision.verdict, exit_status, started_at=running.started_at)
         self._evict()
 

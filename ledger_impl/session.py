@@ -36,11 +36,13 @@ import time
 
 import attrs
 
-from ledger_spec import Changes, Policy, Reuse, State
+from ledger_spec import Changes, Command, Policy, Reuse, State
 from ledger_spec.values import Allow
 
+from . import fingerprint as fingerprints
 from .classifier import classify
 from .detectors.stat_index import StatIndex
+from .fingerprint import Fingerprint
 from .ledger import Ledger
 from .store import PendingRow, StateRow, Store, checksum
 
@@ -145,7 +147,8 @@ class DurableSession:
             # Classified after the poll: the names it resolves on disk (symbolic links) are those
             # of the state the start stamp covers; a change after the poll is caught at record.
             classified = classify(command, cwd=self._relative_cwd(cwd), root=self.root)
-            decision = state.ledger.govern(classified)
+            started_with = self._fingerprint(classified)
+            decision = state.ledger.govern(classified, started_with)
             # An id still pending names two calls at once: which result a record carries is
             # unknowable, so the earlier call is treated as abandoned (below) and its may-write
             # flag carried over, and nothing is served while it may still be running.
@@ -157,9 +160,6 @@ class DurableSession:
                     decision = Allow()
                 elif writers:
                     state.notes.append(f"not reused: {len(writers)} command(s) that may write still running")
-                    decision = Allow()
-                elif not self._observation_fingerprint_holds(decision):
-                    state.notes.append("not reused: what the output depends on changed outside the tree")
                     decision = Allow()
             if isinstance(decision, Reuse):
                 state.ledger.advance(classified, decision, "", decision.exit_status, Changes())
@@ -175,7 +175,7 @@ class DurableSession:
                 ambiguous = earlier is not None or state.ledger.running(call_id) is not None
                 if state.ledger.running(call_id) is not None:
                     state.ledger.abandon(call_id)  # the earlier call under this id (it may have run)
-                state.ledger.start(call_id, classified, decision)
+                state.ledger.start(call_id, classified, decision, started_with)
                 blob = pickle.dumps((classified, decision), protocol=pickle.HIGHEST_PROTOCOL)
                 may_write = not classified.read_only or (earlier is not None and earlier.may_write)
                 self._store.add_pending(
@@ -207,7 +207,8 @@ class DurableSession:
             raise TypeError(f"exit_code is an int, got {type(exit_code).__name__}")
         with self._store.transaction():
             state = self._load()
-            if state.ledger.running(call_id) is None:
+            running = state.ledger.running(call_id)
+            if running is None:
                 # Never decided, forgotten long after it was abandoned, or decided under a
                 # ledger since discarded: nothing to observe; what it changed was recorded by
                 # the poll in `_load`. An inexact result would not have been kept anyway (a
@@ -215,10 +216,14 @@ class DurableSession:
                 if exact:
                     self._store.add_note(f"record for unknown call {call_id!r}: its output is not kept")
             else:
+                # A fingerprint that moved while the command ran: its output may mix both worlds.
+                moved = self._fingerprint(running.command) != running.fingerprint
                 # surrogatepass: JSON can carry lone surrogates, which no strict codec encodes.
                 too_long = len(output.encode("utf-8", "surrogatepass")) > self.output_cap
                 # Changes() because the poll in `_load` already recorded everything it changed.
-                state.ledger.finish(call_id, output, exit_code, Changes(), exact=exact and not too_long)
+                state.ledger.finish(
+                    call_id, output, exit_code, Changes(), exact=exact and not too_long, fingerprint_moved=moved
+                )
             self._store.remove_pending(call_id)
             self._save(state)
 
@@ -327,11 +332,13 @@ class DurableSession:
         blob = pickle.dumps(state.ledger, protocol=pickle.HIGHEST_PROTOCOL)
         self._store.save_state(code_fingerprint(), blob, state.index, state.ledger.step)
 
-    def _observation_fingerprint_holds(self, decision: Reuse) -> bool:
-        """INTEGRATION POINT for `ledger_impl.fingerprint`: whether what the observation's output
-        depends on beyond the tree (program on PATH, environment, git config) is unchanged.
-        Until that module lands there is no fingerprint to compare, so nothing refuses here."""
-        return True
+    def _fingerprint(self, classified: Command) -> Fingerprint | None:
+        """What a read's output depends on beyond the tree (the program PATH resolves, the
+        environment its tools read, git's config and directories), taken with stat calls only.
+        A hook process inherits the agent's environment, the one its commands run with."""
+        if not classified.read_only or classified.target is None:
+            return None
+        return fingerprints.take(self.root, classified, os.environ)
 
 
 def trusted_ledger(row: StateRow, policy: Policy | None) -> tuple[Ledger | None, str | None]:

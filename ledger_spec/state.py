@@ -289,11 +289,14 @@ def finish(
     policy: Policy = DEFAULT_POLICY,
     *,
     exact: bool = True,
+    fingerprint_moved: bool = False,
 ) -> State:
     """Call `call` ended: record the detector's report `changes`, then, for a read-only command
     that changed nothing, an observation stamped at its start, and close the step.
     `exact=False`: the caller cannot vouch that `output` and `exit_status` are what the command
-    printed, so no observation is recorded.
+    printed, so no observation is recorded. `fingerprint_moved`: the caller saw the fingerprint
+    change while the command ran (its output may mix both worlds), so the observation records
+    None, never reusable.
 
     post: __return__.step == state.step + 1
     """
@@ -301,7 +304,8 @@ def finish(
     state = attrs.evolve(state, pending=tuple(pending for pending in state.pending if pending is not running))
     state = modify(state, changes)
     if exact and running.command.read_only and changes.empty:
-        state = observe(state, running.command, output, exit_status, running.fingerprint, running.started_at)
+        fingerprint = None if fingerprint_moved else running.fingerprint
+        state = observe(state, running.command, output, exit_status, fingerprint, running.started_at)
     concluded = conclude(state, running.command, running.decision.verdict, exit_status, None, running.started_at)
     return evict(concluded, policy)
 

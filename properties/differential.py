@@ -62,6 +62,7 @@ class Event:
     call: str | None = None  # set for the events of a command in flight
     phase: str = "start"  # with `call`: 'start' (govern, then start), 'finish' or 'abandon'
     exact: bool = True  # for a finish: the caller vouches for the output
+    fingerprint_moved: bool = False  # for a finish: the caller saw the fingerprint move
     command: Command | None = None
     output: str = ""
     exit_status: int = 0
@@ -113,9 +114,13 @@ def _replay_call(where: str, event: Event, state: State, ledger: Ledger, policy:
     Reuse never started, and an abandoned one never finishes: their later events do nothing."""
     in_flight = any(pending.call == event.call for pending in state.pending)
     if event.phase == "finish" and in_flight:
-        ledger.finish(event.call, event.output, event.exit_status, event.step_changes, exact=event.exact)
+        moved = event.fingerprint_moved
+        ledger.finish(
+            event.call, event.output, event.exit_status, event.step_changes, exact=event.exact, fingerprint_moved=moved
+        )
         return ledger_spec.finish(
-            state, event.call, event.output, event.exit_status, event.step_changes, policy, exact=event.exact
+            state, event.call, event.output, event.exit_status, event.step_changes, policy,
+            exact=event.exact, fingerprint_moved=moved,
         )
     if event.phase == "abandon" and in_flight:
         ledger.abandon(event.call)
@@ -210,7 +215,14 @@ def overlapping_events(draw: st.DrawFn) -> list[Event]:
             if move == "abandon" and draw(st.integers(0, 3)) == 0:
                 events.append(attrs.evolve(ending, phase="abandon"))
             else:
-                events.append(attrs.evolve(ending, phase="finish", exact=draw(st.integers(0, 7)) > 0))
+                events.append(
+                    attrs.evolve(
+                        ending,
+                        phase="finish",
+                        exact=draw(st.integers(0, 7)) > 0,
+                        fingerprint_moved=draw(st.integers(0, 7)) == 0,
+                    )
+                )
     return events
 
 
