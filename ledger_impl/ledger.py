@@ -2,10 +2,11 @@
 
 The reference specification recounts its logs on every query, so one step costs O(n) or
 worse in the number of observations. `Ledger` keeps the same three logs (so `snapshot()` can
-hand them to the spec) and, beside them, counters and indexes updated per event, so that
+hand them to the spec) and, beside them, indexes updated per event, so that
 govern, advance and render cost O(1) amortized in the number of observations:
 
-  counters      G, W and L[key] as integers, bumped by `modify`.
+  counters      G, W and L[key], read off `ModificationIndex` (lengths of its position
+                lists), so the log and the counters cannot drift apart.
   currentness   one `CurrentEpoch` per file key and one for the tree, holding exactly the
                 current observations; a change that moves a counter drops the epochs it
                 reaches (each observation is dropped at most once).
@@ -61,9 +62,9 @@ from ledger_spec.values import (
     check_key,
 )
 
-# The view's text must be byte-identical to the spec's, so its line flattening is shared
-# rather than copied.
-from ledger_spec.view import _one_line
+# The view's and the decisions' texts must be byte-identical to the spec's, so the spec's
+# wording is called, never copied.
+from ledger_spec import texts
 
 from .ledger_index import CurrentEpoch, ModificationIndex, RepeatCounter
 
@@ -78,10 +79,6 @@ class Ledger:
         self._history: list[CommandRecord] = []
         self._modifications = ModificationIndex()
         self._pending: dict[Hashable, Pending] = {}  # commands in flight, in start order
-        # counters
-        self._total = 0
-        self._wildcard = 0
-        self._local: dict[str, int] = {}
         # currentness and reuse
         self._file_epochs: dict[str, CurrentEpoch] = {}
         self._tree_epoch = CurrentEpoch(self.policy.range_reuse)
@@ -99,7 +96,6 @@ class Ledger:
         # normalized -> (newest observation, its view line up to the status), oldest first
         self._newest_shown: dict[str, tuple[Observation, str]] = {}
         self._latest_modified: dict[str, int] = {}  # non-transient key -> step, oldest first
-        self._last_unknown_step: int | None = None
         self._modified_line: str | None = None
         self._modified_line_stale = False
         self._repeats = RepeatCounter()
@@ -113,17 +109,17 @@ class Ledger:
     @property
     def total(self) -> int:
         """G: how many modifications happened."""
-        return self._total
+        return self._modifications.total
 
     @property
     def wildcard(self) -> int:
         """W: how many modifications had unknown scope."""
-        return self._wildcard
+        return self._modifications.wildcard
 
     def local(self, key: str) -> int:
         """L[key]: how many modifications reported `key`. Unknown keys have L = 0."""
         check_key(key)
-        return self._local.get(key, 0)
+        return self._modifications.local(key)
 
     @property
     def stored_bytes(self) -> int:
@@ -151,11 +147,13 @@ class Ledger:
             cached = self._transient[key] = self.policy.is_transient(key)
         return cached
 
-    def _is_current(self, observation: Observation) -> bool:
+    def is_current(self, observation: Observation) -> bool:
+        """Spec `current`: nothing `observation` depends on changed since it was recorded."""
         target = observation.command.target
         if isinstance(target, FileTarget):
-            return self._local.get(target.key, 0) == observation.local and self._wildcard == observation.wildcard
-        return self._total == observation.total
+            counts = self._modifications
+            return counts.local(target.key) == observation.local and counts.wildcard == observation.wildcard
+        return self.total == observation.total
 
     # --- events -------------------------------------------------------------------------------
 
@@ -165,26 +163,22 @@ class Ledger:
             return
         step = self._step
         self._modifications.append(Modification(step, changes))
-        self._total += 1
         # Any change moves G, so no tree observation is current any more.
         self._drop_epoch(self._tree_epoch)
         self._tree_epoch = CurrentEpoch(self.policy.range_reuse)
         if changes.unknown:
-            self._wildcard += 1
             for epoch in self._file_epochs.values():
                 self._drop_epoch(epoch)
             self._file_epochs.clear()  # W moved: no file observation is current any more
-            self._last_unknown_step = step
             self._last_not_only_transient_step = step
-            self._last_not_only_transient_position = self._total - 1
+            self._last_not_only_transient_position = self._modifications.total - 1
         for key in changes.paths:
-            self._local[key] = self._local.get(key, 0) + 1
             dropped = self._file_epochs.pop(key, None)
             if dropped is not None:
                 self._drop_epoch(dropped)
             if not self._is_transient(key):
                 self._last_not_only_transient_step = step
-                self._last_not_only_transient_position = self._total - 1
+                self._last_not_only_transient_position = self._modifications.total - 1
                 # Re-insert so the dict stays in last-modified order (steps never decrease).
                 self._latest_modified.pop(key, None)
                 self._latest_modified[key] = step
@@ -219,7 +213,7 @@ class Ledger:
             raise ValueError("a Reuse runs nothing: record it with advance, never start it")
         if call in self._pending:
             raise ValueError(f"call {call!r} is already running")
-        self._pending[call] = Pending(call, command, decision, self._total, fingerprint)
+        self._pending[call] = Pending(call, command, decision, self._modifications.total, fingerprint)
 
     def finish(
         self,
@@ -302,7 +296,7 @@ class Ledger:
             total=started_at,
             fingerprint=fingerprint,
         )
-        if self._is_current(observation):
+        if self.is_current(observation):
             self._retained[observation.step] = len(self._observations)
             self._stored_bytes += observation.stored_bytes
             if is_file:
@@ -318,8 +312,7 @@ class Ledger:
         self._observations.append(observation)
         if not (is_file and self._is_transient(target.key)):
             self._newest_shown.pop(command.normalized, None)
-            prefix = f"  @{observation.step} {_one_line(command.normalized)} ["
-            self._newest_shown[command.normalized] = (observation, prefix)
+            self._newest_shown[command.normalized] = (observation, texts.observation_line_prefix(observation))
 
     def _conclude(
         self,
@@ -329,7 +322,7 @@ class Ledger:
         served_from: int | None = None,
         started_at: int | None = None,
     ) -> None:
-        started_at = self._total if started_at is None else started_at
+        started_at = self._modifications.total if started_at is None else started_at
         record = CommandRecord(self._step, command, verdict, exit_status, served_from, started_at)
         self._history.append(record)
         if verdict in INTERVENING:
@@ -369,11 +362,7 @@ class Ledger:
         served = spec_serve(observation, command, self.policy)
         assert served is not None, "the reuse index chose an observation that cannot serve"
         output, exit_status = served
-        if self.policy.reuse_mode == "reference":
-            output = f"[ledger] output unchanged since step {observation.step}; see it there.\n"
-            note = f"reference to step {observation.step}"
-        else:
-            note = f"reused from step {observation.step}: nothing it reads has changed since"
+        output, note = texts.reuse_answer(observation.step, output, self.policy.reuse_mode)
         return Reuse(observation=observation, output=output, exit_status=exit_status, note=note)
 
     def _nudge(self, command: Command) -> Nudge | None:
@@ -395,16 +384,8 @@ class Ledger:
             or self._last_not_only_transient_position >= previous.started_at  # type: ignore[operator]
         ):
             return None
-        if in_any_time:
-            return Nudge(
-                f"this test already ran at step {previous.step} (exit {previous.exit_status}) "
-                "and nothing but transient files changed since"
-            )
-        if self._step - previous.step <= policy.short_loop_window:
-            return Nudge(
-                f"this command already ran at step {previous.step} (exit {previous.exit_status}) "
-                "and nothing but transient files changed since"
-            )
+        if in_any_time or self._step - previous.step <= policy.short_loop_window:
+            return Nudge(texts.nudge_note(previous, any_time=in_any_time))
         return None
 
     # --- inform -------------------------------------------------------------------------------
@@ -416,9 +397,7 @@ class Ledger:
         the budget, not on how many observations there are; the omission marker needs only
         how many lines there would be, which is known from the indexes.
         """
-        header = f"[ledger] step {self._step}; interventions {self._interventions}/{self.policy.intervention_cap}"
-        if task:
-            header += f"\ntask: {_one_line(task)}"
+        header = texts.view_header(self._step, self._interventions, self.policy.intervention_cap, task)
         modified = self._modified()
         body_count = (
             (1 if modified else 0)
@@ -431,23 +410,15 @@ class Ledger:
         if modified:
             yield modified
         if self._newest_shown:
-            yield "observations (newest first):"
+            yield texts.OBSERVATIONS_HEADING
             for observation, prefix in reversed(self._newest_shown.values()):
-                status = "current" if self._is_current(observation) else self._stale_reason(observation)
-                yield prefix + status + "]"
+                if self.is_current(observation):
+                    status = texts.CURRENT
+                else:
+                    status = texts.stale_reason(observation, self._modifications.first_invalidation(observation))
+                yield texts.observation_line(prefix, status)
         if self._repeats.repeated:
             yield self._repeated_line()
-
-    def _stale_reason(self, observation: Observation) -> str:
-        modification = self._modifications.first_invalidation(observation)
-        if modification is None:  # pragma: no cover - currentness and the log agree
-            return "stale"
-        if modification.changes.unknown:
-            return f"stale: unknown-scope change at step {modification.step}"
-        target = observation.command.target
-        if isinstance(target, FileTarget):
-            return f"stale: {target.key} changed at step {modification.step}"
-        return f"stale: tree changed at step {modification.step}"
 
     def _modified(self) -> str | None:
         if self._modified_line_stale:
@@ -458,7 +429,8 @@ class Ledger:
     def _build_modified_line(self) -> str | None:
         """Spec `_modified_line`: the newest non-transient keys by (step desc, key asc)."""
         latest = self._latest_modified
-        if not latest and self._last_unknown_step is None:
+        last_unknown_step = self._modifications.last_unknown_step
+        if not latest and last_unknown_step is None:
             return None
         shown = self.policy.view_recent_modifications
         chosen: list[str] = []
@@ -473,26 +445,22 @@ class Ledger:
                 group_step = step
             group.append(key)
         chosen.extend(sorted(group))
-        parts = [f"{key}@{latest[key]}" for key in chosen[:shown]]
-        if len(latest) > shown:
-            parts.append(f"+{len(latest) - shown} more")
-        if self._last_unknown_step is not None:
-            parts.append(f"unknown-scope change@{self._last_unknown_step}")
-        return "modified: " + ", ".join(parts)
+        shown_pairs = [(key, latest[key]) for key in chosen[:shown]]
+        return texts.modified_line(shown_pairs, len(latest) - shown, last_unknown_step)
 
     def _repeated_line(self) -> str | None:
         """Spec `_repeated_line`, or None once it is certain to exceed the whole budget (then
         it cannot fit and only its existence matters)."""
         budget = self.policy.view_budget
         parts: list[str] = []
-        length = len("repeated: ") - 2
+        length = len(texts.REPEATED_PREFIX) - len(texts.REPEATED_SEPARATOR)
         for normalized, count in self._repeats.most_repeated():
-            part = f"{_one_line(normalized, 60)} x{count}"
+            part = texts.repeated_part(normalized, count)
             parts.append(part)
-            length += len(part) + 2
+            length += len(part) + len(texts.REPEATED_SEPARATOR)
             if length > budget:
                 return None
-        return "repeated: " + "; ".join(parts)
+        return texts.REPEATED_PREFIX + texts.REPEATED_SEPARATOR.join(parts)
 
 
 def _fit_lazily(header: str, body: Iterator[str | None], body_count: int, budget: int) -> str:
@@ -501,12 +469,12 @@ def _fit_lazily(header: str, body: Iterator[str | None], body_count: int, budget
     length = len(pieces[0])
     for index, line in enumerate(body):
         remaining = body_count - index - 1
-        marker = len(f"\n... {remaining} more lines") if remaining else 0
+        marker = len(texts.omission_marker(remaining)) if remaining else 0
         if line is not None and length + 1 + len(line) + marker <= budget:
             pieces.append(line)
             length += 1 + len(line)
             continue
-        omitted = f"\n... {body_count - index} more lines"
+        omitted = texts.omission_marker(body_count - index)
         text = "\n".join(pieces)
         return text + omitted if length + len(omitted) <= budget else text
     return "\n".join(pieces)

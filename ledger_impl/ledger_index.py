@@ -10,7 +10,8 @@ every query. These structures keep the same answers up to date as events arrive:
 - `RangeFrontier`: for one (key, view) epoch, the stored ranges that may serve a request, minus
   those an equally current, newer range already covers.
 - `ModificationIndex`: the modification log with, per key, the positions of the changes that
-  touched it, so "which change made this stale first" is a bisection.
+  touched it, so "which change made this stale first" is a bisection, and the counters G, W
+  and L[key] are lengths.
 - `RepeatCounter`: how often each normalized command ran, bucketed by count in the order the
   view lists them.
 """
@@ -93,9 +94,6 @@ class RangeFrontier:
 
     def __init__(self) -> None:
         self._entries: list[tuple[int, float, Observation]] = []  # oldest first
-
-    def __len__(self) -> int:
-        return len(self._entries)
 
     def add(self, observation: Observation, stored: LineRange) -> None:
         start = stored.start
@@ -244,6 +242,28 @@ class ModificationIndex:
     def count_unknown(self, before: int) -> int:
         """W when the log held `before` entries."""
         return bisect.bisect_left(self._unknown_positions, before)
+
+    # The spec's counters are counts over this log; the ledger reads them here, so there is
+    # no second copy that could drift from the log.
+
+    @property
+    def total(self) -> int:
+        """G: how many modifications happened."""
+        return len(self.log)
+
+    @property
+    def wildcard(self) -> int:
+        """W: how many modifications had unknown scope."""
+        return len(self._unknown_positions)
+
+    def local(self, key: str) -> int:
+        """L[key]: how many modifications reported `key`."""
+        return len(self._positions_by_key.get(key, ()))
+
+    @property
+    def last_unknown_step(self) -> int | None:
+        """The step of the latest modification of unknown scope, if any."""
+        return self.log[self._unknown_positions[-1]].step if self._unknown_positions else None
 
     def first_invalidation(self, observation: Observation) -> Modification | None:
         """Spec `first_invalidation`: the earliest change logged after the observation's stamp

@@ -67,7 +67,7 @@ from typing import Final, Hashable, Iterable
 
 import attrs
 
-from . import lines
+from . import lines, texts
 from .policy import Policy
 from .values import (
     READ_ONLY,
@@ -448,11 +448,7 @@ def _reuse(state: State, command: Command, policy: Policy, fingerprint: Fingerpr
         if served is None:
             continue
         output, exit_status = served
-        if policy.reuse_mode == "reference":
-            output = f"[ledger] output unchanged since step {observation.step}; see it there.\n"
-            note = f"reference to step {observation.step}"
-        else:
-            note = f"reused from step {observation.step}: nothing it reads has changed since"
+        output, note = texts.reuse_answer(observation.step, output, policy.reuse_mode)
         return Reuse(observation=observation, output=output, exit_status=exit_status, note=note)
     return None
 
@@ -470,14 +466,6 @@ def _nudge(state: State, command: Command, policy: Policy) -> Nudge | None:
     previous = last_execution(state, command)
     if previous is None or not only_transient_changes_since(state, previous, policy):
         return None
-    if in_any_time:
-        return Nudge(
-            f"this test already ran at step {previous.step} (exit {previous.exit_status}) "
-            "and nothing but transient files changed since"
-        )
-    if state.step - previous.step <= policy.short_loop_window:
-        return Nudge(
-            f"this command already ran at step {previous.step} (exit {previous.exit_status}) "
-            "and nothing but transient files changed since"
-        )
+    if in_any_time or state.step - previous.step <= policy.short_loop_window:
+        return Nudge(texts.nudge_note(previous, any_time=in_any_time))
     return None

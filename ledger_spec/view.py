@@ -9,25 +9,10 @@ from __future__ import annotations
 
 from collections import Counter
 
+from . import texts
 from .policy import Policy
 from .state import State, current, first_invalidation, interventions
 from .values import FileTarget, Observation
-
-
-def _one_line(text: str, limit: int = 120) -> str:
-    flat = " ".join(text.split())
-    return flat if len(flat) <= limit else flat[: limit - 3] + "..."
-
-
-def _stale_reason(observation: Observation, state: State) -> str:
-    modification = first_invalidation(observation, state)
-    if modification is None:  # pragma: no cover - current() and first_invalidation agree
-        return "stale"
-    if modification.changes.unknown:
-        return f"stale: unknown-scope change at step {modification.step}"
-    if isinstance(observation.command.target, FileTarget):
-        return f"stale: {observation.command.target.key} changed at step {modification.step}"
-    return f"stale: tree changed at step {modification.step}"
 
 
 def _modified_line(state: State, policy: Policy) -> str | None:
@@ -42,12 +27,8 @@ def _modified_line(state: State, policy: Policy) -> str | None:
     if not latest and unknown_step is None:
         return None
     newest = sorted(latest.items(), key=lambda item: (-item[1], item[0]))
-    parts = [f"{key}@{step}" for key, step in newest[: policy.view_recent_modifications]]
-    if len(newest) > policy.view_recent_modifications:
-        parts.append(f"+{len(newest) - policy.view_recent_modifications} more")
-    if unknown_step is not None:
-        parts.append(f"unknown-scope change@{unknown_step}")
-    return "modified: " + ", ".join(parts)
+    shown = policy.view_recent_modifications
+    return texts.modified_line(newest[:shown], len(newest) - shown, unknown_step)
 
 
 def _observation_lines(state: State, policy: Policy) -> list[str]:
@@ -60,8 +41,11 @@ def _observation_lines(state: State, policy: Policy) -> list[str]:
     ordered = sorted(newest.values(), key=lambda o: -o.step)
     rendered = []
     for observation in ordered:
-        status = "current" if current(observation, state) else _stale_reason(observation, state)
-        rendered.append(f"  @{observation.step} {_one_line(observation.command.normalized)} [{status}]")
+        if current(observation, state):
+            status = texts.CURRENT
+        else:
+            status = texts.stale_reason(observation, first_invalidation(observation, state))
+        rendered.append(texts.observation_line(texts.observation_line_prefix(observation), status))
     return rendered
 
 
@@ -73,7 +57,7 @@ def _repeated_line(state: State) -> str | None:
     )
     if not repeated:
         return None
-    return "repeated: " + "; ".join(f"{_one_line(text, 60)} x{n}" for text, n in repeated)
+    return texts.REPEATED_PREFIX + texts.REPEATED_SEPARATOR.join(texts.repeated_part(text, n) for text, n in repeated)
 
 
 def render(state: State, policy: Policy, task: str = "") -> str:
@@ -81,16 +65,14 @@ def render(state: State, policy: Policy, task: str = "") -> str:
 
     post: len(__return__) <= policy.view_budget
     """
-    header = f"[ledger] step {state.step}; interventions {interventions(state)}/{policy.intervention_cap}"
-    if task:
-        header += f"\ntask: {_one_line(task)}"
+    header = texts.view_header(state.step, interventions(state), policy.intervention_cap, task)
     body: list[str] = []
     modified = _modified_line(state, policy)
     if modified:
         body.append(modified)
     observations = _observation_lines(state, policy)
     if observations:
-        body.append("observations (newest first):")
+        body.append(texts.OBSERVATIONS_HEADING)
         body.extend(observations)
     repeated = _repeated_line(state)
     if repeated:
@@ -104,10 +86,10 @@ def _fit(header: str, body: list[str], budget: int) -> str:
         candidate = text + "\n" + line
         remaining = len(body) - index - 1
         # Keep room for the omission marker unless this is the last line.
-        marker = f"\n... {remaining} more lines" if remaining else ""
+        marker = texts.omission_marker(remaining) if remaining else ""
         if len(candidate) + len(marker) <= budget:
             text = candidate
             continue
-        omitted = f"\n... {len(body) - index} more lines"
+        omitted = texts.omission_marker(len(body) - index)
         return text + omitted if len(text) + len(omitted) <= budget else text
     return text

@@ -21,6 +21,10 @@ Every shape also varies the fingerprint: each step's is drawn from a few values 
 one recorded can differ from the one govern saw (the runtime records None when the fingerprint
 moved while the command ran), and small `stored_output_limit`s make eviction happen.
 
+The same comparison also runs as a Hypothesis state machine, `LedgerMatchesSpec` (the spec as
+the model, the ledger as the system under test, the checks as invariants), whose rules mix all
+of the above freely; `replay` drives that machine through one fixed event list.
+
 `run_differential` is what `ledger verify` and the test suite call.
 """
 
@@ -33,6 +37,15 @@ import attrs
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import seed as hypothesis_seed
 from hypothesis import strategies as st
+from hypothesis.stateful import (
+    Bundle,
+    RuleBasedStateMachine,
+    initialize,
+    invariant,
+    multiple,
+    rule,
+    run_state_machine_as_test,
+)
 
 import ledger_spec
 from ledger_impl.ledger import Ledger
@@ -45,10 +58,12 @@ from ledger_spec import (
     Command,
     Decision,
     FileTarget,
+    Observation,
     Policy,
     State,
 )
-from properties.strategies import DEFAULT_KEYS, changes, line_ranges, outputs_for, policies, sessions
+from properties.spec_driver import take_step
+from properties.strategies import DEFAULT_KEYS, Step, changes, line_ranges, outputs_for, policies, sessions, steps
 
 TASKS: tuple[str, ...] = ("", "fix the   failing\ttest in src/c.py")
 
@@ -76,37 +91,208 @@ class Divergence(AssertionError):
     """The spec and the optimized ledger disagree; the message says where and how."""
 
 
+class LedgerMatchesSpec(RuleBasedStateMachine):
+    """The spec as the model, the optimized ledger as the system under test.
+
+    Each rule is one event fed to both sides; a governed step must get equal decisions, and
+    after every event the invariants compare what the two hold: counters, the currentness of
+    every observation, the views, and the whole state. Proposed steps and recorded
+    observations go into bundles, so later rules repeat earlier commands (where Reuse and
+    Nudge happen) and re-read what was observed. `replay` drives the same machine through a
+    fixed list of events, which is how the differential's session shapes run.
+    """
+
+    proposals = Bundle("proposals")
+    observations = Bundle("observations")
+
+    def __init__(self, policy: Policy | None = None) -> None:
+        super().__init__()
+        self._start(policy if policy is not None else Policy())
+
+    def _start(self, policy: Policy) -> None:
+        self.policy = policy
+        self.state: State = ledger_spec.INITIAL
+        self.ledger = Ledger(policy)
+        self.keys: set[str] = set(DEFAULT_KEYS)
+        self.calls = 0  # tool calls started, to name the next one
+        self.where = "start"
+
+    # --- driving both sides -------------------------------------------------------------
+
+    def apply(self, event: Event, where: str) -> Observation | None:
+        """Feed `event` to both sides; return the observation it recorded, if any."""
+        self.where = where
+        if event.changes is not None:
+            self.keys |= event.changes.paths
+            self.state = ledger_spec.modify(self.state, event.changes)
+            self.ledger.modify(event.changes)
+            return None
+        if event.call is not None:
+            # One event of a command in flight (overlapping tool calls).
+            self.keys |= event.step_changes.paths
+            before = len(self.state.observations)
+            self.state = _replay_call(where, event, self.state, self.ledger, self.policy)
+            return self.state.observations[-1] if len(self.state.observations) > before else None
+        assert event.command is not None
+        expected = ledger_spec.govern(self.state, event.command, self.policy, event.fingerprint)
+        actual = self.ledger.govern(event.command, event.fingerprint)
+        _agree(where + ": govern", expected, actual)
+        decision: Decision = Allow() if event.harness_allows and not isinstance(expected, Allow) else expected
+        self.keys |= event.step_changes.paths
+        before = len(self.state.observations)
+        self.state = take_step(
+            self.state,
+            Step(event.command, event.output, event.exit_status, event.step_changes),
+            self.policy,
+            decision=decision,
+            recorded_fingerprint=event.recorded_fingerprint,
+        ).after
+        self.ledger.advance(
+            event.command, decision, event.output, event.exit_status, event.step_changes, event.recorded_fingerprint
+        )
+        return self.state.observations[-1] if len(self.state.observations) > before else None
+
+    def check(self) -> None:
+        """Every invariant, for a driver that is not Hypothesis."""
+        self.counters_agree()
+        self.currentness_agrees()
+        self.views_agree()
+        self.snapshots_agree()
+
+    # --- rules --------------------------------------------------------------------------
+
+    @initialize(policy=st.deferred(lambda: _policy_strategy()))
+    def choose_policy(self, policy: Policy) -> None:
+        self._start(policy)
+
+    @rule(target=proposals, step=steps())
+    def propose(self, step: Step) -> Event:
+        return _steps_as_events([step])[0]
+
+    @rule(target=proposals, step=steps(read_only_changes=True))
+    def propose_misclassified(self, step: Step) -> Event:
+        """A read-only command that reports changes: a wrong classifier."""
+        return _steps_as_events([step])[0]
+
+    @rule(target=proposals, event=st.deferred(lambda: range_reads()))
+    def propose_range_read(self, event: Event) -> Event:
+        return event
+
+    @rule(target=observations, proposal=proposals, data=st.data())
+    def run(self, proposal: Event, data: st.DataObject) -> object:
+        """Run a proposed step (a new one or a repeat), with fingerprints that move now and then,
+        a report that may differ from the first run's, and a harness that may override govern."""
+        now = data.draw(st.sampled_from(FINGERPRINTS), label="fingerprint")
+        recorded = now if data.draw(st.integers(0, 4), label="recorded same") else data.draw(st.sampled_from(FINGERPRINTS))
+        event = attrs.evolve(
+            proposal,
+            step_changes=data.draw(st.sampled_from((proposal.step_changes, Changes())), label="changes"),
+            harness_allows=data.draw(st.integers(0, 5), label="harness allows") == 0,
+            fingerprint=now,
+            recorded_fingerprint=recorded,
+        )
+        observation = self.apply(event, f"run {event!r}")
+        return multiple() if observation is None else observation
+
+    @rule(observation=observations, same_fingerprint=st.integers(0, 4))
+    def reread(self, observation: Observation, same_fingerprint: int) -> None:
+        """Propose an observed command again, usually under the fingerprint it recorded."""
+        fingerprint = observation.fingerprint if same_fingerprint else ledger_spec.STEADY
+        event = Event(
+            command=observation.command,
+            output=observation.output,
+            exit_status=observation.exit_status,
+            fingerprint=fingerprint,
+            recorded_fingerprint=fingerprint,
+        )
+        self.apply(event, f"reread step {observation.step}")
+
+    @rule(proposal=proposals, data=st.data())
+    def start_call(self, proposal: Event, data: st.DataObject) -> None:
+        """Start a proposed step as a tool call that runs alongside others (govern, then start)."""
+        if len(self.state.pending) >= 3:
+            return
+        self.calls += 1
+        event = attrs.evolve(
+            proposal,
+            call=f"call-{self.calls}",
+            phase="start",
+            harness_allows=data.draw(st.integers(0, 5), label="harness allows") == 0,
+        )
+        self.apply(event, f"start {event!r}")
+
+    @rule(target=observations, data=st.data())
+    def end_call(self, data: st.DataObject) -> object:
+        """Finish (or abandon) one of the calls in flight, in any order."""
+        if not self.state.pending:
+            return multiple()
+        pending = data.draw(st.sampled_from(self.state.pending), label="call")
+        phase = "abandon" if data.draw(st.integers(0, 5), label="abandon") == 0 else "finish"
+        command = pending.command
+        event = Event(
+            call=pending.call,
+            phase=phase,
+            command=command,
+            output=data.draw(outputs_for(command), label="output"),
+            exit_status=data.draw(st.sampled_from((0, 0, 0, 1)), label="exit"),
+            step_changes=data.draw(changes(unknown_probability=0.1), label="changes")
+            if command.category not in ledger_spec.READ_ONLY
+            else Changes(),
+            exact=data.draw(st.integers(0, 7), label="exact") > 0,
+            fingerprint_moved=data.draw(st.integers(0, 7), label="moved") == 0,
+        )
+        observation = self.apply(event, f"{phase} {event!r}")
+        return multiple() if observation is None else observation
+
+    @rule(report=changes(unknown_probability=0.2))
+    def modify(self, report: Changes) -> None:
+        """A change noticed between commands (a background job, the user)."""
+        self.apply(Event(changes=report), f"modify {report!r}")
+
+    # --- invariants ---------------------------------------------------------------------
+
+    @invariant()
+    def counters_agree(self) -> None:
+        state, ledger, where = self.state, self.ledger, self.where
+        _agree(where + ": step", state.step, ledger.step)
+        _agree(where + ": G", state.total, ledger.total)
+        _agree(where + ": W", state.wildcard, ledger.wildcard)
+        for key in sorted(self.keys):
+            _agree(f"{where}: L[{key}]", state.local(key), ledger.local(key))
+        _agree(where + ": interventions", ledger_spec.interventions(state), ledger.interventions)
+        _agree(where + ": stored bytes", ledger_spec.state.stored_bytes(state), ledger.stored_bytes)
+
+    @invariant()
+    def currentness_agrees(self) -> None:
+        for observation in self.state.observations:
+            _agree(
+                f"{self.where}: current(observation of step {observation.step})",
+                ledger_spec.current(observation, self.state),
+                self.ledger.is_current(observation),
+            )
+
+    @invariant()
+    def views_agree(self) -> None:
+        for task in TASKS:
+            _agree(
+                f"{self.where}: render(task={task!r})",
+                ledger_spec.render(self.state, self.policy, task),
+                self.ledger.render(task),
+            )
+
+    @invariant()
+    def snapshots_agree(self) -> None:
+        _agree(self.where + ": snapshot", self.state, self.ledger.snapshot())
+
+
 def replay(policy: Policy, events: Sequence[Event]) -> Ledger:
     """Drive both sides through `events`, raising `Divergence` at the first disagreement;
     return the ledger they leave behind."""
-    state = ledger_spec.INITIAL
-    ledger = Ledger(policy)
-    keys = set(DEFAULT_KEYS)
+    machine = LedgerMatchesSpec(policy)
     for index, event in enumerate(events):
-        where = f"event {index} ({event!r})"
-        if event.changes is not None:
-            keys |= event.changes.paths
-            state = ledger_spec.modify(state, event.changes)
-            ledger.modify(event.changes)
-        elif event.call is not None:
-            keys |= event.step_changes.paths
-            state = _replay_call(where, event, state, ledger, policy)
-        else:
-            assert event.command is not None
-            expected = ledger_spec.govern(state, event.command, policy, event.fingerprint)
-            actual = ledger.govern(event.command, event.fingerprint)
-            _agree(where + ": govern", expected, actual)
-            decision: Decision = Allow() if event.harness_allows and not isinstance(expected, Allow) else expected
-            keys |= event.step_changes.paths
-            state = ledger_spec.advance(
-                state, event.command, decision, event.output, event.exit_status, event.step_changes,
-                event.recorded_fingerprint, policy,
-            )
-            ledger.advance(
-                event.command, decision, event.output, event.exit_status, event.step_changes, event.recorded_fingerprint
-            )
-        _check_state(where, state, ledger, policy, keys)
-    return ledger
+        machine.apply(event, f"event {index} ({event!r})")
+        machine.check()
+    return machine.ledger
 
 
 def _replay_call(where: str, event: Event, state: State, ledger: Ledger, policy: Policy) -> State:
@@ -141,19 +327,6 @@ def _replay_call(where: str, event: Event, state: State, ledger: Ledger, policy:
 def _agree(where: str, expected: object, actual: object) -> None:
     if expected != actual:
         raise Divergence(f"{where}\n  spec: {expected!r}\n  impl: {actual!r}")
-
-
-def _check_state(where: str, state: State, ledger: Ledger, policy: Policy, keys: set[str]) -> None:
-    _agree(where + ": step", state.step, ledger.step)
-    _agree(where + ": G", state.total, ledger.total)
-    _agree(where + ": W", state.wildcard, ledger.wildcard)
-    for key in sorted(keys):
-        _agree(f"{where}: L[{key}]", state.local(key), ledger.local(key))
-    _agree(where + ": interventions", ledger_spec.interventions(state), ledger.interventions)
-    _agree(where + ": stored bytes", ledger_spec.state.stored_bytes(state), ledger.stored_bytes)
-    for task in TASKS:
-        _agree(f"{where}: render(task={task!r})", ledger_spec.render(state, policy, task), ledger.render(task))
-    _agree(where + ": snapshot", state, ledger.snapshot())
 
 
 def _steps_as_events(script: Sequence[object]) -> list[Event]:
@@ -315,9 +488,36 @@ def run_shape(shape: str, max_examples: int, seed: int | None = None, *, shrink:
     return True, f"{shape}: {max_examples} examples agree"
 
 
+def run_machine(max_examples: int, seed: int | None = None, *, shrink: bool = True) -> tuple[bool, str]:
+    """`LedgerMatchesSpec` for `max_examples` runs; (agrees, message with the failing run)."""
+    phases = tuple(Phase) if shrink else tuple(phase for phase in Phase if phase is not Phase.shrink)
+    machine_settings = settings(
+        max_examples=max_examples,
+        phases=phases,
+        deadline=None,
+        database=None,
+        stateful_step_count=40,
+        suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+    )
+
+    def factory() -> LedgerMatchesSpec:
+        return LedgerMatchesSpec()
+
+    if seed is not None:
+        factory = hypothesis_seed(seed)(factory)
+    try:
+        run_state_machine_as_test(factory, settings=machine_settings)
+    except Exception as error:
+        notes = "\n".join(getattr(error, "__notes__", ()))
+        return False, f"machine: spec and impl diverge\n{notes}\n{type(error).__name__}: {error}"
+    return True, f"machine: {max_examples} runs agree"
+
+
 def run_differential(max_examples: int, seed: int | None = None, *, shrink: bool = True) -> tuple[bool, str]:
-    """Run every session shape for `max_examples` examples each; (all agree, summary)."""
+    """Run every session shape, then the state machine, for `max_examples` examples each;
+    (all agree, summary)."""
     results = [run_shape(shape, max_examples, seed, shrink=shrink) for shape in SHAPES]
+    results.append(run_machine(max_examples, seed, shrink=shrink))
     return all(ok for ok, _ in results), "\n".join(message for _, message in results)
 
 

@@ -184,3 +184,25 @@ def changed(before: Tree, after: Tree, *, include_root: bool = False) -> frozens
     if not include_root:
         keys.discard(".")
     return frozenset(key for key in keys if before.nodes.get(key) != after.nodes.get(key))
+
+
+def owed_by_key(before: Tree, after: Tree, keys: frozenset[str]) -> frozenset[str]:
+    """The changed keys a detector must name; the rest it owes only as "something changed".
+
+    A directory whose type, mode, owner and link target are the same changed only because
+    entries were added or removed below it (size, timestamps, link count follow the listing).
+    Its listing is read only by tree targets, which depend on the global counter, and the
+    entries themselves are owed by key; so naming the directory adds nothing to safety.
+    """
+    owed = set()
+    for key in keys:
+        old, new = before.nodes.get(key), after.nodes.get(key)
+        if (
+            old is not None
+            and new is not None
+            and stat.S_ISDIR(old.kind)
+            and (old.kind, old.mode, old.uid, old.gid, old.link_target) == (new.kind, new.mode, new.uid, new.gid, new.link_target)
+        ):
+            continue
+        owed.add(key)
+    return frozenset(owed)

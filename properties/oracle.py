@@ -25,7 +25,6 @@ import contextvars
 import os
 import pathlib
 import shutil
-import stat
 import subprocess
 import sys
 import tempfile
@@ -40,9 +39,10 @@ from ledger_impl.runtime import Runtime
 from ledger_spec import Policy
 
 from . import ground_truth
-from .ground_truth import HashCache, Tree
-
+from .ground_truth import HashCache, Tree, owed_by_key
 from .shell_strategies import OUTSIDE_PLACEHOLDER, ROOT_PLACEHOLDER, WorkspaceSetup
+from .spec_driver import take_step
+from .strategies import Step
 
 REUSE_IS_FRESH = "reuse-is-fresh"
 READ_ONLY_CHANGES_NOTHING = "read-only-changes-nothing"
@@ -149,28 +149,6 @@ def materialize(setup: WorkspaceSetup, parent: pathlib.Path) -> Placement:
         for args in (["init", "-q", "-b", "main", "--template="], ["add", "-A"], ["commit", "-q", "--allow-empty", "-m", "initial"]):
             subprocess.run(["git", *args], cwd=root, check=True, capture_output=True, env={**os.environ, **GIT_ENVIRONMENT})
     return Placement(root.resolve(), outside.resolve())
-
-
-def owed_by_key(before: Tree, after: Tree, changed: frozenset[str]) -> frozenset[str]:
-    """The changed keys a detector must name; the rest it owes only as "something changed".
-
-    A directory whose type, mode, owner and link target are the same changed only because
-    entries were added or removed below it (size, timestamps, link count follow the listing).
-    Its listing is read only by tree targets, which depend on the global counter, and the
-    entries themselves are owed by key; so naming the directory adds nothing to safety.
-    """
-    owed = set()
-    for key in changed:
-        old, new = before.nodes.get(key), after.nodes.get(key)
-        if (
-            old is not None
-            and new is not None
-            and stat.S_ISDIR(old.kind)
-            and (old.kind, old.mode, old.uid, old.gid, old.link_target) == (new.kind, new.mode, new.uid, new.gid, new.link_target)
-        ):
-            continue
-        owed.add(key)
-    return frozenset(owed)
 
 
 @attrs.frozen
@@ -299,10 +277,10 @@ class CheckedSession:
         recorded = attrs.evolve(step.command, target=None) if incomplete else step.command  # type: ignore[attr-defined]
         if step.recorded is not None and step.recorded.target is None:  # type: ignore[attr-defined]
             recorded = step.recorded  # type: ignore[attr-defined]
-        state = ledger_spec.advance(
-            state, recorded, decision, step.output, step.exit_code, step.changes,  # type: ignore[attr-defined]
-            step.recorded_fingerprint, self.policy,  # type: ignore[attr-defined]
-        )
+        ran = Step(recorded, step.output, step.exit_code, step.changes)  # type: ignore[attr-defined]
+        state = take_step(
+            state, ran, self.policy, decision=decision, recorded_fingerprint=step.recorded_fingerprint  # type: ignore[attr-defined]
+        ).after
         self.spec_state = state
         ledger_state = self.runtime.ledger.snapshot()
         if ledger_state != state:
@@ -413,13 +391,17 @@ def run_checked(
     detector: object,
     policy: Policy | None = None,
     on_record: "Callable[[StepRecord], None] | None" = None,
+    present: "Callable[[StepRecord, Placement], StepRecord] | None" = None,
 ) -> list[StepRecord]:
     """Run `templates` in a fresh workspace, checking every step; stop after the first violation
-    other than a missed change (a miss is reported and the run goes on, as the hunt does)."""
+    other than a missed change (a miss is reported and the run goes on, as the hunt does).
+    `present`, if given, turns each record into what the caller keeps (before `on_record`)."""
     records: list[StepRecord] = []
     with hunt_environment(), checked_session(setup, detector, policy) as session:
         for template in templates:
             record = session.step(template)
+            if present is not None:
+                record = present(record, session.placement)
             records.append(record)
             if on_record is not None:
                 on_record(record)

@@ -30,15 +30,7 @@ import attrs
 
 from . import sandbox
 from .counterexample import Counterexample, CounterexampleError, from_json, to_json
-from .oracle import (
-    DETECTOR_COVERS_CHANGES,
-    Placement,
-    StepRecord,
-    Violation,
-    checked_session,
-    fingerprint_line,
-    hunt_environment,
-)
+from .oracle import Placement, StepRecord, Violation, fingerprint_line, run_checked
 from .shell_strategies import WorkspaceSetup
 
 DetectorFactory = Callable[[], object]
@@ -166,16 +158,7 @@ def run_recorded(
 ) -> list[StepRecord]:
     """Run `templates` in a fresh workspace, checking every step, with outputs unrendered; stop
     after the first violation other than a missed change (as the hunt does)."""
-    records: list[StepRecord] = []
-    with hunt_environment(), checked_session(setup, detector, policy) as session:  # type: ignore[arg-type]
-        for template in templates:
-            record = _unrendered(session.step(template), session.placement)
-            records.append(record)
-            if on_record is not None:
-                on_record(record)
-            if record.violation is not None and record.violation.property != DETECTOR_COVERS_CHANGES:
-                break
-    return records
+    return run_checked(setup, templates, detector, policy, on_record, present=_unrendered)  # type: ignore[arg-type]
 
 
 @attrs.frozen

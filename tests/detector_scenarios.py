@@ -4,7 +4,7 @@ Shared by the detector test modules: each runs `SCENARIOS` with its own detector
 passes a step when every key the ground truth (`properties.ground_truth`: its own walk, lstat
 and hash) says changed in anything but atime, link count, ctime and inode included, is in its
 report, or its report says unknown. That is stricter than the hunt's oracle, which lets a
-directory whose only change is its listing go unnamed (`properties.oracle.owed_by_key`).
+directory whose only change is its listing go unnamed (`properties.ground_truth.owed_by_key`).
 """
 
 from __future__ import annotations

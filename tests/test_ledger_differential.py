@@ -10,6 +10,7 @@ from __future__ import annotations
 import attrs
 import pytest
 
+from ledger_impl import ledger_index
 from ledger_impl.ledger import Ledger
 from ledger_spec import (
     NUMBERED,
@@ -26,7 +27,7 @@ from ledger_spec import (
     TreeTarget,
     Verdict,
 )
-from properties.differential import Divergence, Event, replay, run_differential
+from properties.differential import Divergence, Event, replay, run_differential, run_machine
 
 EXAMPLES_PER_SHAPE = 60
 
@@ -36,6 +37,26 @@ def test_spec_and_ledger_agree_on_generated_sessions() -> None:
     # sessions can take minutes.
     ok, summary = run_differential(max_examples=EXAMPLES_PER_SHAPE, shrink=False)
     assert ok, summary
+
+
+def test_the_state_machine_catches_a_ledger_that_forgets_failed_reads_typed_the_same_way(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A deliberate mutation: the exact-reuse index keeps only successful observations, so a
+    read that failed is never served again to the same spelling, as the spec would serve it.
+    The machine's rules re-read what they observed, and its govern check reports the first
+    step where the two answers differ."""
+    monkeypatch.setattr(ledger_index._ExactSlot, "newest_serving", lambda slot, command: slot.newest_success)
+    ok, message = run_machine(max_examples=100, seed=0, shrink=False)
+    assert not ok
+    assert ": govern\n  spec: Reuse(" in message and "impl: Allow(" in message, message
+
+
+def test_the_state_machine_catches_a_ledger_whose_currentness_ignores_changes(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(Ledger, "is_current", lambda ledger, observation: True)
+    ok, message = run_machine(max_examples=100, seed=0, shrink=False)
+    assert not ok
+    assert "spec: False\n  impl: True" in message, message
 
 
 def read(key: str, start: int = 1, end: int | None = None, view: str = PLAIN, spelling: str = "") -> Command:

@@ -37,6 +37,8 @@ from ledger_spec import (
     render,
     serve,
 )
+from properties.spec_driver import take_step
+from properties.strategies import Step
 
 # --- building sessions --------------------------------------------------------------------
 
@@ -69,9 +71,9 @@ class Session:
         self.state: State = INITIAL
 
     def step(self, cmd: Command, output: str = "out\n", exit_status: int = 0, changes: Changes = NO_CHANGES) -> Decision:
-        decision = govern(self.state, cmd, self.policy)
-        self.state = advance(self.state, cmd, decision, output, exit_status, changes)
-        return decision
+        transition = take_step(self.state, Step(cmd, output, exit_status, changes), self.policy)
+        self.state = transition.after
+        return transition.decision
 
     def idle(self, count: int) -> None:
         """Steps that change nothing and are never nudged: distinct programs run once each."""

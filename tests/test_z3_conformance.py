@@ -22,15 +22,14 @@ from ledger_spec import (
     Policy,
     Reuse,
     TreeTarget,
-    advance,
     can_serve,
     current,
-    govern,
     interventions,
     serve_lines,
     split_lines,
 )
 from ledger_spec import z3_model as zm
+from properties.spec_driver import replay_spec
 from properties.strategies import DEFAULT_KEYS, Step, line_ranges, policies, sessions
 
 KEYS: dict[str, z3.ExprRef] = {key: z3.Const(f"conformance.{key}", zm.KEY) for key in DEFAULT_KEYS}
@@ -66,12 +65,10 @@ def event_for(step: Step, decision: object, observations: tuple) -> zm.Event:
 def run_both(script: list[Step], policy: Policy, variant: zm.Variant = zm.SPEC) -> list[str]:
     """Run `script` through the spec and the encoding; return every disagreement found."""
     spec_states, decisions, events = [INITIAL], [], []
-    for step in script:
-        state = spec_states[-1]
-        decision = govern(state, step.command, policy)
+    for before, step, decision, after in replay_spec(script, policy):
         decisions.append(decision)
-        events.append(event_for(step, decision, state.observations))
-        spec_states.append(advance(state, step.command, decision, step.output, step.exit_status, step.changes))
+        events.append(event_for(step, decision, before.observations))
+        spec_states.append(after)
 
     z3_states = [zm.State.fresh(f"s{index}") for index in range(len(script) + 1)]
     solver = z3.Solver()

@@ -22,7 +22,6 @@ accumulate until a step with no job around, as in the hunt's oracle.
 from __future__ import annotations
 
 import difflib
-import stat
 import time
 from pathlib import Path
 from typing import Any, Callable
@@ -35,6 +34,7 @@ from ledger_impl.execution import run_command
 from ledger_spec import Changes
 
 from ..ground_truth import HashCache, Tree, changed, look
+from ..ground_truth import owed_by_key as owed
 from .filter import OutsideWrite, skip_reason, to_command
 from .formats import Skipped, Trajectory
 from .rereads import PerfectLedger
@@ -71,23 +71,6 @@ def detectors_for(settings: Settings) -> tuple[tuple[str, Any], list[tuple[str, 
 
     factory = load_factory(settings.detector, settings.detector_path)
     return (settings.detector, make_detector(factory, settings.detector)), builtin
-
-
-def owed(before: Tree, after: Tree, keys: frozenset[str]) -> frozenset[str]:
-    """The changed keys a detector must name: all but directories whose listing alone changed
-    (their type, mode, owner are the same; tree reads depend on the global counter anyway)."""
-    result = set()
-    for key in keys:
-        old, new = before.nodes.get(key), after.nodes.get(key)
-        if (
-            old is not None
-            and new is not None
-            and stat.S_ISDIR(old.kind)
-            and (old.kind, old.mode, old.uid, old.gid, old.link_target) == (new.kind, new.mode, new.uid, new.gid, new.link_target)
-        ):
-            continue
-        result.add(key)
-    return frozenset(result)
 
 
 def output_diff(reused: str, real: str, limit: int = 60) -> str:
