@@ -18,6 +18,9 @@ govern, advance and render cost O(1) amortized in the number of observations:
                 `Policy.stored_output_limit` the least recently used output is dropped.
   nudge         the last execution per normalized command, the step of the last nudge, and
                 the step of the last change that was not purely transient.
+  overlap       the commands in flight, each with G at its start; an observation is stamped
+                with L[key] and W counted over the log's prefix at that G (bisection), and
+                one that a change recorded since reaches is recorded without its output.
   view          the newest observation per normalized command in recency order, rendered
                 newest first only until the character budget runs out; counts for the
                 omission marker; bisection for stale reasons; bucketed repeat counts.
@@ -29,7 +32,7 @@ view and snapshot equals the spec's.
 from __future__ import annotations
 
 from collections import OrderedDict
-from typing import Iterator
+from typing import Hashable, Iterator
 
 from ledger_spec import Policy, State
 from ledger_spec.state import (
@@ -39,6 +42,7 @@ from ledger_spec.state import (
     REUSABLE,
     WITHHOLDING,
 )
+from ledger_spec.state import SEQUENTIAL
 from ledger_spec.state import serve as spec_serve
 from ledger_spec.values import (
     Allow,
@@ -51,6 +55,7 @@ from ledger_spec.values import (
     Modification,
     Nudge,
     Observation,
+    Pending,
     Reuse,
     STEADY,
     Verdict,
@@ -73,6 +78,7 @@ class Ledger:
         self._observations: list[Observation] = []
         self._history: list[CommandRecord] = []
         self._modifications = ModificationIndex()
+        self._pending: dict[Hashable, Pending] = {}  # commands in flight, in start order
         # currentness and reuse
         self._file_epochs: dict[str, CurrentEpoch] = {}
         self._tree_epoch = CurrentEpoch(self.policy.range_reuse)
@@ -84,6 +90,7 @@ class Ledger:
         self._last_nudge_step: int | None = None
         self._last_execution: dict[str, CommandRecord] = {}
         self._last_not_only_transient_step: int | None = None
+        self._last_not_only_transient_position: int | None = None  # its index in the log
         # view bookkeeping
         self._transient: dict[str, bool] = {}
         # normalized -> (newest observation, its view line up to the status), oldest first
@@ -131,6 +138,7 @@ class Ledger:
             modifications=tuple(self._modifications.log),
             observations=tuple(self._observations),
             history=tuple(self._history),
+            pending=tuple(self._pending.values()),
         )
 
     def _is_transient(self, key: str) -> bool:
@@ -163,12 +171,14 @@ class Ledger:
                 self._drop_epoch(epoch)
             self._file_epochs.clear()  # W moved: no file observation is current any more
             self._last_not_only_transient_step = step
+            self._last_not_only_transient_position = self._modifications.total - 1
         for key in changes.paths:
             dropped = self._file_epochs.pop(key, None)
             if dropped is not None:
                 self._drop_epoch(dropped)
             if not self._is_transient(key):
                 self._last_not_only_transient_step = step
+                self._last_not_only_transient_position = self._modifications.total - 1
                 # Re-insert so the dict stays in last-modified order (steps never decrease).
                 self._latest_modified.pop(key, None)
                 self._latest_modified[key] = step
@@ -192,11 +202,56 @@ class Ledger:
                 self._retained.move_to_end(served)
             self._evict()
             return
+        self.start(SEQUENTIAL, command, decision, fingerprint)
+        self.finish(SEQUENTIAL, output, exit_status, changes)
+
+    def start(
+        self, call: Hashable, command: Command, decision: Decision, fingerprint: Fingerprint | None = STEADY
+    ) -> None:
+        """`command` begins to run under `decision` as `call` (spec `start`)."""
+        if isinstance(decision, Reuse):
+            raise ValueError("a Reuse runs nothing: record it with advance, never start it")
+        if call in self._pending:
+            raise ValueError(f"call {call!r} is already running")
+        self._pending[call] = Pending(call, command, decision, self._modifications.total, fingerprint)
+
+    def finish(
+        self,
+        call: Hashable,
+        output: str,
+        exit_status: int,
+        changes: Changes,
+        *,
+        exact: bool = True,
+        fingerprint_moved: bool = False,
+    ) -> None:
+        """Call `call` ended (spec `finish`)."""
+        running = self._take_pending(call)
         self.modify(changes)
-        if command.read_only and changes.empty:
-            self._observe(command, output, exit_status, fingerprint)
-        self._conclude(command, decision.verdict, exit_status)
+        if exact and running.command.read_only and changes.empty:
+            fingerprint = None if fingerprint_moved else running.fingerprint
+            self._observe(running.command, output, exit_status, fingerprint, running.started_at)
+        self._conclude(running.command, running.decision.verdict, exit_status, started_at=running.started_at)
         self._evict()
+
+    def abandon(self, call: Hashable) -> None:
+        """Call `call` will never report (spec `abandon`)."""
+        self._take_pending(call)
+        self.modify(Changes(unknown=True))
+
+    def running(self, call: Hashable) -> Pending | None:
+        """The pending command of `call`, if it is in flight."""
+        return self._pending.get(call)
+
+    def running_calls(self) -> tuple[Hashable, ...]:
+        """The calls in flight, in start order."""
+        return tuple(self._pending)
+
+    def _take_pending(self, call: Hashable) -> Pending:
+        running = self._pending.pop(call, None)
+        if running is None:
+            raise ValueError(f"call {call!r} is not running")
+        return running
 
     # --- memory -------------------------------------------------------------------------------
 
@@ -223,37 +278,52 @@ class Ledger:
             assert epoch is not None, "a retained observation is a member of a live epoch"
             epoch.remove(observation)
 
-    def _observe(self, command: Command, output: str, exit_status: int, fingerprint: Fingerprint | None) -> None:
+    def _observe(
+        self, command: Command, output: str, exit_status: int, fingerprint: Fingerprint | None, started_at: int
+    ) -> None:
         target = command.target
         if target is None:
             return  # nothing could ever prove it current
         is_file = isinstance(target, FileTarget)
+        log = self._modifications
         observation = Observation(
             step=self._step,
             command=command,
             output=output,
             exit_status=exit_status,
-            local=self._modifications.local(target.key) if is_file else 0,
-            wildcard=self.wildcard,
-            total=self.total,
+            local=log.count_touching(target.key, before=started_at) if is_file else 0,
+            wildcard=log.count_unknown(before=started_at),
+            total=started_at,
             fingerprint=fingerprint,
         )
-        self._retained[observation.step] = len(self._observations)
-        self._stored_bytes += observation.stored_bytes
-        self._observations.append(observation)
-        if is_file:
-            epoch = self._file_epochs.get(target.key)
-            if epoch is None:
-                epoch = self._file_epochs[target.key] = CurrentEpoch(self.policy.range_reuse)
-            epoch.add(observation)
+        if self.is_current(observation):
+            self._retained[observation.step] = len(self._observations)
+            self._stored_bytes += observation.stored_bytes
+            if is_file:
+                epoch = self._file_epochs.get(target.key)
+                if epoch is None:
+                    epoch = self._file_epochs[target.key] = CurrentEpoch(self.policy.range_reuse)
+                epoch.add(observation)
+            else:
+                self._tree_epoch.add(observation)
         else:
-            self._tree_epoch.add(observation)
+            # A change recorded since its command started may have reached it midway.
+            observation = observation.dropped()
+        self._observations.append(observation)
         if not (is_file and self._is_transient(target.key)):
             self._newest_shown.pop(command.normalized, None)
             self._newest_shown[command.normalized] = (observation, texts.observation_line_prefix(observation))
 
-    def _conclude(self, command: Command, verdict: Verdict, exit_status: int, served_from: int | None = None) -> None:
-        record = CommandRecord(self._step, command, verdict, exit_status, served_from)
+    def _conclude(
+        self,
+        command: Command,
+        verdict: Verdict,
+        exit_status: int,
+        served_from: int | None = None,
+        started_at: int | None = None,
+    ) -> None:
+        started_at = self._modifications.total if started_at is None else started_at
+        record = CommandRecord(self._step, command, verdict, exit_status, served_from, started_at)
         self._history.append(record)
         if verdict in INTERVENING:
             self._interventions += 1
@@ -306,9 +376,13 @@ class Ledger:
         previous = self._last_execution.get(command.normalized)
         if previous is None:
             return None
-        # Modification steps never decrease, so "only transient changes from step p on" is
-        # "the last change that was not purely transient happened before p".
-        if self._last_not_only_transient_step is not None and self._last_not_only_transient_step >= previous.step:
+        # Modification steps and positions never decrease, so "only transient changes since"
+        # is "the last change that was not purely transient came before its step and before
+        # its start".
+        if self._last_not_only_transient_step is not None and (
+            self._last_not_only_transient_step >= previous.step
+            or self._last_not_only_transient_position >= previous.started_at  # type: ignore[operator]
+        ):
             return None
         if in_any_time or self._step - previous.step <= policy.short_loop_window:
             return Nudge(texts.nudge_note(previous, any_time=in_any_time))

@@ -220,22 +220,28 @@ class CurrentEpoch:
 class ModificationIndex:
     """The modification log, with per-key and unknown-scope positions for bisection."""
 
-    __slots__ = ("log", "_steps", "_positions_by_key", "_unknown_positions")
+    __slots__ = ("log", "_positions_by_key", "_unknown_positions")
 
     def __init__(self) -> None:
         self.log: list[Modification] = []
-        self._steps: list[int] = []  # nondecreasing: events arrive in step order
         self._positions_by_key: dict[str, list[int]] = {}
         self._unknown_positions: list[int] = []
 
     def append(self, modification: Modification) -> None:
         position = len(self.log)
         self.log.append(modification)
-        self._steps.append(modification.step)
         for key in modification.changes.paths:
             self._positions_by_key.setdefault(key, []).append(position)
         if modification.changes.unknown:
             self._unknown_positions.append(position)
+
+    def count_touching(self, key: str, before: int) -> int:
+        """L[key] when the log held `before` entries."""
+        return bisect.bisect_left(self._positions_by_key.get(key, []), before)
+
+    def count_unknown(self, before: int) -> int:
+        """W when the log held `before` entries."""
+        return bisect.bisect_left(self._unknown_positions, before)
 
     # The spec's counters are counts over this log; the ledger reads them here, so there is
     # no second copy that could drift from the log.
@@ -260,9 +266,9 @@ class ModificationIndex:
         return self.log[self._unknown_positions[-1]].step if self._unknown_positions else None
 
     def first_invalidation(self, observation: Observation) -> Modification | None:
-        """Spec `first_invalidation`: the earliest logged change after the observation's step
+        """Spec `first_invalidation`: the earliest change logged after the observation's stamp
         that a tree target sees (any), or a file target sees (its key, or unknown scope)."""
-        after = bisect.bisect_right(self._steps, observation.step)
+        after = observation.total  # the log's length when its command started
         target = observation.command.target
         if isinstance(target, FileTarget):
             candidates = [

@@ -8,13 +8,14 @@ session keeps the ledger and the detector's baseline in the workspace's database
 Theory of operation.
 - decide(command, call_id): load the state; expire abandoned calls; poll the detector for
   everything changed since the stored baseline and record it; govern. A Reuse is answered at
-  once (nothing runs, no record follows). Anything else leaves a *pending* row holding the
-  classified command, the decision and G at the command's start.
+  once (nothing runs, no record follows). Anything else *starts* the call in the ledger (spec
+  `start`: stamped with the counters at the command's start) and leaves a *pending* row for
+  the writers-in-flight check and abandonment.
 - record(call_id, output, exit_code): load; poll and record what changed since (while the
-  command ran, and anything else); conclude the pending call. Its output becomes an
-  observation only if G did not move between its start and now: any change recorded by a
-  command that overlapped it (or by itself) could have reached it midway, so it is kept as a
-  step with no target, never served.
+  command ran, and anything else); *finish* the call (spec `finish`). Its observation carries
+  the counters at its start, so a change recorded since then by any command (one that
+  overlapped it, or itself) that reaches its target makes it stale at once: recorded without
+  its output, never served. A change to another file does not.
 - Reuse is refused while another call that may write is in flight: its writes may not have
   landed yet. Calls in flight that only read do not block it.
 - A call decided and never recorded (the agent was interrupted, the tool failed with no
@@ -182,14 +183,18 @@ class DurableSession:
                     _joined(state.notes),
                 )
             else:
-                blob = pickle.dumps((classified, decision, started_with), protocol=pickle.HIGHEST_PROTOCOL)
+                ambiguous = earlier is not None or state.ledger.running(call_id) is not None
+                if state.ledger.running(call_id) is not None:
+                    state.ledger.abandon(call_id)  # the earlier call under this id (it may have run)
+                state.ledger.start(call_id, classified, decision, started_with)
+                blob = pickle.dumps((classified, decision), protocol=pickle.HIGHEST_PROTOCOL)
                 may_write = not classified.read_only or (earlier is not None and earlier.may_write)
                 self._store.add_pending(
                     PendingRow(
                         call_id, _storable(command), blob, checksum(blob), state.ledger.total, may_write, time.time()
                     )
                 )
-                if earlier is not None:
+                if ambiguous:
                     # After this call's start stamp: its own record then counts as overlapped.
                     state.ledger.modify(UNKNOWN_SCOPE)
                     self._store.add_note(
@@ -213,27 +218,24 @@ class DurableSession:
             raise TypeError(f"exit_code is an int, got {type(exit_code).__name__}")
         with self._store.transaction():
             state = self._load()
-            rows = {row.call_id: row for row in self._store.pending()}
-            row = rows.get(call_id)
-            unpacked = _unpack(row) if row is not None else None
-            if unpacked is None:
-                # Never decided, forgotten long after it was abandoned, or its row is damaged:
-                # nothing to observe; what it changed was recorded by the poll in `_load`. An
-                # inexact result would not have been kept anyway (a hook's Read answered as
-                # unchanged), so it leaves no note.
+            running = state.ledger.running(call_id)
+            if running is None:
+                # Never decided, forgotten long after it was abandoned, or decided under a
+                # ledger since discarded: nothing to observe; what it changed was recorded by
+                # the poll in `_load`. An inexact result would not have been kept anyway (a
+                # hook's Read answered as unchanged), so it leaves no note.
                 if exact:
                     self._store.add_note(f"record for unknown call {call_id!r}: its output is not kept")
             else:
-                classified, decision, started_with = unpacked
                 # A fingerprint that moved while the command ran: its output may mix both worlds.
-                recorded_with = started_with if self._fingerprint(classified) == started_with else None
-                overlapped = state.ledger.total != row.total_at_start
+                moved = self._fingerprint(running.command) != running.fingerprint
                 # surrogatepass: JSON can carry lone surrogates, which no strict codec encodes.
                 too_long = len(output.encode("utf-8", "surrogatepass")) > self.output_cap
-                if classified.read_only and (overlapped or too_long or not exact):
-                    classified = attrs.evolve(classified, target=None)
-                state.ledger.advance(classified, decision, output, exit_code, Changes(), recorded_with)
-                self._store.remove_pending(call_id)
+                # Changes() because the poll in `_load` already recorded everything it changed.
+                state.ledger.finish(
+                    call_id, output, exit_code, Changes(), exact=exact and not too_long, fingerprint_moved=moved
+                )
+            self._store.remove_pending(call_id)
             self._save(state)
 
     def abandon(self, call_id: str | None = None, reason: str = "abandoned") -> int:
@@ -308,6 +310,9 @@ class DurableSession:
             # the unknown scope recorded now moved G since its start).
             self._store.mark_abandoned(pending.call_id)
         self._store.forget_abandoned(now - FORGET_ABANDONED_AFTER_S)
+        stored = {pending.call_id for pending in self._store.pending()}
+        for call in [call for call in ledger.running_calls() if call not in stored]:
+            ledger.abandon(call)  # its row was forgotten: it will never be finished
         if expired:
             ledger.modify(UNKNOWN_SCOPE)
             self._store.add_note(
@@ -370,18 +375,6 @@ class _State:
     ledger: Ledger
     index: bytes | None
     notes: list[str] = attrs.Factory(list)
-
-
-def _unpack(row: PendingRow) -> tuple[Command, object, Fingerprint | None] | None:
-    if checksum(row.blob) != row.blob_sum:
-        return None
-    try:
-        classified, decision, started_with = pickle.loads(row.blob)
-    except Exception:  # noqa: BLE001 - a damaged row is not trusted
-        return None
-    if not isinstance(classified, Command) or not (started_with is None or isinstance(started_with, Fingerprint)):
-        return None
-    return classified, decision, started_with
 
 
 def _storable(text: str) -> str:

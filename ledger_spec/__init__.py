@@ -8,10 +8,12 @@ from .policy import DEFAULT_TRANSIENT_PATTERNS, Policy
 from .state import (
     INITIAL,
     State,
+    abandon,
     advance,
     conclude,
     current,
     evict,
+    finish,
     first_invalidation,
     govern,
     interventions,
@@ -20,6 +22,7 @@ from .state import (
     reusable,
     run,
     serve,
+    start,
 )
 from .values import (
     NL_NUMBERED,
@@ -42,6 +45,7 @@ from .values import (
     Modification,
     Nudge,
     Observation,
+    Pending,
     Reuse,
     Target,
     TreeTarget,
@@ -51,7 +55,11 @@ from .values import (
 from .view import render
 
 __all__ = [
+    "abandon",
     "advance",
+    "finish",
+    "Pending",
+    "start",
     "Allow",
     "can_serve",
     "Category",

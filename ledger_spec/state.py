@@ -33,6 +33,23 @@ only if it is current, still holds its output, and its fingerprint equals the cu
 `None` fingerprint (cannot be taken) is never reusable. The two lines are independent: either
 one noticing a change prevents the Reuse.
 
+Overlapping commands. Agents run tool calls in parallel, so a command is two events: `start`
+(it begins to run, under the decision govern gave) and `finish` (its output, exit status and
+the detector's report are recorded). A command in flight is *pending*. An observation is
+stamped with the counters at its command's start, i.e. with the prefix of the modification log
+recorded before it started; every change recorded after that prefix (while it ran, by any
+command, itself included, or after it) counts against it. So a change recorded by a command
+whose execution overlapped a read makes the read's observation stale from the moment both are
+recorded, and it is recorded without its output. Stamping at the end would be wrong: a write
+that lands after the read saw the file and is recorded before the read finishes would leave the
+observation current with the old content (`ledger_spec/z3_overlap.py` proves the start stamp
+fresh under any interleaving, and finds that interleaving for the end stamp). The fingerprint
+is stamped at the start too. A sequential step is a `start` immediately followed by its
+`finish` (`advance` is exactly that), and nothing is recorded between them, so the start and
+the end stamps coincide and the sequential semantics are those described above. `abandon`
+gives up on a pending command that will never finish: the workspace is then changed in
+unknown scope.
+
 Stored outputs are bounded: a modification drops the output of every observation it makes
 stale, and after each step the least recently used outputs (recorded or served last) are
 dropped until their total is within `Policy.stored_output_limit` bytes.
@@ -46,7 +63,7 @@ optimized implementation in `ledger_impl` must reach the same answers.
 
 from __future__ import annotations
 
-from typing import Iterable
+from typing import Final, Hashable, Iterable
 
 import attrs
 
@@ -66,6 +83,7 @@ from .values import (
     Modification,
     Nudge,
     Observation,
+    Pending,
     Reuse,
     STEADY,
     TreeTarget,
@@ -87,12 +105,14 @@ INTERVENING: frozenset[Verdict] = frozenset({Verdict.REUSE, Verdict.NUDGE})
 
 @attrs.frozen
 class State:
-    """Everything the ledger knows: the step number and three append-only logs."""
+    """Everything the ledger knows: the step number, three append-only logs, and the commands
+    in flight (in the order they started)."""
 
     step: int = 0
     modifications: tuple[Modification, ...] = ()
     observations: tuple[Observation, ...] = ()
     history: tuple[CommandRecord, ...] = ()
+    pending: tuple[Pending, ...] = ()
 
     @property
     def total(self) -> int:
@@ -108,6 +128,11 @@ class State:
         """L[key]: how many modifications reported `key`. Unknown keys have L = 0."""
         check_key(key)
         return sum(1 for m in self.modifications if key in m.changes.paths)
+
+    def as_of(self, total: int) -> "State":
+        """The modification log as it was when it held `total` entries: its counters are the
+        counters at that moment."""
+        return State(modifications=self.modifications[:total])
 
 
 INITIAL: State = State()
@@ -134,10 +159,17 @@ def modify(state: State, changes: Changes) -> State:
 
 
 def observe(
-    state: State, command: Command, output: str, exit_status: int, fingerprint: Fingerprint | None = STEADY
+    state: State,
+    command: Command,
+    output: str,
+    exit_status: int,
+    fingerprint: Fingerprint | None = STEADY,
+    started_at: int | None = None,
 ) -> State:
-    """Record the completed result of a read-only command, with the counters it depends on and
-    the fingerprint taken at this step.
+    """Record the completed result of a read-only command, stamped with the counters at its
+    start (when the log held `started_at` modifications; now, if None) and the fingerprint
+    taken then. If a change recorded since its start reaches it, it is recorded stale: without
+    its output.
 
     A read-only command without a target (a file outside the root) is not recorded: nothing
     could ever prove it current.
@@ -146,25 +178,35 @@ def observe(
         raise ValueError(f"only read-only commands are observed; {command.category.value} is not")
     if command.target is None:
         return state
-    local = state.local(command.target.key) if isinstance(command.target, FileTarget) else 0
+    stamp = state.as_of(state.total if started_at is None else started_at)
+    local = stamp.local(command.target.key) if isinstance(command.target, FileTarget) else 0
     observation = Observation(
         step=state.step,
         command=command,
         output=output,
         exit_status=exit_status,
         local=local,
-        wildcard=state.wildcard,
-        total=state.total,
+        wildcard=stamp.wildcard,
+        total=stamp.total,
         fingerprint=fingerprint,
     )
+    if not current(observation, state):
+        observation = observation.dropped()
     return attrs.evolve(state, observations=state.observations + (observation,))
 
 
 def conclude(
-    state: State, command: Command, verdict: Verdict, exit_status: int, served_from: int | None = None
+    state: State,
+    command: Command,
+    verdict: Verdict,
+    exit_status: int,
+    served_from: int | None = None,
+    started_at: int | None = None,
 ) -> State:
-    """Close the step: add the command record and move to the next step."""
-    record = CommandRecord(state.step, command, verdict, exit_status, served_from)
+    """Close the step: add the command record (with G at the command's start, `started_at`, or
+    now if None) and move to the next step."""
+    started_at = state.total if started_at is None else started_at
+    record = CommandRecord(state.step, command, verdict, exit_status, served_from, started_at)
     return attrs.evolve(state, step=state.step + 1, history=state.history + (record,))
 
 
@@ -213,10 +255,74 @@ def advance(
     if isinstance(decision, Reuse):
         state = conclude(state, command, Verdict.REUSE, decision.exit_status, decision.observation.step)
         return evict(state, policy)
+    state = start(state, SEQUENTIAL, command, decision, fingerprint)
+    return finish(state, SEQUENTIAL, output, exit_status, changes, policy)
+
+
+SEQUENTIAL: Final[str] = "<sequential step>"
+"""The call name `advance` gives the command it starts and finishes at once."""
+
+
+def start(
+    state: State, call: Hashable, command: Command, decision: Allow | Nudge, fingerprint: Fingerprint | None = STEADY
+) -> State:
+    """`command` begins to run under `decision`, as call `call`; stamp it with the counters now
+    (G, i.e. the log so far) and `fingerprint`, the fingerprint taken now. A Reuse runs
+    nothing, so it is never started: `advance` records it.
+
+    post: __return__.total == state.total
+    """
+    if isinstance(decision, Reuse):
+        raise ValueError("a Reuse runs nothing: record it with advance, never start it")
+    if any(pending.call == call for pending in state.pending):
+        raise ValueError(f"call {call!r} is already running")
+    running = Pending(call, command, decision, state.total, fingerprint)
+    return attrs.evolve(state, pending=state.pending + (running,))
+
+
+def finish(
+    state: State,
+    call: Hashable,
+    output: str,
+    exit_status: int,
+    changes: Changes,
+    policy: Policy = DEFAULT_POLICY,
+    *,
+    exact: bool = True,
+    fingerprint_moved: bool = False,
+) -> State:
+    """Call `call` ended: record the detector's report `changes`, then, for a read-only command
+    that changed nothing, an observation stamped at its start, and close the step.
+    `exact=False`: the caller cannot vouch that `output` and `exit_status` are what the command
+    printed, so no observation is recorded. `fingerprint_moved`: the caller saw the fingerprint
+    change while the command ran (its output may mix both worlds), so the observation records
+    None, never reusable.
+
+    post: __return__.step == state.step + 1
+    """
+    running = _running(state, call)
+    state = attrs.evolve(state, pending=tuple(pending for pending in state.pending if pending is not running))
     state = modify(state, changes)
-    if command.read_only and changes.empty:
-        state = observe(state, command, output, exit_status, fingerprint)
-    return evict(conclude(state, command, decision.verdict, exit_status), policy)
+    if exact and running.command.read_only and changes.empty:
+        fingerprint = None if fingerprint_moved else running.fingerprint
+        state = observe(state, running.command, output, exit_status, fingerprint, running.started_at)
+    concluded = conclude(state, running.command, running.decision.verdict, exit_status, None, running.started_at)
+    return evict(concluded, policy)
+
+
+def abandon(state: State, call: Hashable) -> State:
+    """Call `call` will never report: forget it, and count the workspace as changed in
+    unknown scope (it may have changed anything, at any time since it started)."""
+    running = _running(state, call)
+    state = attrs.evolve(state, pending=tuple(pending for pending in state.pending if pending is not running))
+    return modify(state, Changes(unknown=True))
+
+
+def _running(state: State, call: Hashable) -> Pending:
+    for pending in state.pending:
+        if pending.call == call:
+            return pending
+    raise ValueError(f"call {call!r} is not running")
 
 
 def run(events: Iterable[tuple[Command, Decision, str, int, Changes]], state: State = INITIAL) -> State:
@@ -253,9 +359,7 @@ def reusable(observation: Observation, state: State, fingerprint: Fingerprint | 
 def first_invalidation(observation: Observation, state: State) -> Modification | None:
     """The earliest modification that made `observation` potentially stale, if any."""
     target = observation.command.target
-    for modification in state.modifications:
-        if modification.step <= observation.step:
-            continue
+    for modification in state.modifications[observation.total :]:  # recorded after its stamp
         if isinstance(target, TreeTarget):
             return modification
         if modification.changes.unknown or target.key in modification.changes.paths:
@@ -301,10 +405,11 @@ def last_execution(state: State, command: Command) -> CommandRecord | None:
     return None
 
 
-def only_transient_changes_since(state: State, step: int, policy: Policy) -> bool:
-    """Whether every modification from `step` on touched only transient files."""
-    for modification in state.modifications:
-        if modification.step < step:
+def only_transient_changes_since(state: State, record: CommandRecord, policy: Policy) -> bool:
+    """Whether every modification since `record`'s command touched only transient files: those
+    recorded at its step or later, and those recorded while it ran (after its start)."""
+    for position, modification in enumerate(state.modifications):
+        if modification.step < record.step and position < record.started_at:
             continue
         if modification.changes.unknown:
             return False
@@ -359,7 +464,7 @@ def _nudge(state: State, command: Command, policy: Policy) -> Nudge | None:
                 return None
             break
     previous = last_execution(state, command)
-    if previous is None or not only_transient_changes_since(state, previous.step, policy):
+    if previous is None or not only_transient_changes_since(state, previous, policy):
         return None
     if in_any_time or state.step - previous.step <= policy.short_loop_window:
         return Nudge(texts.nudge_note(previous, any_time=in_any_time))

@@ -238,6 +238,20 @@ class Observation:
 
 
 @attrs.frozen
+class Pending:
+    """A command that started and has not finished: what it is, the decision it runs under,
+    and its stamp, taken at its start: `started_at` is G then (the length of the modification
+    log, whose prefix gives every counter at the start) and `fingerprint` the fingerprint then.
+    `call` names it among the commands in flight (a tool call id)."""
+
+    call: Hashable
+    command: Command
+    decision: "Allow | Nudge"
+    started_at: int
+    fingerprint: Fingerprint | None = STEADY
+
+
+@attrs.frozen
 class Modification:
     """A change event as recorded: at which step, which keys, and whether its scope is unknown."""
 
@@ -260,6 +274,7 @@ class CommandRecord:
     verdict: Verdict
     exit_status: int
     served_from: int | None = None  # for a Reuse: the step of the observation it served
+    started_at: int = 0  # G when the command started (when it was decided, for a Reuse)
 
 
 @attrs.frozen

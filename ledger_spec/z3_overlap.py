@@ -109,11 +109,11 @@ def check_overlap_file(stamp: str = "s", *, complete_detector: bool = True) -> T
     )
 
 
-def check_overlap_tree() -> TheoremResult:
+def check_overlap_tree(stamp: str = "s") -> TheoremResult:
     """A tree observation stamped at the start (G unchanged since) and current at D is fresh,
-    for an arbitrary key."""
+    for an arbitrary key. `stamp='e'` (for the tests: must fail) stamps it at the end."""
     started, w = time.perf_counter(), _world()
-    current = w["G"](w["D"]) == w["G"](w["s"])
+    current = w["G"](w["D"]) == w["G"](w[stamp])
     return _result(
         "overlap-freshness-tree",
         "stamped at its command's start, a current tree observation sees every key as the read "
@@ -126,3 +126,136 @@ def check_overlap_tree() -> TheoremResult:
 
 def run_overlap_theorems() -> list[TheoremResult]:
     return [check_overlap_file("s"), check_overlap_tree(), check_overlap_file("e")]
+
+
+def run_overlap_induction() -> list[TheoremResult]:
+    return [check_overlap_induction("file"), check_overlap_induction("tree")]
+
+
+# --- the same claim by induction over starts, reads, ends, changes and reports --------------
+#
+# A transition system for one arbitrary key `k` and one arbitrary read (nothing singles either
+# out, so the proof covers every key and every read). Every step is one event, in any order and
+# any number: `change` (some command, running or not, really changes `k`: its version moves and
+# it is *dirty*, changed but not yet reported), `report` (the detector reports a set of keys or
+# unknown scope: G moves, L moves if `k` is named, W if unknown, and naming `k` or unknown
+# clears its dirty flag), and, for the tracked read, `start` (stamped with the counters now),
+# `read` (it sees `k`'s version now), `finish` (its observation keeps its stamp and what it saw).
+# Other commands in flight appear only through changes and reports. A Reuse is decided after
+# the detector was polled: nothing is dirty. The invariant says that while nothing reached the
+# read since its stamp, the key holds the version it held at the start, the read saw that
+# version, and so does the observation; it is proved inductive (base case and step), and then
+# implies freshness at every decision. Stamped at the end instead, the step fails.
+
+_START, _READ, _FINISH, _CHANGE, _REPORT = range(5)
+
+
+def _induction_state(tag: str) -> dict[str, z3.ExprRef]:
+    ints = ("G", "W", "L", "V", "sG", "sW", "sL", "Vs", "seen", "oG", "oW", "oL", "oV")
+    bools = ("dirty", "active", "read_done", "exists")
+    state: dict[str, z3.ExprRef] = {name: z3.Int(f"{name}_{tag}") for name in ints}
+    state.update({name: z3.Bool(f"{name}_{tag}") for name in bools})
+    return state
+
+
+def _reached(target: str, state: dict[str, z3.ExprRef], prefix: str) -> z3.BoolRef:
+    """Whether a report since the stamp `prefix` (s: the read's, o: the observation's) reached
+    the key: L or W moved for a file target, G for a tree target."""
+    if target == "file":
+        return z3.Or(state["L"] != state[prefix + "L"], state["W"] != state[prefix + "W"])
+    return state["G"] != state[prefix + "G"]
+
+
+def _induction_invariant(target: str, x: dict[str, z3.ExprRef]) -> z3.BoolRef:
+    untouched_since_start = z3.And(z3.Not(_reached(target, x, "s")), z3.Not(x["dirty"]))
+    return z3.And(
+        z3.Implies(x["active"], z3.And(x["sG"] <= x["G"], x["sW"] <= x["W"], x["sL"] <= x["L"])),
+        z3.Implies(x["exists"], z3.And(x["oG"] <= x["G"], x["oW"] <= x["W"], x["oL"] <= x["L"])),
+        z3.Implies(z3.Not(x["active"]), z3.Not(x["read_done"])),
+        z3.Implies(z3.And(x["active"], untouched_since_start), x["V"] == x["Vs"]),
+        z3.Implies(z3.And(x["active"], x["read_done"], untouched_since_start), x["seen"] == x["Vs"]),
+        z3.Implies(
+            z3.And(x["exists"], z3.Not(_reached(target, x, "o")), z3.Not(x["dirty"])), x["V"] == x["oV"]
+        ),
+    )
+
+
+def _induction_step(stamp: str, pre: dict[str, z3.ExprRef], post: dict[str, z3.ExprRef]) -> z3.BoolRef:
+    """One event between `pre` and `post`; `stamp` 's' stamps the observation at the read's
+    start (the spec), 'e' at its end (broken)."""
+    kind = z3.Int("kind")
+    report_k, report_unknown = z3.Bool("report_names_key"), z3.Bool("report_unknown")
+    keep = lambda *names: [post[name] == pre[name] for name in names]  # noqa: E731
+    stamps = ("sG", "sW", "sL", "Vs")
+    observation = ("oG", "oW", "oL", "oV", "exists")
+    counters = ("G", "W", "L")
+    end_stamp = {"G": pre["G"], "W": pre["W"], "L": pre["L"]}
+    start_stamp = {"G": pre["sG"], "W": pre["sW"], "L": pre["sL"]}
+    chosen = start_stamp if stamp == "s" else end_stamp
+    events = [
+        z3.And(kind == _START, z3.Not(pre["active"]), post["active"], z3.Not(post["read_done"]),
+               post["sG"] == pre["G"], post["sW"] == pre["W"], post["sL"] == pre["L"], post["Vs"] == pre["V"],
+               *keep("V", "dirty", "seen", *counters, *observation)),
+        z3.And(kind == _READ, pre["active"], z3.Not(pre["read_done"]), post["read_done"], post["active"],
+               post["seen"] == pre["V"], *keep("V", "dirty", *counters, *stamps, *observation)),
+        z3.And(kind == _FINISH, pre["active"], pre["read_done"], z3.Not(post["active"]), z3.Not(post["read_done"]),
+               post["exists"], post["oV"] == pre["seen"],
+               post["oG"] == chosen["G"], post["oW"] == chosen["W"], post["oL"] == chosen["L"],
+               *keep("V", "dirty", *counters)),
+        z3.And(kind == _CHANGE, post["V"] != pre["V"], post["dirty"],
+               *keep("active", "read_done", "seen", *counters, *stamps, *observation)),
+        z3.And(kind == _REPORT,  # a non-empty report: of `k`, of unknown scope, or of other keys
+               post["G"] == pre["G"] + 1,
+               post["L"] == pre["L"] + z3.If(report_k, 1, 0),
+               post["W"] == pre["W"] + z3.If(report_unknown, 1, 0),
+               post["dirty"] == z3.And(pre["dirty"], z3.Not(report_k), z3.Not(report_unknown)),
+               *keep("V", "active", "read_done", "seen", *stamps, *observation)),
+    ]
+    return z3.Or(*events)
+
+
+def _induction_initial(x: dict[str, z3.ExprRef]) -> z3.BoolRef:
+    return z3.And(x["G"] == 0, x["W"] == 0, x["L"] == 0, z3.Not(x["dirty"]), z3.Not(x["active"]),
+                  z3.Not(x["read_done"]), z3.Not(x["exists"]))
+
+
+def _unsat(constraints: list[z3.BoolRef]) -> tuple[str, str]:
+    solver = z3.Solver()
+    solver.set("timeout", CHECK_TIMEOUT_MS)
+    solver.add(*constraints)
+    result = solver.check()
+    if result == z3.unsat:
+        return "proved", ""
+    if result == z3.sat:
+        model = solver.model()
+        shown = sorted((str(d), str(model[d])) for d in model.decls())
+        return "counterexample", "\n".join(f"  {name} = {value}" for name, value in shown)
+    return "unknown", solver.reason_unknown()
+
+
+def check_overlap_induction(target: str = "file", stamp: str = "s") -> TheoremResult:
+    """By induction: base case, inductive step, and the invariant implying freshness at a
+    decision (detector polled: nothing dirty). `stamp='e'` (for the tests: must fail)."""
+    started = time.perf_counter()
+    pre, post = _induction_state("pre"), _induction_state("post")
+    phases = [
+        [_induction_initial(pre), z3.Not(_induction_invariant(target, pre))],
+        [_induction_invariant(target, pre), _induction_step(stamp, pre, post), z3.Not(_induction_invariant(target, post))],
+        [_induction_invariant(target, pre), pre["exists"], z3.Not(_reached(target, pre, "o")), z3.Not(pre["dirty"]),
+         pre["V"] != pre["oV"]],
+    ]
+    status, text = "proved", ""
+    for phase in phases:
+        status, text = _unsat(phase)
+        if status != "proved":
+            break
+    name = f"overlap-induction-{target}" if stamp == "s" else f"overlap-induction-{target}-end-stamp"
+    return _result(
+        name,
+        f"by induction over any interleaving of starts, reads, ends, changes and reports: a {target} "
+        f"observation stamped at its command's {'start' if stamp == 's' else 'end'} and current at a "
+        "decision holds the key's version",
+        "positive",
+        (status, text),
+        started,
+    )

@@ -575,6 +575,25 @@ def _check_opaque_no_change(variant: Variant) -> tuple[Status, str, AbstractTrac
 
 # --- the list -----------------------------------------------------------------------------
 
+def _overlap(check: str) -> Callable[[Variant], tuple[Status, str, None]]:
+    """A theorem of `z3_overlap` (its own timeline model of commands in flight, which holds
+    whatever the transition relation variant is), as a `Theorem` checker."""
+
+    def checker(variant: Variant) -> tuple[Status, str, None]:
+        from . import z3_overlap  # it builds on this module's result type
+
+        result = {
+            "file": lambda: z3_overlap.check_overlap_file("s"),
+            "tree": z3_overlap.check_overlap_tree,
+            "end-stamp": lambda: z3_overlap.check_overlap_file("e"),
+            "induction-file": lambda: z3_overlap.check_overlap_induction("file"),
+            "induction-tree": lambda: z3_overlap.check_overlap_induction("tree"),
+        }[check]()
+        return result.status, result.model_text, None
+
+    return checker
+
+
 THEOREMS: tuple[Theorem, ...] = (
     Theorem(
         "counters-never-decrease",
@@ -654,6 +673,42 @@ THEOREMS: tuple[Theorem, ...] = (
         "read (Z3 must find the trace)",
         "negative",
         _check_opaque_no_change,
+    ),
+    Theorem(
+        "overlap-freshness-file",
+        "with a complete detector, a file observation stamped with the counters at its command's "
+        "start and still current holds what the read saw, under any interleaving of starts, "
+        "ends, writes and reports of other commands",
+        "positive",
+        _overlap("file"),
+    ),
+    Theorem(
+        "overlap-freshness-tree",
+        "the same for a tree observation: stamped at its command's start and still current, it "
+        "sees every key as the read saw it, under any interleaving",
+        "positive",
+        _overlap("tree"),
+    ),
+    Theorem(
+        "overlap-induction-file",
+        "by induction over any interleaving of starts, reads, ends, changes and reports (other "
+        "commands in flight included): a file observation stamped at its command's start and "
+        "current at a decision, after the detector was polled, holds the version the read saw",
+        "positive",
+        _overlap("induction-file"),
+    ),
+    Theorem(
+        "overlap-induction-tree",
+        "the same induction for a tree observation (current while G has not moved)",
+        "positive",
+        _overlap("induction-tree"),
+    ),
+    Theorem(
+        "stale-if-stamped-at-end",
+        "stamped at its command's end instead, a file observation can look current while a write "
+        "that overlapped the read changed its file (Z3 must find the interleaving)",
+        "negative",
+        _overlap("end-stamp"),
     ),
 )
 

@@ -9,6 +9,10 @@ ledger's `snapshot()` must equal the spec state. Three session shapes are driven
   interleaved     standalone `modify` events between steps (changes noticed between commands,
                   background jobs), and a harness that sometimes runs a command govern wanted
                   to withhold or nudge, recording it as allowed
+  overlapping     the steps of a session as parallel tool calls: each command starts (govern,
+                  then `start`) and finishes (`finish` with its report) separately, up to three
+                  in flight at once, with standalone changes, unvouched results and abandoned
+                  calls among them
   ranges          many reads of a few ranges of two files in two views, with edits: the general
                   sessions almost never serve a range from a wider one, or hold several current
                   observations that could serve the same request, and these do both
@@ -66,9 +70,14 @@ TASKS: tuple[str, ...] = ("", "fix the   failing\ttest in src/c.py")
 
 @attrs.frozen
 class Event:
-    """One abstract event: a standalone modification, or a governed step."""
+    """One abstract event: a standalone modification, a governed step, or (with `call` set) the
+    start, finish or abandonment of one of several commands in flight."""
 
     changes: Changes | None = None  # set for a standalone modification
+    call: str | None = None  # set for the events of a command in flight
+    phase: str = "start"  # with `call`: 'start' (govern, then start), 'finish' or 'abandon'
+    exact: bool = True  # for a finish: the caller vouches for the output
+    fingerprint_moved: bool = False  # for a finish: the caller saw the fingerprint move
     command: Command | None = None
     output: str = ""
     exit_status: int = 0
@@ -105,6 +114,7 @@ class LedgerMatchesSpec(RuleBasedStateMachine):
         self.state: State = ledger_spec.INITIAL
         self.ledger = Ledger(policy)
         self.keys: set[str] = set(DEFAULT_KEYS)
+        self.calls = 0  # tool calls started, to name the next one
         self.where = "start"
 
     # --- driving both sides -------------------------------------------------------------
@@ -117,6 +127,12 @@ class LedgerMatchesSpec(RuleBasedStateMachine):
             self.state = ledger_spec.modify(self.state, event.changes)
             self.ledger.modify(event.changes)
             return None
+        if event.call is not None:
+            # One event of a command in flight (overlapping tool calls).
+            self.keys |= event.step_changes.paths
+            before = len(self.state.observations)
+            self.state = _replay_call(where, event, self.state, self.ledger, self.policy)
+            return self.state.observations[-1] if len(self.state.observations) > before else None
         assert event.command is not None
         expected = ledger_spec.govern(self.state, event.command, self.policy, event.fingerprint)
         actual = self.ledger.govern(event.command, event.fingerprint)
@@ -191,6 +207,43 @@ class LedgerMatchesSpec(RuleBasedStateMachine):
         )
         self.apply(event, f"reread step {observation.step}")
 
+    @rule(proposal=proposals, data=st.data())
+    def start_call(self, proposal: Event, data: st.DataObject) -> None:
+        """Start a proposed step as a tool call that runs alongside others (govern, then start)."""
+        if len(self.state.pending) >= 3:
+            return
+        self.calls += 1
+        event = attrs.evolve(
+            proposal,
+            call=f"call-{self.calls}",
+            phase="start",
+            harness_allows=data.draw(st.integers(0, 5), label="harness allows") == 0,
+        )
+        self.apply(event, f"start {event!r}")
+
+    @rule(target=observations, data=st.data())
+    def end_call(self, data: st.DataObject) -> object:
+        """Finish (or abandon) one of the calls in flight, in any order."""
+        if not self.state.pending:
+            return multiple()
+        pending = data.draw(st.sampled_from(self.state.pending), label="call")
+        phase = "abandon" if data.draw(st.integers(0, 5), label="abandon") == 0 else "finish"
+        command = pending.command
+        event = Event(
+            call=pending.call,
+            phase=phase,
+            command=command,
+            output=data.draw(outputs_for(command), label="output"),
+            exit_status=data.draw(st.sampled_from((0, 0, 0, 1)), label="exit"),
+            step_changes=data.draw(changes(unknown_probability=0.1), label="changes")
+            if command.category not in ledger_spec.READ_ONLY
+            else Changes(),
+            exact=data.draw(st.integers(0, 7), label="exact") > 0,
+            fingerprint_moved=data.draw(st.integers(0, 7), label="moved") == 0,
+        )
+        observation = self.apply(event, f"{phase} {event!r}")
+        return multiple() if observation is None else observation
+
     @rule(report=changes(unknown_probability=0.2))
     def modify(self, report: Changes) -> None:
         """A change noticed between commands (a background job, the user)."""
@@ -242,6 +295,35 @@ def replay(policy: Policy, events: Sequence[Event]) -> Ledger:
     return machine.ledger
 
 
+def _replay_call(where: str, event: Event, state: State, ledger: Ledger, policy: Policy) -> State:
+    """One event of a command in flight, on both sides. A call that govern answered with a
+    Reuse never started, and an abandoned one never finishes: their later events do nothing."""
+    in_flight = any(pending.call == event.call for pending in state.pending)
+    if event.phase == "finish" and in_flight:
+        moved = event.fingerprint_moved
+        ledger.finish(
+            event.call, event.output, event.exit_status, event.step_changes, exact=event.exact, fingerprint_moved=moved
+        )
+        return ledger_spec.finish(
+            state, event.call, event.output, event.exit_status, event.step_changes, policy,
+            exact=event.exact, fingerprint_moved=moved,
+        )
+    if event.phase == "abandon" and in_flight:
+        ledger.abandon(event.call)
+        return ledger_spec.abandon(state, event.call)
+    if event.phase != "start":
+        return state
+    assert event.command is not None
+    expected = ledger_spec.govern(state, event.command, policy, event.fingerprint)
+    _agree(where + ": govern", expected, ledger.govern(event.command, event.fingerprint))
+    if isinstance(expected, ledger_spec.Reuse) and not event.harness_allows:
+        ledger.advance(event.command, expected, "", 0, Changes())
+        return ledger_spec.advance(state, event.command, expected, "", 0, Changes(), policy=policy)
+    decision = Allow() if isinstance(expected, ledger_spec.Reuse) else expected
+    ledger.start(event.call, event.command, decision, event.recorded_fingerprint)
+    return ledger_spec.start(state, event.call, event.command, decision, event.recorded_fingerprint)
+
+
 def _agree(where: str, expected: object, actual: object) -> None:
     if expected != actual:
         raise Divergence(f"{where}\n  spec: {expected!r}\n  impl: {actual!r}")
@@ -278,6 +360,42 @@ def interleaved_events(draw: st.DrawFn) -> list[Event]:
         for _ in range(draw(st.integers(0, 2)) if draw(st.integers(0, 3)) == 0 else 0):
             events.append(Event(changes=draw(changes(unknown_probability=0.2))))
         events.append(attrs.evolve(event, harness_allows=draw(st.integers(0, 5)) == 0))
+    return events
+
+
+@st.composite
+def overlapping_events(draw: st.DrawFn) -> list[Event]:
+    """A session's steps as parallel tool calls: each starts and later finishes, and while up
+    to three are in flight the others start, finish or report changes in any order."""
+    waiting = list(_steps_as_events(draw(sessions())))
+    waiting = draw(fingerprinted(waiting))
+    in_flight: list[Event] = []
+    events: list[Event] = []
+    number = 0
+    while waiting or in_flight:
+        can_start = bool(waiting) and len(in_flight) < 3
+        move = draw(st.sampled_from(("start", "start", "finish", "finish", "modify", "abandon")))
+        if move == "modify":
+            events.append(Event(changes=draw(changes(unknown_probability=0.1))))
+        elif can_start and (move == "start" or not in_flight):
+            number += 1
+            started = attrs.evolve(waiting.pop(0), call=f"call-{number}", phase="start")
+            started = attrs.evolve(started, harness_allows=draw(st.integers(0, 5)) == 0)
+            in_flight.append(started)
+            events.append(started)
+        elif in_flight:
+            ending = in_flight.pop(draw(st.integers(0, len(in_flight) - 1)))
+            if move == "abandon" and draw(st.integers(0, 3)) == 0:
+                events.append(attrs.evolve(ending, phase="abandon"))
+            else:
+                events.append(
+                    attrs.evolve(
+                        ending,
+                        phase="finish",
+                        exact=draw(st.integers(0, 7)) > 0,
+                        fingerprint_moved=draw(st.integers(0, 7)) == 0,
+                    )
+                )
     return events
 
 
@@ -329,6 +447,7 @@ SHAPES: dict[str, Callable[[], st.SearchStrategy[list[Event]]]] = {
     "sessions": lambda: sessions().map(_steps_as_events).flatmap(fingerprinted),
     "misclassified": lambda: sessions(read_only_changes=True).map(_steps_as_events).flatmap(fingerprinted),
     "interleaved": lambda: interleaved_events().flatmap(fingerprinted),
+    "overlapping": overlapping_events,
     "ranges": lambda: range_heavy_events().flatmap(fingerprinted),
 }
 

@@ -7,6 +7,7 @@ decision, so a case still fails if spec and impl were ever wrong together.
 
 from __future__ import annotations
 
+import attrs
 import pytest
 
 from ledger_impl import ledger_index
@@ -80,6 +81,10 @@ def ran(command: Command, output: str = "", exit_status: int = 0, changes: Chang
 def ran_anyway(command: Command, output: str = "", exit_status: int = 0) -> Event:
     """A step the harness runs whatever govern said, so that it is observed again."""
     return Event(command=command, output=output, exit_status=exit_status, harness_allows=True)
+
+
+EDIT_A = Command("edit a.py", "edit a.py", Category.EDIT)
+EDIT_B = Command("edit b.py", "edit b.py", Category.EDIT)
 
 
 # Checks the events against the spec at every step and returns the ledger they leave behind.
@@ -347,3 +352,52 @@ def test_replay_reports_a_divergence() -> None:
             replay(Policy(), [Event(changes=Changes({"a.py"}))])
     finally:
         differential.Ledger = original  # type: ignore[misc]
+
+
+# --- overlapping commands: start and finish as separate events -----------------------------
+
+
+def started(call: str, command: Command, output: str = "", changes: Changes = Changes()) -> Event:
+    return Event(call=call, phase="start", command=command, output=output, step_changes=changes)
+
+
+def finished(event: Event) -> Event:
+    return attrs.evolve(event, phase="finish")
+
+
+def test_a_write_recorded_while_a_read_of_its_file_ran_makes_the_read_stale() -> None:
+    read_a, write_a = started("r", read("a.py"), "old\n"), started("w", EDIT_A, changes=Changes({"a.py"}))
+    ledger = drive(Policy(), [read_a, write_a, finished(write_a), finished(read_a)])
+    observation = ledger.snapshot().observations[-1]
+    assert not observation.retained  # recorded without its output
+    assert isinstance(ledger.govern(read("a.py")), Allow)
+    assert "stale: a.py changed at step 0" in ledger.render()
+
+
+def test_a_write_to_another_file_while_a_read_ran_leaves_the_read_reusable() -> None:
+    read_a, write_b = started("r", read("a.py"), "old\n"), started("w", EDIT_B, changes=Changes({"b.py"}))
+    ledger = drive(Policy(), [read_a, write_b, finished(write_b), finished(read_a)])
+    decision = ledger.govern(read("a.py"))
+    assert isinstance(decision, Reuse) and decision.output == "old\n"
+
+
+def test_a_write_recorded_after_the_read_finished_but_started_before_still_counts() -> None:
+    read_a, write_a = started("r", read("a.py"), "old\n"), started("w", EDIT_A, changes=Changes({"a.py"}))
+    ledger = drive(Policy(), [write_a, read_a, finished(read_a), finished(write_a)])
+    assert isinstance(ledger.govern(read("a.py")), Allow)
+
+
+def test_a_sequential_step_is_a_start_then_its_finish() -> None:
+    command = read("a.py")
+    as_step = drive(Policy(), [ran(command, "x\n")]).snapshot()
+    as_pair = drive(Policy(), [started("c", command, "x\n"), finished(started("c", command, "x\n"))]).snapshot()
+    assert as_step == as_pair and as_step.observations[0].retained
+
+
+def test_an_abandoned_call_changes_everything_and_never_finishes() -> None:
+    write_b = started("w", EDIT_B)
+    ledger = drive(Policy(), [ran(read("a.py"), "old\n"), write_b, attrs.evolve(write_b, phase="abandon")])
+    assert ledger.wildcard == 1 and ledger.running_calls() == ()
+    assert isinstance(ledger.govern(read("a.py")), Allow)
+    with pytest.raises(ValueError, match="not running"):
+        ledger.finish("w", "", 0, Changes())

@@ -131,6 +131,31 @@ def test_a_read_overlapping_a_recorded_change_is_not_kept(workspace: Path, state
     assert again.verdict != "reuse"  # served, it would lack the line the write appended
 
 
+def test_a_read_overlapping_a_write_to_another_file_is_kept(workspace: Path, state_dir: Path) -> None:
+    # Stamped at its start, the read depends only on its own file: a change to another file
+    # recorded while it ran does not spoil it (the old rule dropped any read G moved under).
+    with DurableSession.open(workspace, state_dir=state_dir) as session:
+        session.decide("cat notes.txt", call_id="read")
+        output = fresh(workspace, "cat notes.txt")
+        session.decide("echo x >> src/app.py", call_id="write")
+        session.record("write", *fresh(workspace, "echo x >> src/app.py"))
+        session.record("read", *output)
+        again = session.decide("cat notes.txt", call_id="read2")
+    assert again.verdict == "reuse" and again.output == output[0]
+
+
+def test_a_read_started_before_an_unrecorded_write_landed_is_stale(workspace: Path, state_dir: Path) -> None:
+    # The write lands while the read is in flight and is found by the read's own record poll:
+    # recorded after the read's start stamp, so the read is never served.
+    with DurableSession.open(workspace, state_dir=state_dir) as session:
+        session.decide("cat notes.txt", call_id="read")
+        output = fresh(workspace, "cat notes.txt")
+        (workspace / "notes.txt").write_text("changed while the read ran\n")
+        session.record("read", *output)
+        again = session.decide("cat notes.txt", call_id="read2")
+    assert again.verdict != "reuse"
+
+
 def test_an_output_over_the_cap_is_never_reused(workspace: Path, state_dir: Path) -> None:
     call(workspace, state_dir, "cat src/app.py", "t1", output_cap=10)
     assert call(workspace, state_dir, "cat src/app.py", "t2", output_cap=10).verdict != "reuse"

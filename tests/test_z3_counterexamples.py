@@ -28,7 +28,8 @@ from ledger_spec.z3_theorems import THEOREMS
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 COMMITTED = sorted((ROOT / "counterexamples").glob("z3-*.json"))
-NEGATIVE = [theorem for theorem in THEOREMS if theorem.kind == "negative"]
+# Negative theorems with a shell trace to replay (the overlap timeline model has none).
+NEGATIVE = [theorem for theorem in THEOREMS if theorem.kind == "negative" and theorem.name != "stale-if-stamped-at-end"]
 
 
 def _fresh(theorem) -> Counterexample:

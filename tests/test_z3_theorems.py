@@ -10,8 +10,15 @@ from ledger_spec.values import Category, Verdict
 from ledger_spec.z3_model import BROKEN_VARIANTS, SPEC
 from ledger_spec.z3_theorems import THEOREMS, THEOREMS_BY_NAME, stale_reuse_search
 
-POSITIVE = [theorem for theorem in THEOREMS if theorem.kind == "positive"]
-NEGATIVE = [theorem for theorem in THEOREMS if theorem.kind == "negative"]
+# The overlap theorems reason about a timeline of commands in flight, not the transition
+# relation, so the relation's broken variants cannot break them: `tests/test_z3_overlap.py`
+# breaks them instead (stamped at the end, or with an incomplete detector).
+OVERLAP = {
+    "overlap-freshness-file", "overlap-freshness-tree", "overlap-induction-file", "overlap-induction-tree",
+    "stale-if-stamped-at-end",
+}
+POSITIVE = [theorem for theorem in THEOREMS if theorem.kind == "positive" and theorem.name not in OVERLAP]
+NEGATIVE = [theorem for theorem in THEOREMS if theorem.kind == "negative" and theorem.name not in OVERLAP]
 
 
 @pytest.mark.parametrize("theorem", POSITIVE, ids=lambda theorem: theorem.name)

@@ -77,7 +77,18 @@ def _hunt(profile: Profile, seed: int | None) -> list[CheckResult]:
     if report.found:
         found = "; ".join(f"{doc['property']}: {doc.get('explanation', '')}" for doc in report.counterexamples)
         detail += f"; violations: {found} (rerun with --seed {report.seed} and `ledger check-detector` to store them)"
-    return [CheckResult("safety hunt: default detector", not report.found, detail, report.seconds)]
+    return [CheckResult("safety hunt: default detector", not report.found, detail, report.seconds), _overlap_hunt(profile, seed)]
+
+
+def _overlap_hunt(profile: Profile, seed: int | None) -> CheckResult:
+    from properties.overlap_hunt import run_overlap_hunt
+
+    started, rounds = time.perf_counter(), max(1, profile.hunt_examples // 4)
+    report = run_overlap_hunt(rounds, seed or 0)
+    detail = f"{rounds} read/write pairs in flight at once, {report.reuses_checked} reuses checked by a real run"
+    for stale in report.stale:
+        detail += f"; STALE: {stale.command!r} after {' / '.join(stale.order)}"
+    return CheckResult("safety hunt: overlapping commands", report.ok, detail, time.perf_counter() - started)
 
 
 CHECKS: tuple[tuple[str, Check], ...] = (
