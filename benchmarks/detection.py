@@ -24,7 +24,10 @@ import time
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))
 
+from ledger_impl.classifier import classify  # noqa: E402
 from ledger_impl.detectors import EventDetector, SnapshotDetector, default_detector  # noqa: E402
+from ledger_impl.execution import command_environment  # noqa: E402
+from ledger_impl.fingerprint import take  # noqa: E402
 from ledger_impl.tree_snapshot import RACY_WINDOW_NS  # noqa: E402
 
 GIT_ENV = dict(
@@ -101,6 +104,20 @@ def time_detector(detector, root: pathlib.Path, target: pathlib.Path, runs: int)
     return results
 
 
+def time_fingerprint(root: pathlib.Path, command: str, runs: int) -> list[float]:
+    """Seconds per `fingerprint.take` (what the Runtime adds to every Reuse decision)."""
+    classified = classify(command, cwd=".", root=root)
+    environment = command_environment(GIT_ENV)
+    take(root, classified, environment)  # warm: config parse and PATH lookup caches
+    times = []
+    for _ in range(runs):
+        t0 = time.perf_counter()
+        fingerprint = take(root, classified, environment)
+        times.append(time.perf_counter() - t0)
+        assert fingerprint is not None, command
+    return times
+
+
 def time_git_status(root: pathlib.Path, runs: int) -> list[float]:
     times = []
     for _ in range(runs):
@@ -136,6 +153,10 @@ def measure(label: str, root: pathlib.Path, runs: int) -> list[tuple[str, str, f
             rows.append((name, kind, statistics.median(results[kind]), p95(results[kind])))
         if hasattr(detector, "close"):
             detector.close()
+    relative = target.relative_to(root)
+    for command in (f"sed -n '1,40p' {relative}", "git status --porcelain", "grep -rn value_1 ."):
+        times = time_fingerprint(root, command, runs * 4)
+        rows.append(("fingerprint.take", command.split()[0], statistics.median(times), p95(times)))
     git_median = statistics.median(git_times)
     print(f"{'detector':34} {'command':8} {'median ms':>10} {'p95 ms':>10} {'vs git':>8}")
     for name, kind, median, high in rows:

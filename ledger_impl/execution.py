@@ -14,6 +14,7 @@ import signal
 import subprocess
 import time
 from pathlib import Path
+from typing import Mapping
 
 import attrs
 
@@ -30,11 +31,12 @@ class Completed:
     timed_out: bool
     truncated: bool
     background_group: int | None  # process group still alive after bash exited
+    launched: bool = True  # False: bash never started (missing root, NUL in the command, ...)
 
     @property
     def complete(self) -> bool:
-        """Whether the output is everything the command printed, from a command that finished."""
-        return not (self.timed_out or self.truncated or self.background_group is not None)
+        """Whether the output is everything a command that really ran printed, and it finished."""
+        return self.launched and not (self.timed_out or self.truncated or self.background_group is not None)
 
 
 def decode(data: bytes) -> str:
@@ -51,14 +53,17 @@ def group_alive(group: int) -> bool:
     Orphans are reparented to PID 1, which in a container may never reap them, so a signal
     probe would see zombies as alive; /proc tells the states apart.
     """
+    # A group with no process at all, the usual case, is answered by one system call; only a
+    # group that still exists needs the /proc scan that tells zombies from live processes
+    # (a scan costs one file read per process on the machine).
+    try:
+        os.killpg(group, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        pass
     proc = Path("/proc")
     if not proc.is_dir():  # pragma: no cover - non-Linux
-        try:
-            os.killpg(group, 0)
-        except ProcessLookupError:
-            return False
-        except PermissionError:
-            return True
         return True
     for entry in proc.iterdir():
         if not entry.name.isdigit():
@@ -81,15 +86,16 @@ def kill_group(group: int) -> None:
         pass
 
 
-def command_environment() -> dict[str, str]:
-    """The environment commands run in: the caller's, minus what makes reads impure.
+def command_environment(base: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The environment commands run in: `base` (the caller's by default), minus what makes
+    reads impure.
 
     `git status` refreshes `.git/index` unless optional locks are off, and porcelain
     `git diff` does so even then unless diff.autoRefreshIndex is false; either would make a
     read-only command write (their output is the same without the refresh). CDPATH makes `cd`
     print; pagers would wait for a terminal.
     """
-    environment = dict(os.environ)
+    environment = dict(os.environ if base is None else base)
     environment.pop("CDPATH", None)
     environment.update(GIT_OPTIONAL_LOCKS="0", PAGER="cat", GIT_PAGER="cat", MANPAGER="cat")
     try:
@@ -102,20 +108,36 @@ def command_environment() -> dict[str, str]:
     return environment
 
 
-def run_command(command: str, cwd: Path, timeout: float, output_limit: int) -> Completed:
-    """Run `command` with bash in `cwd`; at most `output_limit` bytes kept, `timeout` seconds."""
+def run_command(
+    command: str, cwd: Path, timeout: float, output_limit: int, env: Mapping[str, str] | None = None
+) -> Completed:
+    """Run `command` with bash in `cwd`; at most `output_limit` bytes kept, `timeout` seconds;
+    `env` as `command_environment()` builds it by default.
+
+    Whatever interrupts the wait (KeyboardInterrupt, any exception) kills the command's
+    process group before it propagates: nothing the command started is left running untimed.
+    """
     try:
         process = subprocess.Popen(
             ["bash", "-c", command],
             cwd=cwd,
-            env=command_environment(),
+            env=dict(env) if env is not None else command_environment(),
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
             start_new_session=True,
         )
     except (OSError, ValueError) as error:  # ValueError: NUL in the command
-        return Completed(f"ledger: could not start bash: {error}\n", LAUNCH_FAILURE_EXIT_CODE, False, False, None)
+        return Completed(f"ledger: could not start bash: {error}\n", LAUNCH_FAILURE_EXIT_CODE, False, False, None, False)
+    try:
+        return _collect(process, timeout, output_limit)
+    except BaseException:
+        kill_group(process.pid)
+        process.wait()
+        raise
+
+
+def _collect(process: subprocess.Popen[bytes], timeout: float, output_limit: int) -> Completed:
     assert process.stdout is not None
     group = process.pid
     pipe = process.stdout

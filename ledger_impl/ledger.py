@@ -9,9 +9,12 @@ govern, advance and render cost O(1) amortized in the number of observations:
   currentness   one `CurrentEpoch` per file key and one for the tree, holding exactly the
                 current observations; a change that moves a counter drops the epochs it
                 reaches (each observation is dropped at most once).
-  reuse         per epoch, the newest observation of each (normalized command, target) and a
-                frontier of stored ranges per view; the newest of their candidates is the one
-                the spec's newest-first scan would pick.
+  reuse         per epoch and recorded fingerprint, the newest observation of each
+                (normalized command, target) and a frontier of stored ranges per view; the
+                newest of their candidates is the one the spec's newest-first scan would pick.
+  memory        the retained outputs in least-recently-used order with their byte total; an
+                epoch thrown away drops its members' outputs (they are stale), and past
+                `Policy.stored_output_limit` the least recently used output is dropped.
   nudge         the last execution per normalized command, the step of the last nudge, and
                 the step of the last change that was not purely transient.
   view          the newest observation per normalized command in recency order, rendered
@@ -24,6 +27,7 @@ view and snapshot equals the spec's.
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from typing import Iterator
 
 from ledger_spec import Policy, State
@@ -42,10 +46,12 @@ from ledger_spec.values import (
     CommandRecord,
     Decision,
     FileTarget,
+    Fingerprint,
     Modification,
     Nudge,
     Observation,
     Reuse,
+    STEADY,
     Verdict,
     check_key,
 )
@@ -73,6 +79,9 @@ class Ledger:
         # currentness and reuse
         self._file_epochs: dict[str, CurrentEpoch] = {}
         self._tree_epoch = CurrentEpoch(self.policy.range_reuse)
+        # memory: retained observations by step, least recently used first, and their position
+        self._retained: OrderedDict[int, int] = OrderedDict()  # step -> index in _observations
+        self._stored_bytes = 0
         # govern bookkeeping
         self._interventions = 0
         self._last_nudge_step: int | None = None
@@ -110,6 +119,11 @@ class Ledger:
         return self._local.get(key, 0)
 
     @property
+    def stored_bytes(self) -> int:
+        """How many bytes of outputs the ledger holds for Reuse."""
+        return self._stored_bytes
+
+    @property
     def interventions(self) -> int:
         """How many times govern reused or nudged so far (as recorded by `advance`)."""
         return self._interventions
@@ -145,15 +159,20 @@ class Ledger:
         self._modifications.append(Modification(step, changes))
         self._total += 1
         # Any change moves G, so no tree observation is current any more.
+        self._drop_epoch(self._tree_epoch)
         self._tree_epoch = CurrentEpoch(self.policy.range_reuse)
         if changes.unknown:
             self._wildcard += 1
+            for epoch in self._file_epochs.values():
+                self._drop_epoch(epoch)
             self._file_epochs.clear()  # W moved: no file observation is current any more
             self._last_unknown_step = step
             self._last_not_only_transient_step = step
         for key in changes.paths:
             self._local[key] = self._local.get(key, 0) + 1
-            self._file_epochs.pop(key, None)
+            dropped = self._file_epochs.pop(key, None)
+            if dropped is not None:
+                self._drop_epoch(dropped)
             if not self._is_transient(key):
                 self._last_not_only_transient_step = step
                 # Re-insert so the dict stays in last-modified order (steps never decrease).
@@ -168,18 +187,49 @@ class Ledger:
         output: str,
         exit_status: int,
         changes: Changes,
+        fingerprint: Fingerprint | None = STEADY,
     ) -> None:
-        """One whole step (spec `advance`). For a reused step `output`, `exit_status` and
-        `changes` are ignored: nothing ran."""
+        """One whole step (spec `advance`). For a reused step `output`, `exit_status`, `changes`
+        and `fingerprint` are ignored: nothing ran."""
         if isinstance(decision, Reuse):
-            self._conclude(command, Verdict.REUSE, decision.exit_status)
+            served = decision.observation.step
+            self._conclude(command, Verdict.REUSE, decision.exit_status, served)
+            if served in self._retained:
+                self._retained.move_to_end(served)
+            self._evict()
             return
         self.modify(changes)
         if command.read_only and changes.empty:
-            self._observe(command, output, exit_status)
+            self._observe(command, output, exit_status, fingerprint)
         self._conclude(command, decision.verdict, exit_status)
+        self._evict()
 
-    def _observe(self, command: Command, output: str, exit_status: int) -> None:
+    # --- memory -------------------------------------------------------------------------------
+
+    def _drop(self, step: int) -> Observation:
+        """Drop the retained observation of `step`'s output; return the retained version."""
+        index = self._retained.pop(step)
+        observation = self._observations[index]
+        self._observations[index] = observation.dropped()
+        self._stored_bytes -= observation.stored_bytes
+        return observation
+
+    def _drop_epoch(self, epoch: CurrentEpoch) -> None:
+        """An epoch's members went stale: their outputs can never serve again."""
+        for step in epoch.members:
+            self._drop(step)
+
+    def _evict(self) -> None:
+        """Spec `evict`: least recently used outputs go until the total fits the limit."""
+        while self._stored_bytes > self.policy.stored_output_limit:
+            step = next(iter(self._retained))
+            observation = self._drop(step)
+            target = observation.command.target
+            epoch = self._file_epochs.get(target.key) if isinstance(target, FileTarget) else self._tree_epoch
+            assert epoch is not None, "a retained observation is a member of a live epoch"
+            epoch.remove(observation)
+
+    def _observe(self, command: Command, output: str, exit_status: int, fingerprint: Fingerprint | None) -> None:
         target = command.target
         if target is None:
             return  # nothing could ever prove it current
@@ -192,7 +242,10 @@ class Ledger:
             local=self._local.get(target.key, 0) if is_file else 0,
             wildcard=self._wildcard,
             total=self._total,
+            fingerprint=fingerprint,
         )
+        self._retained[observation.step] = len(self._observations)
+        self._stored_bytes += observation.stored_bytes
         self._observations.append(observation)
         if is_file:
             epoch = self._file_epochs.get(target.key)
@@ -206,8 +259,8 @@ class Ledger:
             prefix = f"  @{observation.step} {_one_line(command.normalized)} ["
             self._newest_shown[command.normalized] = (observation, prefix)
 
-    def _conclude(self, command: Command, verdict: Verdict, exit_status: int) -> None:
-        record = CommandRecord(self._step, command, verdict, exit_status)
+    def _conclude(self, command: Command, verdict: Verdict, exit_status: int, served_from: int | None = None) -> None:
+        record = CommandRecord(self._step, command, verdict, exit_status, served_from)
         self._history.append(record)
         if verdict in INTERVENING:
             self._interventions += 1
@@ -220,11 +273,12 @@ class Ledger:
 
     # --- govern -------------------------------------------------------------------------------
 
-    def govern(self, command: Command) -> Decision:
-        """Allow, Reuse or Nudge `command`, exactly as spec `govern` would on this state."""
+    def govern(self, command: Command, fingerprint: Fingerprint | None = STEADY) -> Decision:
+        """Allow, Reuse or Nudge `command`, exactly as spec `govern` would on this state, given
+        `fingerprint`, the fingerprint of `command` taken now."""
         if self._interventions >= self.policy.intervention_cap:
             return Allow()
-        reuse = self._reuse(command)
+        reuse = self._reuse(command, fingerprint)
         if reuse is not None:
             return reuse
         nudge = self._nudge(command)
@@ -232,14 +286,14 @@ class Ledger:
             return nudge
         return Allow()
 
-    def _reuse(self, command: Command) -> Reuse | None:
+    def _reuse(self, command: Command, fingerprint: Fingerprint | None) -> Reuse | None:
         target = command.target
         if command.category not in REUSABLE or target is None:
             return None
         # Only observations of the same file (or tree observations, for a tree target) can
         # serve, and the epoch holds exactly the current ones among those.
         epoch = self._file_epochs.get(target.key) if isinstance(target, FileTarget) else self._tree_epoch
-        observation = epoch.newest_serving(command) if epoch is not None else None
+        observation = epoch.newest_serving(command, fingerprint) if epoch is not None else None
         if observation is None:
             return None
         served = spec_serve(observation, command, self.policy)

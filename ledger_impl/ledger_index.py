@@ -4,7 +4,7 @@ The reference specification (`ledger_spec.state`, `ledger_spec.view`) recounts t
 every query. These structures keep the same answers up to date as events arrive:
 
 - `CurrentEpoch`: the observations that are still current for one file key (or for the tree),
-  indexed for exact and range reuse. Counters only grow, so for a fixed key the observations
+  indexed for exact and range reuse, one sub-index per recorded fingerprint. Counters only grow, so for a fixed key the observations
   whose snapshot equals today's counters are exactly those recorded since the last change that
   reached the key: an epoch is thrown away whole when such a change happens.
 - `RangeFrontier`: for one (key, view) epoch, the stored ranges that may serve a request, minus
@@ -26,6 +26,7 @@ from ledger_spec.values import (
     SLICEABLE_VIEWS,
     Command,
     FileTarget,
+    Fingerprint,
     LineRange,
     Modification,
     Observation,
@@ -65,6 +66,17 @@ class _ExactSlot:
     def newest_serving(self, command: Command) -> Observation | None:
         return _newer(self.newest_success, self.newest_by_text.get(command.text))
 
+    def remove(self, observation: Observation) -> None:
+        """Forget `observation`. An older one it shadowed is never uncovered: it was used less
+        recently, so the least-recently-used eviction has already dropped it."""
+        if self.newest_success is observation:
+            self.newest_success = None
+        if self.newest_by_text.get(observation.command.text) is observation:
+            del self.newest_by_text[observation.command.text]
+
+    def __bool__(self) -> bool:
+        return self.newest_success is not None or bool(self.newest_by_text)
+
 
 class RangeFrontier:
     """Current, successful, consistent reads of one (key, view), for slicing narrower requests.
@@ -93,6 +105,9 @@ class RangeFrontier:
         ]
         self._entries.append((start, reach, observation))
 
+    def remove(self, observation: Observation) -> None:
+        self._entries = [entry for entry in self._entries if entry[2] is not observation]
+
     def newest_serving(self, requested: LineRange, newer_than: int) -> Observation | None:
         """The newest entry recorded after step `newer_than` that can serve `requested`."""
         if requested.is_empty:
@@ -107,12 +122,8 @@ class RangeFrontier:
         return None
 
 
-class CurrentEpoch:
-    """Observations recorded since the last change that could reach them, i.e. the current ones.
-
-    One epoch per file key (current while L[key] and W stay put) and one for the tree (current
-    while G stays put); the ledger discards an epoch when its counters move.
-    """
+class _FingerprintEpoch:
+    """The current observations of one epoch that recorded one fingerprint."""
 
     __slots__ = ("_exact", "_ranges", "_range_reuse")
 
@@ -141,8 +152,20 @@ class CurrentEpoch:
                 frontier = self._ranges[target.view] = RangeFrontier()
             frontier.add(observation, target.lines)
 
+    def remove(self, observation: Observation) -> None:
+        command = observation.command
+        assert command.target is not None
+        slot = self._exact.get((command.normalized, command.target))
+        if slot is not None:
+            slot.remove(observation)
+            if not slot:
+                del self._exact[(command.normalized, command.target)]
+        if isinstance(command.target, FileTarget):
+            frontier = self._ranges.get(command.target.view)
+            if frontier is not None:
+                frontier.remove(observation)
+
     def newest_serving(self, command: Command) -> Observation | None:
-        """The newest observation in this epoch that spec `serve` would answer `command` from."""
         target = command.target
         assert target is not None
         slot = self._exact.get((command.normalized, target))
@@ -153,6 +176,47 @@ class CurrentEpoch:
                 ranged = frontier.newest_serving(target.lines, -1 if best is None else best.step)
                 best = _newer(best, ranged)
         return best
+
+
+class CurrentEpoch:
+    """Observations recorded since the last change that could reach them, i.e. the current ones.
+
+    One epoch per file key (current while L[key] and W stay put) and one for the tree (current
+    while G stays put); the ledger discards an epoch when its counters move. Inside, one index
+    per recorded fingerprint: only an observation whose fingerprint equals today's may serve,
+    and the spec's newest-first scan picks the newest of those.
+    """
+
+    __slots__ = ("_by_fingerprint", "_range_reuse", "members")
+
+    def __init__(self, range_reuse: bool) -> None:
+        self._by_fingerprint: dict[Fingerprint, _FingerprintEpoch] = {}
+        self._range_reuse = range_reuse
+        self.members: dict[int, Observation] = {}  # step -> observation, the retained ones
+
+    def add(self, observation: Observation) -> None:
+        self.members[observation.step] = observation
+        if observation.fingerprint is None:
+            return  # never reusable
+        index = self._by_fingerprint.get(observation.fingerprint)
+        if index is None:
+            index = self._by_fingerprint[observation.fingerprint] = _FingerprintEpoch(self._range_reuse)
+        index.add(observation)
+
+    def remove(self, observation: Observation) -> None:
+        """Forget `observation` (its output was evicted)."""
+        self.members.pop(observation.step, None)
+        index = self._by_fingerprint.get(observation.fingerprint) if observation.fingerprint is not None else None
+        if index is not None:
+            index.remove(observation)
+
+    def newest_serving(self, command: Command, fingerprint: Fingerprint | None) -> Observation | None:
+        """The newest observation in this epoch, recorded with `fingerprint`, that spec `serve`
+        would answer `command` from."""
+        if fingerprint is None:
+            return None
+        index = self._by_fingerprint.get(fingerprint)
+        return index.newest_serving(command) if index is not None else None
 
 
 class ModificationIndex:

@@ -3,29 +3,38 @@ the detector's report is recorded.
 
 Each step starts in root, as in mini-swe-agent: a `cd` does not carry over.
 
-Three things keep Reuse honest beyond the ledger's own rules:
-- before a Reuse is returned, the detector is asked for changes made since its last report
+Four things keep Reuse honest beyond the ledger's own rules:
+- before a Reuse or a Nudge is returned, the detector is asked for changes made since its last report
   (by a background job, an editor, another process); any change is recorded and govern asked
   again, so a write between two steps cannot be served stale;
 - while a process a command left in the background is alive, and at the first step after it
   exits, the workspace is treated as changing in unknown ways;
-- a result that is not the whole truth (timed out, truncated, left a background job) is never
-  recorded as an observation.
+- a result that is not the whole truth (bash never started, timed out, truncated, left a
+  background job) is never recorded as an observation;
+- the observation fingerprint (`ledger_impl.fingerprint`) is taken before a read runs and again
+  after; only if the two agree is it recorded, and govern gets a fresh one at every decision,
+  so a change the detector cannot see (a program shadowed on PATH, the root recreated, git's
+  configuration outside the root) still prevents a stale Reuse.
+
+Whatever interrupts a step (an exception, KeyboardInterrupt) kills the command's process
+group; `close()` kills the background jobs the Runtime's commands left running.
 """
 
 from __future__ import annotations
 
+import math
 import os
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Mapping
 
 import attrs
 
-from ledger_spec import Changes, Command, Policy, Reuse
+from ledger_spec import STEADY, Allow, Changes, Command, Fingerprint, Policy, Reuse
 
+from . import fingerprint as fingerprints
 from .classifier import classify
 from .detectors import default_detector
-from .execution import Completed, group_alive, kill_group, run_command
+from .execution import Completed, command_environment, group_alive, kill_group, run_command
 from .ledger import Ledger
 
 DEFAULT_TIMEOUT = 120.0
@@ -54,6 +63,10 @@ class Step:
     # False when the output is not the whole truth: the command timed out, its output was
     # truncated, or it left a job running. Such a result is never recorded as an observation.
     complete: bool = True
+    degraded: str | None = None  # why the detector is running degraded (costs reuse), if it is
+    fingerprint: Fingerprint | None = STEADY  # the fingerprint govern decided with
+    recorded_fingerprint: Fingerprint | None = STEADY  # the one an observation of this step holds
+    recorded: Command | None = None  # the command as the ledger recorded it (no target: unobservable)
 
 
 class Runtime:
@@ -68,12 +81,16 @@ class Runtime:
         task: str = "",
         timeout: float = DEFAULT_TIMEOUT,
         output_limit: int = DEFAULT_OUTPUT_LIMIT,
+        environment: Mapping[str, str] | None = None,
+        fingerprint: bool = True,
     ) -> None:
+        """`environment` is what commands run with (the process's own by default);
+        `fingerprint=False` turns the second line of defense off (to measure the first alone)."""
         path = Path(root)
         if not path.is_dir():
             raise ValueError(f"Runtime root must be an existing directory: {root!r}")
-        if timeout <= 0:
-            raise ValueError(f"timeout must be positive, got {timeout!r}")
+        if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not math.isfinite(timeout) or timeout <= 0:
+            raise ValueError(f"timeout must be a finite positive number of seconds, got {timeout!r}")
         if output_limit < 0:
             raise ValueError(f"output_limit must be non-negative, got {output_limit!r}")
         self.root = path.resolve()
@@ -84,6 +101,8 @@ class Runtime:
         self.timeout = timeout
         self.output_limit = output_limit
         self._background: set[int] = set()
+        self.environment = dict(environment) if environment is not None else None
+        self.fingerprint_enabled = fingerprint
 
     def classify(self, command: str) -> Command:
         return classify(command, cwd=".", root=self.root)
@@ -96,46 +115,61 @@ class Runtime:
         if not isinstance(command, str):
             raise TypeError(f"a command is a string, got {type(command).__name__}")
         classified = self.classify(command)
+        environment = command_environment(self.environment)
         before: list[Changes] = []
         if self._background:
             # Anything may have been written while they ran, including just before they exited.
             self._background = {group for group in self._background if group_alive(group)}
             self._record_before(UNKNOWN_SCOPE, before)
-        decision = self.ledger.govern(classified)
+        now = self._fingerprint(classified, environment)
+        decision = self.ledger.govern(classified, now)
         errors: list[str] = []
-        if isinstance(decision, Reuse):
+        if not isinstance(decision, Allow):
+            # Both Reuse and Nudge rest on "nothing changed since": ask the detector first.
             pending = self._detect(BETWEEN_STEPS, None, errors)
             if not pending.empty:
                 self._record_before(pending, before)
-                decision = self.ledger.govern(classified)
+                now = self._fingerprint(classified, environment)
+                decision = self.ledger.govern(classified, now)
         index = self.ledger.step
+        degraded = self._degraded()
         if isinstance(decision, Reuse):
             self.ledger.advance(classified, decision, "", decision.exit_status, Changes())
             return Step(
-            "reuse", decision.output, decision.exit_status, decision.note, index, classified, Changes(), tuple(before)
-        )
+                "reuse", decision.output, decision.exit_status, decision.note, index, classified, Changes(),
+                tuple(before), None, True, degraded, now, now, classified,
+            )
 
         completed = None
 
         def execute() -> int:
             nonlocal completed
             if run is None:
-                completed = run_command(command, self.root, self.timeout, self.output_limit)
+                completed = run_command(command, self.root, self.timeout, self.output_limit, environment)
             else:
                 completed = _run_elsewhere(run, command, self.output_limit)
             return completed.exit_code
 
-        changes = self._detect(command, execute, errors)
+        try:
+            changes = self._detect(command, execute, errors)
+        except BaseException:
+            # Interrupted after the command ran (in the detector): what it left behind dies.
+            if completed is not None and completed.background_group is not None:
+                kill_group(completed.background_group)
+            raise
         assert completed is not None
         if completed.background_group is not None:
             self._background.add(completed.background_group)
+        after = self._fingerprint(classified, environment)
+        # A fingerprint that moved while the command ran says its output may mix both worlds.
+        recorded_fingerprint = now if after == now else None
         recorded = classified if completed.complete else _unobservable(classified)
-        self.ledger.advance(recorded, decision, completed.output, completed.exit_code, changes)
+        self.ledger.advance(recorded, decision, completed.output, completed.exit_code, changes, recorded_fingerprint)
         note = getattr(decision, "note", None)
         error = "; ".join(errors) or None
         return Step(
-            decision.verdict.value, completed.output, completed.exit_code, note, index, classified, changes, tuple(before), error,
-            completed.complete,
+            decision.verdict.value, completed.output, completed.exit_code, note, index, classified, changes,
+            tuple(before), error, completed.complete, degraded or self._degraded(), now, recorded_fingerprint, recorded,
         )
 
     @property
@@ -149,8 +183,27 @@ class Runtime:
             kill_group(group)
         self._background = set()
 
+    def _fingerprint(self, command: Command, environment: Mapping[str, str]) -> Fingerprint | None:
+        """The fingerprint govern and the observation use: only reads with a target have one
+        that matters; with the fingerprint off, the steady value the spec defaults to."""
+        if not self.fingerprint_enabled:
+            return STEADY
+        if not command.read_only or command.target is None:
+            return None
+        return fingerprints.take(self.root, command, environment)
+
+    def _degraded(self) -> str | None:
+        """The detector's own account of a degraded mode (watch limit, queue overflow, root
+        replaced), if it gives one."""
+        degraded = getattr(self.detector, "degraded", None)
+        return degraded if isinstance(degraded, str) and degraded else None
+
     def close(self) -> None:
-        """Release the detector's resources (an inotify instance is a per-user, limited one)."""
+        """Kill the background jobs the Runtime's commands left running, and release the
+        detector's resources (an inotify instance is a per-user, limited one)."""
+        for group in sorted(self._background):
+            kill_group(group)
+        self._background.clear()
         close = getattr(self.detector, "close", None)
         if callable(close):
             close()
@@ -162,8 +215,14 @@ class Runtime:
         self.close()
 
     def view(self) -> str:
-        """The inform view, to append to the agent's next prompt."""
-        return self.ledger.render(self.task)
+        """The inform view, to append to the agent's next prompt: always valid UTF-8 (a file
+        name's undecodable bytes are shown as `\\xNN`), and it says when the detector runs
+        degraded."""
+        text = self.ledger.render(self.task)
+        degraded = self._degraded()
+        if degraded:
+            text += f"\ndetector degraded: {degraded} (reads are re-run, not reused)"
+        return printable(text)
 
     def _detect(self, command: str, run: Callable[[], int] | None, errors: list[str]) -> Changes:
         """The detector's report around `run` (or, with no `run`, of what changed since its last
@@ -193,6 +252,15 @@ class Runtime:
     def _record_before(self, changes: Changes, before: list[Changes]) -> None:
         self.ledger.modify(changes)
         before.append(changes)
+
+
+def printable(text: str) -> str:
+    """`text` as valid UTF-8: bytes smuggled in by surrogateescape (undecodable file names)
+    become `\\xNN`, any other lone surrogate `\\udNNN`."""
+    try:
+        return text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
 def _run_elsewhere(run: Executor, command: str, output_limit: int) -> Completed:

@@ -38,8 +38,10 @@ import attrs
 from ledger_spec import Changes, Command, Policy, Reuse, State
 from ledger_spec.values import Allow
 
+from . import fingerprint as fingerprints
 from .classifier import classify
 from .detectors.stat_index import StatIndex
+from .fingerprint import Fingerprint
 from .ledger import Ledger
 from .store import PendingRow, StateRow, Store, checksum
 
@@ -144,16 +146,19 @@ class DurableSession:
             # Classified after the poll: the names it resolves on disk (symbolic links) are those
             # of the state the start stamp covers; a change after the poll is caught at record.
             classified = classify(command, cwd=self._relative_cwd(cwd), root=self.root)
-            decision = state.ledger.govern(classified)
+            started_with = self._fingerprint(classified)
+            decision = state.ledger.govern(classified, started_with)
+            # An id still pending names two calls at once: which result a record carries is
+            # unknowable, so the earlier call is treated as abandoned (below) and its may-write
+            # flag carried over, and nothing is served while it may still be running.
+            earlier = next((row for row in self._store.pending() if row.call_id == call_id and not row.abandoned), None)
             if isinstance(decision, Reuse):
-                writers = [
-                    row for row in self._store.pending() if row.may_write and not row.abandoned and row.call_id != call_id
-                ]
-                if writers:
-                    state.notes.append(f"not reused: {len(writers)} command(s) that may write still running")
+                writers = [row for row in self._store.pending() if row.may_write and not row.abandoned]
+                if earlier is not None:
+                    state.notes.append(f"not reused: call id {call_id!r} is already in flight")
                     decision = Allow()
-                elif not self._observation_fingerprint_holds(decision):
-                    state.notes.append("not reused: what the output depends on changed outside the tree")
+                elif writers:
+                    state.notes.append(f"not reused: {len(writers)} command(s) that may write still running")
                     decision = Allow()
             if isinstance(decision, Reuse):
                 state.ledger.advance(classified, decision, "", decision.exit_status, Changes())
@@ -166,12 +171,20 @@ class DurableSession:
                     _joined(state.notes),
                 )
             else:
-                blob = pickle.dumps((classified, decision), protocol=pickle.HIGHEST_PROTOCOL)
+                blob = pickle.dumps((classified, decision, started_with), protocol=pickle.HIGHEST_PROTOCOL)
+                may_write = not classified.read_only or (earlier is not None and earlier.may_write)
                 self._store.add_pending(
                     PendingRow(
-                        call_id, command, blob, checksum(blob), state.ledger.total, not classified.read_only, time.time()
+                        call_id, _storable(command), blob, checksum(blob), state.ledger.total, may_write, time.time()
                     )
                 )
+                if earlier is not None:
+                    # After this call's start stamp: its own record then counts as overlapped.
+                    state.ledger.modify(UNKNOWN_SCOPE)
+                    self._store.add_note(
+                        f"call id {call_id!r} decided again while in flight: the earlier call is abandoned, changes unknown"
+                    )
+                    state.notes.extend(self._store.take_unshown_notes())
                 result = Decision(decision.verdict.value, note=getattr(decision, "note", None), degraded=_joined(state.notes))
             self._save(state)
         return result
@@ -200,12 +213,15 @@ class DurableSession:
                 if exact:
                     self._store.add_note(f"record for unknown call {call_id!r}: its output is not kept")
             else:
-                classified, decision = unpacked
+                classified, decision, started_with = unpacked
+                # A fingerprint that moved while the command ran: its output may mix both worlds.
+                recorded_with = started_with if self._fingerprint(classified) == started_with else None
                 overlapped = state.ledger.total != row.total_at_start
-                too_long = len(output.encode("utf-8", "surrogateescape")) > self.output_cap
+                # surrogatepass: JSON can carry lone surrogates, which no strict codec encodes.
+                too_long = len(output.encode("utf-8", "surrogatepass")) > self.output_cap
                 if classified.read_only and (overlapped or too_long or not exact):
                     classified = attrs.evolve(classified, target=None)
-                state.ledger.advance(classified, decision, output, exit_code, Changes())
+                state.ledger.advance(classified, decision, output, exit_code, Changes(), recorded_with)
                 self._store.remove_pending(call_id)
             self._save(state)
 
@@ -311,11 +327,13 @@ class DurableSession:
         blob = pickle.dumps(state.ledger, protocol=pickle.HIGHEST_PROTOCOL)
         self._store.save_state(code_fingerprint(), blob, state.index, state.ledger.step)
 
-    def _observation_fingerprint_holds(self, decision: Reuse) -> bool:
-        """INTEGRATION POINT for `ledger_impl.fingerprint`: whether what the observation's output
-        depends on beyond the tree (program on PATH, environment, git config) is unchanged.
-        Until that module lands there is no fingerprint to compare, so nothing refuses here."""
-        return True
+    def _fingerprint(self, classified: Command) -> Fingerprint | None:
+        """What a read's output depends on beyond the tree (the program PATH resolves, the
+        environment its tools read, git's config and directories), taken with stat calls only.
+        A hook process inherits the agent's environment, the one its commands run with."""
+        if not classified.read_only or classified.target is None:
+            return None
+        return fingerprints.take(self.root, classified, os.environ)
 
 
 def trusted_ledger(row: StateRow, policy: Policy | None) -> tuple[Ledger | None, str | None]:
@@ -343,16 +361,22 @@ class _State:
     notes: list[str] = attrs.Factory(list)
 
 
-def _unpack(row: PendingRow) -> tuple[Command, object] | None:
+def _unpack(row: PendingRow) -> tuple[Command, object, Fingerprint | None] | None:
     if checksum(row.blob) != row.blob_sum:
         return None
     try:
-        classified, decision = pickle.loads(row.blob)
+        classified, decision, started_with = pickle.loads(row.blob)
     except Exception:  # noqa: BLE001 - a damaged row is not trusted
         return None
-    if not isinstance(classified, Command):
+    if not isinstance(classified, Command) or not (started_with is None or isinstance(started_with, Fingerprint)):
         return None
-    return classified, decision
+    return classified, decision, started_with
+
+
+def _storable(text: str) -> str:
+    """`text` with anything SQLite cannot store as UTF-8 (lone surrogates) replaced: the pending
+    row's command is for display; the pickled classification is what the record uses."""
+    return text.encode("utf-8", "surrogatepass").decode("utf-8", "replace")
 
 
 def _check_call_id(call_id: object) -> None:

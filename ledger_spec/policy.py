@@ -88,6 +88,11 @@ class Policy:
     view_recent_modifications: int = attrs.field(default=8, validator=_non_negative)
     """How many recently modified files the view lists, newest first."""
 
+    stored_output_limit: int = attrs.field(default=64 * 1024 * 1024, validator=_non_negative)
+    """Most bytes (UTF-8) of stored outputs kept for Reuse. Past it the least recently used
+    (recorded or served) observation's output is dropped, so memory stays bounded however long
+    the session; a stale observation's output is dropped at once. 0 keeps nothing (no Reuse)."""
+
     @transient_patterns.validator
     def _check_patterns(self, attribute: attrs.Attribute, value: tuple[str, ...]) -> None:
         for pattern in value:

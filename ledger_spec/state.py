@@ -8,7 +8,8 @@ command and answers Allow, Reuse or Nudge. Then exactly one of two things is rec
   reused     the command did not run; only the command record is added.
   executed   the detector's report is added to the modification log (if it changed anything);
              a read-only command whose step changed nothing becomes an observation,
-             snapshotting the counters; the command record is added.
+             snapshotting the counters and the fingerprint taken at that step; the command
+             record is added.
 
 The counters are not stored. They are counts over the modification log:
 
@@ -22,6 +23,19 @@ snapshotted: a file target depends on (L[key], W), a tree target on G. If the de
 every change, a current observation's dependencies hold the content they held when it was
 recorded, so its output is what the command would print now. That conditional is the whole
 safety argument; the detector's completeness is checked elsewhere, on a real filesystem.
+
+The counters see only what the detector reports about files under the root. Everything else a
+read's output depends on (the program PATH resolves, the environment, the root's own identity,
+git's configuration outside the root) is summed up by a *fingerprint*, an opaque value the
+runtime takes with `stat` calls. An observation records the fingerprint of its step; govern is
+given the fingerprint of the proposed command as it is now, and an observation is *reusable*
+only if it is current, still holds its output, and its fingerprint equals the current one. A
+`None` fingerprint (cannot be taken) is never reusable. The two lines are independent: either
+one noticing a change prevents the Reuse.
+
+Stored outputs are bounded: a modification drops the output of every observation it makes
+stale, and after each step the least recently used outputs (recorded or served last) are
+dropped until their total is within `Policy.stored_output_limit` bytes.
 
 Govern intervenes only under the rules in the tables below, at most `Policy.intervention_cap`
 times, and only Reuse withholds an execution.
@@ -48,10 +62,12 @@ from .values import (
     CommandRecord,
     Decision,
     FileTarget,
+    Fingerprint,
     Modification,
     Nudge,
     Observation,
     Reuse,
+    STEADY,
     TreeTarget,
     Verdict,
     check_key,
@@ -95,23 +111,33 @@ class State:
 
 
 INITIAL: State = State()
+DEFAULT_POLICY: Policy = Policy()
 
 
 # --- events -------------------------------------------------------------------------------
 
 
 def modify(state: State, changes: Changes) -> State:
-    """Record a detector report. A report that changed nothing changes nothing.
+    """Record a detector report. A report that changed nothing changes nothing. The outputs of
+    the observations it makes stale are dropped: nothing can serve from them again.
 
     post: __return__.total == state.total + (0 if changes.empty else 1)
     """
     if changes.empty:
         return state
-    return attrs.evolve(state, modifications=state.modifications + (Modification(state.step, changes),))
+    state = attrs.evolve(state, modifications=state.modifications + (Modification(state.step, changes),))
+    kept = tuple(
+        observation if not observation.retained or current(observation, state) else observation.dropped()
+        for observation in state.observations
+    )
+    return attrs.evolve(state, observations=kept)
 
 
-def observe(state: State, command: Command, output: str, exit_status: int) -> State:
-    """Record the completed result of a read-only command, with the counters it depends on.
+def observe(
+    state: State, command: Command, output: str, exit_status: int, fingerprint: Fingerprint | None = STEADY
+) -> State:
+    """Record the completed result of a read-only command, with the counters it depends on and
+    the fingerprint taken at this step.
 
     A read-only command without a target (a file outside the root) is not recorded: nothing
     could ever prove it current.
@@ -129,14 +155,42 @@ def observe(state: State, command: Command, output: str, exit_status: int) -> St
         local=local,
         wildcard=state.wildcard,
         total=state.total,
+        fingerprint=fingerprint,
     )
     return attrs.evolve(state, observations=state.observations + (observation,))
 
 
-def conclude(state: State, command: Command, verdict: Verdict, exit_status: int) -> State:
+def conclude(
+    state: State, command: Command, verdict: Verdict, exit_status: int, served_from: int | None = None
+) -> State:
     """Close the step: add the command record and move to the next step."""
-    record = CommandRecord(state.step, command, verdict, exit_status)
+    record = CommandRecord(state.step, command, verdict, exit_status, served_from)
     return attrs.evolve(state, step=state.step + 1, history=state.history + (record,))
+
+
+def last_use(observation: Observation, state: State) -> int:
+    """The latest step that recorded `observation` or served a Reuse from it."""
+    served = [record.step for record in state.history if record.served_from == observation.step]
+    return max([observation.step] + served)
+
+
+def stored_bytes(state: State) -> int:
+    """How many bytes of outputs the state holds."""
+    return sum(observation.stored_bytes for observation in state.observations)
+
+
+def evict(state: State, policy: Policy) -> State:
+    """Drop the least recently used outputs until the total is within the policy's limit."""
+    while stored_bytes(state) > policy.stored_output_limit:
+        retained = [observation for observation in state.observations if observation.retained]
+        oldest = min(retained, key=lambda observation: last_use(observation, state))
+        state = attrs.evolve(
+            state,
+            observations=tuple(
+                observation.dropped() if observation is oldest else observation for observation in state.observations
+            ),
+        )
+    return state
 
 
 def advance(
@@ -146,22 +200,27 @@ def advance(
     output: str,
     exit_status: int,
     changes: Changes,
+    fingerprint: Fingerprint | None = STEADY,
+    policy: Policy = DEFAULT_POLICY,
 ) -> State:
     """One whole step, after govern returned `decision` and the command ran or was reused.
 
-    For a reused step `output`, `exit_status` and `changes` are ignored: nothing ran.
+    For a reused step `output`, `exit_status`, `changes` and `fingerprint` are ignored: nothing
+    ran. `fingerprint` is what an observation recorded at this step holds; `policy` bounds the
+    stored outputs.
     post: __return__.step == state.step + 1
     """
     if isinstance(decision, Reuse):
-        return conclude(state, command, Verdict.REUSE, decision.exit_status)
+        state = conclude(state, command, Verdict.REUSE, decision.exit_status, decision.observation.step)
+        return evict(state, policy)
     state = modify(state, changes)
     if command.read_only and changes.empty:
-        state = observe(state, command, output, exit_status)
-    return conclude(state, command, decision.verdict, exit_status)
+        state = observe(state, command, output, exit_status, fingerprint)
+    return evict(conclude(state, command, decision.verdict, exit_status), policy)
 
 
 def run(events: Iterable[tuple[Command, Decision, str, int, Changes]], state: State = INITIAL) -> State:
-    """Fold `advance` over a sequence of steps."""
+    """Fold `advance` over a sequence of steps (a steady fingerprint, the default policy)."""
     for command, decision, output, exit_status, changes in events:
         state = advance(state, command, decision, output, exit_status, changes)
     return state
@@ -178,6 +237,17 @@ def current(observation: Observation, state: State) -> bool:
     if isinstance(target, TreeTarget):
         return state.total == observation.total
     raise ValueError("an observation always has a target")
+
+
+def reusable(observation: Observation, state: State, fingerprint: Fingerprint | None) -> bool:
+    """Whether `observation` may serve a Reuse now: its output is still held, its counters are
+    current, and the fingerprint taken now (never None) equals the one it recorded."""
+    return (
+        observation.retained
+        and current(observation, state)
+        and fingerprint is not None
+        and observation.fingerprint == fingerprint
+    )
 
 
 def first_invalidation(observation: Observation, state: State) -> Modification | None:
@@ -246,14 +316,15 @@ def only_transient_changes_since(state: State, step: int, policy: Policy) -> boo
 # --- govern -------------------------------------------------------------------------------
 
 
-def govern(state: State, command: Command, policy: Policy) -> Decision:
-    """Allow, Reuse or Nudge `command`, by the rules in this module's header.
+def govern(state: State, command: Command, policy: Policy, fingerprint: Fingerprint | None = STEADY) -> Decision:
+    """Allow, Reuse or Nudge `command`, by the rules in this module's header. `fingerprint` is
+    the fingerprint of `command` taken now.
 
     post: implies(isinstance(__return__, Reuse), command.category in REUSABLE)
     """
     if interventions(state) >= policy.intervention_cap:
         return Allow()
-    reuse = _reuse(state, command, policy)
+    reuse = _reuse(state, command, policy, fingerprint)
     if reuse is not None:
         return reuse
     nudge = _nudge(state, command, policy)
@@ -262,11 +333,11 @@ def govern(state: State, command: Command, policy: Policy) -> Decision:
     return Allow()
 
 
-def _reuse(state: State, command: Command, policy: Policy) -> Reuse | None:
+def _reuse(state: State, command: Command, policy: Policy, fingerprint: Fingerprint | None) -> Reuse | None:
     if command.category not in REUSABLE or command.target is None:
         return None
     for observation in reversed(state.observations):
-        if not current(observation, state):
+        if not reusable(observation, state, fingerprint):
             continue
         served = serve(observation, command, policy)
         if served is None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import enum
 import posixpath
+from typing import Final, Hashable
 
 import attrs
 
@@ -195,9 +196,26 @@ class Changes:
 NO_CHANGES: Changes = Changes()
 
 
+Fingerprint = Hashable
+"""What a read's output depends on outside the counters' view (the program that runs, the
+environment, the root's identity, git's configuration, ...), as one comparable value. The
+specification never looks inside: it only compares two fingerprints for equality. `None` means
+"could not be fingerprinted": such a read is never reused."""
+
+STEADY: Final[Fingerprint] = "steady"
+"""The fingerprint of a world in which nothing outside the counters' view ever changes: the
+default of every event that carries a fingerprint, so that sessions which do not model one
+behave exactly as they did before fingerprints existed."""
+
+
 @attrs.frozen
 class Observation:
-    """The completed result of a read-only command, with the counters it was recorded under."""
+    """The completed result of a read-only command, with the counters it was recorded under.
+
+    `fingerprint` is the fingerprint taken when it was recorded. `retained` turns False, and
+    `output` empty, once the ledger has dropped the stored output (the observation went stale,
+    or the stored-output budget evicted it); a dropped observation never serves a Reuse.
+    """
 
     step: int
     command: Command
@@ -206,6 +224,17 @@ class Observation:
     local: int  # L[key] for a file target, 0 for a tree target
     wildcard: int  # W
     total: int  # G
+    fingerprint: Fingerprint | None = STEADY
+    retained: bool = True
+
+    @property
+    def stored_bytes(self) -> int:
+        """What keeping this observation's output costs, in UTF-8 bytes."""
+        return len(self.output.encode("utf-8", "surrogatepass")) if self.retained else 0
+
+    def dropped(self) -> "Observation":
+        """The same observation without its output."""
+        return attrs.evolve(self, output="", retained=False)
 
 
 @attrs.frozen
@@ -230,6 +259,7 @@ class CommandRecord:
     command: Command
     verdict: Verdict
     exit_status: int
+    served_from: int | None = None  # for a Reuse: the step of the observation it served
 
 
 @attrs.frozen

@@ -22,7 +22,14 @@ What is encoded
   snapshot of the counters; a withheld step counts as withheld.
 * **environment** (`environment`): what the proofs assume of the world rather than of the ledger:
   the detector behaves as the variant says (`complete`: every really changed key is reported,
-  or the report is unknown).
+  or the report is unknown), and the fingerprint is complete (below).
+* **fingerprint**: everything outside the counters' view (programs, environment, the root's
+  identity, git's configuration) is one ghost version `O` that any step may advance
+  (`outside_changed`, after govern decided). An event carries the fingerprint taken now, for
+  govern, and the one its observation records; each may be None (`fingerprinted` false). A
+  complete fingerprint equals `O` when taken, and the runtime records one only if `O` did not
+  move while the command ran. An observation keeps the fingerprint and, as a ghost, the `O` its
+  output was produced under.
 
 `Variant` names every rule the encoding has; `SPEC` is the specification and each entry of
 `BROKEN_VARIANTS` changes exactly one rule, so a theorem that fails only on the broken variant
@@ -101,6 +108,8 @@ class Variant:
     reuses). The conformance test pins this rule to the spec's."""
     slice_end_offset: int = 1
     """Range reuse cuts stored lines [a - s, b - s + offset): 1 is the spec's inclusive end."""
+    reuse_checks_fingerprint: bool = True
+    """Reuse needs the observation's fingerprint to equal (and both to exist) the one taken now."""
     detector: Detector = "complete"
     """What the environment's detector may do (an assumption, not a rule of the ledger)."""
 
@@ -123,6 +132,7 @@ BROKEN_VARIANTS: dict[str, Variant] = {
         Variant(name="nudge-withholds", withholding=WITHHOLDING | {Verdict.NUDGE}),
         Variant(name="reuse-not-counted-toward-cap", intervening=INTERVENING - {Verdict.REUSE}),
         Variant(name="slice-off-by-one", slice_end_offset=0),
+        Variant(name="reuse-ignores-fingerprint", reuse_checks_fingerprint=False),
     )
 }
 
@@ -142,6 +152,9 @@ class ObservationTerms:
     total: z3.ArithRef
     version: z3.ArithRef  # V[key] when recorded (file targets)
     versions: z3.ArrayRef  # all of V when recorded (tree targets)
+    fingerprinted: z3.BoolRef  # a fingerprint was recorded (not None)
+    fingerprint: z3.ArithRef  # the recorded fingerprint
+    outside: z3.ArithRef  # ghost: O when its output was produced
 
 
 @attrs.frozen
@@ -161,6 +174,10 @@ class State:
     obs_total: z3.ArrayRef  # Int -> Int
     obs_version: z3.ArrayRef  # Int -> Int
     obs_versions: z3.ArrayRef  # Int -> (Key -> Int)
+    outside: z3.ArithRef  # O, ghost: the version of everything outside the counters' view
+    obs_fingerprinted: z3.ArrayRef  # Int -> Bool
+    obs_fingerprint: z3.ArrayRef  # Int -> Int
+    obs_outside: z3.ArrayRef  # Int -> Int, ghost
     interventions: z3.ArithRef
     withheld: z3.ArithRef
     cap: z3.ArithRef
@@ -184,6 +201,10 @@ class State:
             "obs_total": int_to(z3.IntSort()),
             "obs_version": int_to(z3.IntSort()),
             "obs_versions": int_to(versions),
+            "outside": z3.IntSort(),
+            "obs_fingerprinted": int_to(z3.BoolSort()),
+            "obs_fingerprint": int_to(z3.IntSort()),
+            "obs_outside": int_to(z3.IntSort()),
             "interventions": z3.IntSort(),
             "withheld": z3.IntSort(),
             "cap": z3.IntSort(),
@@ -203,6 +224,9 @@ class State:
             total=self.obs_total[index],
             version=self.obs_version[index],
             versions=self.obs_versions[index],
+            fingerprinted=self.obs_fingerprinted[index],
+            fingerprint=self.obs_fingerprint[index],
+            outside=self.obs_outside[index],
         )
 
 
@@ -221,6 +245,11 @@ class Event:
     reuse_from: z3.ArithRef  # the observation govern would serve the command from
     serves: z3.BoolRef  # that observation's stored output answers this command
     nudge_ok: z3.BoolRef  # the history-based nudge rules fire (repeat, cooldown, window)
+    fingerprinted: z3.BoolRef  # a fingerprint could be taken now (for govern)
+    fingerprint: z3.ArithRef  # the fingerprint taken now
+    recorded_fingerprinted: z3.BoolRef  # the observation of this step records a fingerprint
+    recorded_fingerprint: z3.ArithRef  # the fingerprint it records
+    outside_changed: z3.BoolRef  # O advanced during this step (after govern)
 
     @classmethod
     def fresh(cls, prefix: str) -> "Event":
@@ -236,6 +265,11 @@ class Event:
             reuse_from=z3.Int(f"{prefix}.reuse_from"),
             serves=z3.Bool(f"{prefix}.serves"),
             nudge_ok=z3.Bool(f"{prefix}.nudge_ok"),
+            fingerprinted=z3.Bool(f"{prefix}.fingerprinted"),
+            fingerprint=z3.Int(f"{prefix}.fingerprint"),
+            recorded_fingerprinted=z3.Bool(f"{prefix}.recorded_fingerprinted"),
+            recorded_fingerprint=z3.Int(f"{prefix}.recorded_fingerprint"),
+            outside_changed=z3.Bool(f"{prefix}.outside_changed"),
         )
 
 
@@ -300,7 +334,9 @@ def reuse_possible(variant: Variant, pre: State, event: Event) -> z3.BoolRef:
     index = event.reuse_from
     stored = pre.observation(index)
     same_target = z3.And(stored.tree == event.tree, z3.Implies(z3.Not(event.tree), stored.key == event.key))
+    fingerprint_equal = z3.And(stored.fingerprinted, event.fingerprinted, stored.fingerprint == event.fingerprint)
     return z3.And(
+        fingerprint_equal if variant.reuse_checks_fingerprint else z3.BoolVal(True),
         in_categories(event.category, variant.reusable),
         event.has_target,
         0 <= index,
@@ -383,6 +419,10 @@ def successor(variant: Variant, pre: State, event: Event) -> State:
         obs_total=append(pre.obs_total, total),
         obs_version=append(pre.obs_version, version[event.key]),
         obs_versions=append(pre.obs_versions, version),
+        outside=pre.outside + _counted(event.outside_changed),
+        obs_fingerprinted=append(pre.obs_fingerprinted, event.recorded_fingerprinted),
+        obs_fingerprint=append(pre.obs_fingerprint, event.recorded_fingerprint),
+        obs_outside=append(pre.obs_outside, pre.outside),
         interventions=pre.interventions + _counted(in_verdicts(verdict, variant.intervening)),
         withheld=pre.withheld + _counted(in_verdicts(verdict, variant.withholding)),
         cap=pre.cap,
@@ -435,6 +475,18 @@ def detector_report(detector: Detector, event: Event) -> z3.BoolRef:
     raise ValueError(f"unknown detector model {detector!r}; expected one of {DETECTORS}")
 
 
+def fingerprint_complete(pre: State, event: Event) -> z3.BoolRef:
+    """A fingerprint taken now equals O now; one recorded equals O as the command started and
+    is recorded only if O did not move while it ran (the runtime takes it before and after)."""
+    return z3.And(
+        z3.Implies(event.fingerprinted, event.fingerprint == pre.outside),
+        z3.Implies(
+            event.recorded_fingerprinted,
+            z3.And(event.recorded_fingerprint == pre.outside, z3.Not(event.outside_changed)),
+        ),
+    )
+
+
 def environment(variant: Variant, pre: State, event: Event) -> z3.BoolRef:
     """What the world guarantees: the variant's detector.
 
@@ -442,7 +494,7 @@ def environment(variant: Variant, pre: State, event: Event) -> z3.BoolRef:
     gets a non-empty report from a complete detector, so it is never observed. It matters for
     the output a Reuse returns, which the real-filesystem properties check.
     """
-    guarantees = [detector_report(variant.detector, event)]
+    guarantees = [detector_report(variant.detector, event), fingerprint_complete(pre, event)]
     if not variant.record_report_when_withheld:
         withheld = in_verdicts(decide(variant, pre, event), variant.withholding)
         guarantees.append(z3.Implies(withheld, event.changed == z3.EmptySet(KEY)))

@@ -357,6 +357,51 @@ def _check_freshness_tree(variant: Variant) -> tuple[Status, str, None]:
     )
 
 
+# --- fingerprint --------------------------------------------------------------------------
+
+
+def _fingerprint_matches_outside(state: State, index: z3.ArithRef) -> z3.BoolRef:
+    """Observation `index`, if it recorded a fingerprint, recorded the O its output was
+    produced under."""
+    o = state.observation(index)
+    return z3.Implies(z3.And(o.recorded, o.fingerprinted), o.fingerprint == o.outside)
+
+
+def _fingerprint_watch(pre: State, event: Event, post: State) -> dict[str, z3.ExprRef]:
+    stored = pre.observation(event.reuse_from)
+    return {
+        **_event_watch(event),
+        "pre.O": pre.outside,
+        "event.fingerprinted": event.fingerprinted,
+        "event.fingerprint": event.fingerprint,
+        "event.outside_changed": event.outside_changed,
+        "stored.fingerprinted": stored.fingerprinted,
+        "stored.fingerprint": stored.fingerprint,
+        "stored.O": stored.outside,
+        "verdict": decide(SPEC, pre, event),
+    }
+
+
+def _check_reuse_fingerprint_unchanged(variant: Variant) -> tuple[Status, str, None]:
+    invariant = _inductive(variant, lambda s: _fingerprint_matches_outside(s, _ANY_OBSERVATION), _fingerprint_watch)
+    if invariant[0] != "proved":
+        return invariant
+
+    def reuse_sees_what_it_recorded(pre: State, event: Event, post: State) -> z3.BoolRef:
+        stored = pre.observation(event.reuse_from)
+        return z3.Implies(
+            decide(variant, pre, event) == VERDICT_TERM[Verdict.REUSE],
+            z3.And(stored.fingerprinted, stored.fingerprint == event.fingerprint, stored.outside == pre.outside),
+        )
+
+    return _step_property(
+        variant,
+        reuse_sees_what_it_recorded,
+        _fingerprint_watch,
+        assume=lambda pre, event: _fingerprint_matches_outside(pre, event.reuse_from),
+    )
+
+
 # --- govern -------------------------------------------------------------------------------
 
 
@@ -587,6 +632,14 @@ THEOREMS: tuple[Theorem, ...] = (
         "of the requested range prints",
         "positive",
         _check_range_reuse,
+    ),
+    Theorem(
+        "reuse-fingerprint-unchanged",
+        "with a complete fingerprint, a Reuse serves an observation whose recorded fingerprint "
+        "equals the one taken now, so everything outside the counters' view is as it was when "
+        "the stored output was produced",
+        "positive",
+        _check_reuse_fingerprint_unchanged,
     ),
     Theorem(
         "stale-reuse-if-detector-omits-key",

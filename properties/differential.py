@@ -13,6 +13,10 @@ ledger's `snapshot()` must equal the spec state. Three session shapes are driven
                   sessions almost never serve a range from a wider one, or hold several current
                   observations that could serve the same request, and these do both
 
+Every shape also varies the fingerprint: each step's is drawn from a few values (and None), the
+one recorded can differ from the one govern saw (the runtime records None when the fingerprint
+moved while the command ran), and small `stored_output_limit`s make eviction happen.
+
 `run_differential` is what `ledger verify` and the test suite call.
 """
 
@@ -55,6 +59,8 @@ class Event:
     exit_status: int = 0
     step_changes: Changes = Changes()
     harness_allows: bool = False  # run the command whatever govern said, as an Allow
+    fingerprint: object = ledger_spec.STEADY  # the fingerprint govern is given
+    recorded_fingerprint: object = ledger_spec.STEADY  # the one an observation of this step records
 
 
 class Divergence(AssertionError):
@@ -75,13 +81,18 @@ def replay(policy: Policy, events: Sequence[Event]) -> Ledger:
             ledger.modify(event.changes)
         else:
             assert event.command is not None
-            expected = ledger_spec.govern(state, event.command, policy)
-            actual = ledger.govern(event.command)
+            expected = ledger_spec.govern(state, event.command, policy, event.fingerprint)
+            actual = ledger.govern(event.command, event.fingerprint)
             _agree(where + ": govern", expected, actual)
             decision: Decision = Allow() if event.harness_allows and not isinstance(expected, Allow) else expected
             keys |= event.step_changes.paths
-            state = ledger_spec.advance(state, event.command, decision, event.output, event.exit_status, event.step_changes)
-            ledger.advance(event.command, decision, event.output, event.exit_status, event.step_changes)
+            state = ledger_spec.advance(
+                state, event.command, decision, event.output, event.exit_status, event.step_changes,
+                event.recorded_fingerprint, policy,
+            )
+            ledger.advance(
+                event.command, decision, event.output, event.exit_status, event.step_changes, event.recorded_fingerprint
+            )
         _check_state(where, state, ledger, policy, keys)
     return ledger
 
@@ -98,6 +109,7 @@ def _check_state(where: str, state: State, ledger: Ledger, policy: Policy, keys:
     for key in sorted(keys):
         _agree(f"{where}: L[{key}]", state.local(key), ledger.local(key))
     _agree(where + ": interventions", ledger_spec.interventions(state), ledger.interventions)
+    _agree(where + ": stored bytes", ledger_spec.state.stored_bytes(state), ledger.stored_bytes)
     for task in TASKS:
         _agree(f"{where}: render(task={task!r})", ledger_spec.render(state, policy, task), ledger.render(task))
     _agree(where + ": snapshot", state, ledger.snapshot())
@@ -105,6 +117,25 @@ def _check_state(where: str, state: State, ledger: Ledger, policy: Policy, keys:
 
 def _steps_as_events(script: Sequence[object]) -> list[Event]:
     return [Event(command=s.command, output=s.output, exit_status=s.exit_status, step_changes=s.changes) for s in script]  # type: ignore[attr-defined]
+
+
+FINGERPRINTS: tuple[object, ...] = (ledger_spec.STEADY, ledger_spec.STEADY, ledger_spec.STEADY, 1, 2, None)
+
+
+@st.composite
+def fingerprinted(draw: st.DrawFn, events: list[Event]) -> list[Event]:
+    """`events` with fingerprints that move now and then: mostly one steady value (so that
+    Reuse still happens), sometimes another, sometimes None; the recorded one usually equals
+    the one govern saw."""
+    result = []
+    for event in events:
+        if event.command is None or draw(st.integers(0, 2)) == 0:
+            result.append(event)
+            continue
+        now = draw(st.sampled_from(FINGERPRINTS))
+        recorded = now if draw(st.integers(0, 4)) else draw(st.sampled_from(FINGERPRINTS))
+        result.append(attrs.evolve(event, fingerprint=now, recorded_fingerprint=recorded))
+    return result
 
 
 @st.composite
@@ -163,10 +194,10 @@ def range_heavy_events(draw: st.DrawFn) -> list[Event]:
 
 
 SHAPES: dict[str, Callable[[], st.SearchStrategy[list[Event]]]] = {
-    "sessions": lambda: sessions().map(_steps_as_events),
-    "misclassified": lambda: sessions(read_only_changes=True).map(_steps_as_events),
-    "interleaved": interleaved_events,
-    "ranges": range_heavy_events,
+    "sessions": lambda: sessions().map(_steps_as_events).flatmap(fingerprinted),
+    "misclassified": lambda: sessions(read_only_changes=True).map(_steps_as_events).flatmap(fingerprinted),
+    "interleaved": lambda: interleaved_events().flatmap(fingerprinted),
+    "ranges": lambda: range_heavy_events().flatmap(fingerprinted),
 }
 
 

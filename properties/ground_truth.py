@@ -167,12 +167,14 @@ def look(root: os.PathLike[str] | str, cache: HashCache | None = None) -> Tree:
         unreadable.add(".")
         return Tree(top, nodes, frozenset(unreadable))
     for directory, subdirs, files in os.walk(top, onerror=on_error, followlinks=False):
+        # os.walk joins every directory it yields onto `top`, so its key is the rest of it.
+        prefix = key_of(directory) + "/" if directory != top else ""
         for name in subdirs + files:
-            path = os.path.join(directory, name)
+            key = prefix + name
             try:
-                nodes[key_of(path)] = _node(path, cache)
+                nodes[key] = _node(os.path.join(directory, name), cache)
             except OSError:
-                unreadable.add(key_of(path))
+                unreadable.add(key)
     return Tree(top, nodes, frozenset(unreadable))
 
 

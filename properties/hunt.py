@@ -43,10 +43,12 @@ from .oracle import (
     DETECTOR_COVERS_CHANGES,
     PROPERTIES,
     REUSE_IS_FRESH,
+    FINGERPRINT_LINE,
     CheckedSession,
     StepRecord,
     Violation,
     checked_session,
+    fingerprint_line,
     first_violation,
     hunt_environment,
 )
@@ -56,6 +58,7 @@ from .shell_strategies import (
     DEFAULT_POOL,
     DETECTOR_READ_IDIOMS,
     EDIT_IDIOMS,
+    FINGERPRINT_CLASS_IDIOMS,
     READ_IDIOMS,
     RUN_TOOL_SCRIPT,
     SPELLINGS,
@@ -356,8 +359,10 @@ def hunt_settings(profile: Profile, **overrides: object) -> settings:
     return settings(**values)  # type: ignore[arg-type]
 
 
-FULL_GRAMMAR = Grammar(read_idioms=READ_IDIOMS)
-"""Every read idiom, including those with an open classifier fault: what `ledger verify` hunts."""
+FULL_GRAMMAR = Grammar(read_idioms=READ_IDIOMS, edit_idioms=EDIT_IDIOMS + FINGERPRINT_CLASS_IDIOMS)
+"""Every read idiom, including those with an open classifier fault, and every edit, including
+those outside the root that only the fingerprint covers: what `ledger verify` hunts (with the
+fingerprint on, as shipped)."""
 
 
 def run_verify_hunt(
@@ -494,6 +499,7 @@ def run_hunt(
     stale_reads_only: bool = False,
     workers: int = 1,
     database: str | pathlib.Path | None = None,
+    fingerprint: bool = True,
 ) -> HuntReport:
     """Hunt violations for detectors made by `detector_factory` under `profile`'s budget.
 
@@ -503,7 +509,32 @@ def run_hunt(
     shared out to that many processes (see `parallel`); the factory must then be importable
     by reference, as a MODULE:FACTORY factory is. `database` is a Hypothesis example database
     directory: failing examples stored there by an earlier hunt are replayed first.
+    `fingerprint=False` runs the Runtime without the observation fingerprint, judging the
+    detector and classifier alone.
     """
+    with fingerprint_line(fingerprint):
+        return _run_hunt(
+            detector_factory, profile, seed, out_dir, detector=detector, grammar=grammar, command=command,
+            on_step=on_step, max_examples=max_examples, stale_reads_only=stale_reads_only, workers=workers,
+            database=database,
+        )
+
+
+def _run_hunt(
+    detector_factory: DetectorFactory,
+    profile: Profile | str | None,
+    seed: int | None,
+    out_dir: str | pathlib.Path | None,
+    *,
+    detector: str | None,
+    grammar: Grammar,
+    command: str,
+    on_step: Callable[[int, int], None] | None,
+    max_examples: int | None,
+    stale_reads_only: bool,
+    workers: int,
+    database: str | pathlib.Path | None,
+) -> HuntReport:
     chosen = profile if isinstance(profile, Profile) else named_profile(profile)
     seed = seed if seed is not None else random.SystemRandom().randrange(2**32)
     detector_factory = GuardedFactory(detector_factory)
@@ -516,7 +547,7 @@ def run_hunt(
             from .parallel import run_in_workers
 
             examples, steps, found, detector_errors = run_in_workers(
-                HuntJob(detector_factory, chosen, seed, budget, grammar, stale_reads_only, shrink_seconds),
+                HuntJob(detector_factory, chosen, seed, budget, grammar, stale_reads_only, shrink_seconds, FINGERPRINT_LINE.get()),
                 workers,
                 on_step,
                 pathlib.Path(database) if database is not None else None,
@@ -524,7 +555,7 @@ def run_hunt(
         else:
             log = ViolationLog(on_step, shrink_seconds)
             examples_db = DirectoryBasedExampleDatabase(str(database)) if database is not None else None
-            run_machine(HuntJob(detector_factory, chosen, seed, budget, grammar, stale_reads_only, shrink_seconds), log, examples_db)
+            run_machine(HuntJob(detector_factory, chosen, seed, budget, grammar, stale_reads_only, shrink_seconds, FINGERPRINT_LINE.get()), log, examples_db)
             examples, steps, found, detector_errors = log.examples, log.steps, list(log.last.values()), dict(log.detector_errors)
     except BaseExceptionGroup as group:  # type: ignore[name-defined]
         failed, _ = group.split(DetectorFailed)
@@ -540,7 +571,10 @@ def run_hunt(
         stale = [found for run in runs if (found := escalate(run, detector_factory)) is not None]
         runs += [run for run in (minimize(found, detector_factory, minimize_seconds) for found in stale[:1]) if run is not None]
     seconds = time.monotonic() - started
-    found_by = {"tool": "hypothesis", "seed": seed, "profile": chosen.name, "command": command}
+    found_by = {
+        "tool": "hypothesis", "seed": seed, "profile": chosen.name, "command": command,
+        "fingerprint": FINGERPRINT_LINE.get(),
+    }
     counterexamples = [from_run(run.setup, run.steps, run.violation, detector=name, found_by=found_by) for run in runs]
     files: tuple[pathlib.Path, ...] = ()
     if out_dir is not None and counterexamples:
@@ -563,6 +597,7 @@ class HuntJob:
     grammar: Grammar
     stale_reads_only: bool
     shrink_seconds: float
+    fingerprint: bool = True  # the Runtime's observation fingerprint on (as shipped) or off
 
 
 def run_machine(job: HuntJob, log: ViolationLog, database: object | None = None) -> None:
@@ -573,7 +608,7 @@ def run_machine(job: HuntJob, log: ViolationLog, database: object | None = None)
     machine = hypothesis.seed(job.seed)(
         make_hunt(job.detector_factory, job.profile, log=log, grammar=job.grammar, stale_reads_only=job.stale_reads_only)
     )
-    with hunt_environment():
+    with hunt_environment(), fingerprint_line(job.fingerprint):
         try:
             run_state_machine_as_test(
                 machine, settings=hunt_settings(job.profile, max_examples=job.max_examples, database=database)

@@ -21,6 +21,7 @@ any file whose identity or timestamps moved, or that changed too recently to be 
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import os
 import pathlib
 import shutil
@@ -34,7 +35,7 @@ from typing import Callable, Iterator, Mapping
 import attrs
 
 import ledger_spec
-from ledger_impl.execution import run_command
+from ledger_impl.execution import command_environment, run_command
 from ledger_impl.runtime import Runtime
 from ledger_spec import Policy
 
@@ -67,6 +68,22 @@ GIT_ENVIRONMENT: dict[str, str] = {
     "GIT_CONFIG_GLOBAL": os.devnull,
     "LC_ALL": "C.UTF-8",
 }
+
+
+FINGERPRINT_LINE: contextvars.ContextVar[bool] = contextvars.ContextVar("FINGERPRINT_LINE", default=True)
+"""Whether checked sessions run the Runtime with the observation fingerprint (as shipped).
+Off, the detector and classifier are judged alone: the defense-in-depth measurement and the
+replay of counterexamples found before the fingerprint existed."""
+
+
+@contextlib.contextmanager
+def fingerprint_line(enabled: bool) -> Iterator[None]:
+    """Run the checked sessions opened inside with the fingerprint on or off."""
+    token = FINGERPRINT_LINE.set(enabled)
+    try:
+        yield
+    finally:
+        FINGERPRINT_LINE.reset(token)
 
 
 @contextlib.contextmanager
@@ -103,6 +120,18 @@ class Placement:
         return text.replace(str(self.root), ROOT_PLACEHOLDER).replace(str(self.outside), OUTSIDE_PLACEHOLDER)
 
 
+def session_environment(placement: "Placement") -> dict[str, str]:
+    """The environment a checked session's commands run with: the hunt's, plus a HOME and a
+    directory first on PATH of its own, both outside the root, so that the grammar can edit
+    git's global configuration and shadow a program on PATH without touching the machine's."""
+    environment = dict(os.environ)
+    environment.pop("GIT_CONFIG_GLOBAL", None)
+    environment.pop("XDG_CONFIG_HOME", None)
+    environment["HOME"] = str(placement.outside / "home")
+    environment["PATH"] = f"{placement.outside / 'bin'}{os.pathsep}{environment.get('PATH', '')}"
+    return environment
+
+
 def materialize(setup: WorkspaceSetup, parent: pathlib.Path) -> Placement:
     """Write `setup` under `parent` (`ws/` a git repository with one commit, `outside/`)."""
     root = parent / "ws"
@@ -113,6 +142,8 @@ def materialize(setup: WorkspaceSetup, parent: pathlib.Path) -> Placement:
             path = base / key
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_bytes(text.encode("utf-8"))
+    (outside / "home").mkdir(exist_ok=True)
+    (outside / "bin").mkdir(exist_ok=True)
     if setup.git:
         # An empty template: no sample hooks, fewer files to hash at every step.
         for args in (["init", "-q", "-b", "main", "--template="], ["add", "-A"], ["commit", "-q", "--allow-empty", "-m", "initial"]):
@@ -178,7 +209,11 @@ class CheckedSession:
     def __init__(self, placement: Placement, detector: object, policy: Policy | None = None) -> None:
         self.placement = placement
         self.policy = policy if policy is not None else Policy()
-        self.runtime = Runtime(placement.root, detector, self.policy, timeout=STEP_TIMEOUT, output_limit=OUTPUT_LIMIT)
+        self.environment = session_environment(placement)
+        self.runtime = Runtime(
+            placement.root, detector, self.policy, timeout=STEP_TIMEOUT, output_limit=OUTPUT_LIMIT,
+            environment=self.environment, fingerprint=FINGERPRINT_LINE.get(),
+        )
         self.spec_state: ledger_spec.State = ledger_spec.INITIAL
         self.hashes = HashCache(ground_truth.racy_window_for(placement.root))
         self.truth: Tree = self._look()
@@ -249,7 +284,7 @@ class CheckedSession:
         state = self.spec_state
         for changes in step.changes_before:  # type: ignore[attr-defined]
             state = ledger_spec.modify(state, changes)
-        decision = ledger_spec.govern(state, step.command, self.policy)  # type: ignore[attr-defined]
+        decision = ledger_spec.govern(state, step.command, self.policy, step.fingerprint)  # type: ignore[attr-defined]
         expected: dict[str, object] = {"verdict": decision.verdict.value}
         observed: dict[str, object] = {"verdict": step.verdict}  # type: ignore[attr-defined]
         if isinstance(decision, ledger_spec.Reuse) and step.verdict == "reuse":  # type: ignore[attr-defined]
@@ -257,11 +292,17 @@ class CheckedSession:
             observed.update(output=step.output, exit_code=step.exit_code)  # type: ignore[attr-defined]
         if expected != observed:
             return Violation(SPEC_AGREES, index, command, expected, observed, f"spec says {expected}, runtime did {observed}")
-        # The Runtime records an incomplete result (timed out, truncated, left a background
-        # job) without its target, so that it is never served; the spec is fed the same.
+        # The Runtime records an incomplete result (never launched, timed out, truncated, left
+        # a background job) without its target, so that it is never served; the spec is fed
+        # the same, with the fingerprint the Runtime recorded.
         incomplete = bool(launched) or "\n[ledger] timed out after" in step.output or "\n[ledger] output truncated:" in step.output  # type: ignore[attr-defined]
         recorded = attrs.evolve(step.command, target=None) if incomplete else step.command  # type: ignore[attr-defined]
-        state = ledger_spec.advance(state, recorded, decision, step.output, step.exit_code, step.changes)  # type: ignore[attr-defined]
+        if step.recorded is not None and step.recorded.target is None:  # type: ignore[attr-defined]
+            recorded = step.recorded  # type: ignore[attr-defined]
+        state = ledger_spec.advance(
+            state, recorded, decision, step.output, step.exit_code, step.changes,  # type: ignore[attr-defined]
+            step.recorded_fingerprint, self.policy,  # type: ignore[attr-defined]
+        )
         self.spec_state = state
         ledger_state = self.runtime.ledger.snapshot()
         if ledger_state != state:
@@ -277,7 +318,9 @@ class CheckedSession:
 
     def _check_reuse(self, index: int, command: str, step: object) -> Violation | None:
         before = self._look()
-        fresh = run_command(command, self.placement.root, STEP_TIMEOUT, OUTPUT_LIMIT)
+        fresh = run_command(
+            command, self.placement.root, STEP_TIMEOUT, OUTPUT_LIMIT, command_environment(self.environment)
+        )
         after = self._look()
         self.truth = after
         changed = ground_truth.changed(before, after)

@@ -105,6 +105,7 @@ def run_in_workers(
 def run_worker(job: HuntJob, index: int, shared: pathlib.Path, examples_dir: pathlib.Path) -> WorkerResult:
     """One worker's share of the hunt, in batches that each replay the shared database first."""
     database = DirectoryBasedExampleDatabase(str(examples_dir))
+    shared.mkdir(parents=True, exist_ok=True)
     progress = shared / f"progress-{index}"
 
     def on_step(examples: int, steps: int) -> None:

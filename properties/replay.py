@@ -30,7 +30,15 @@ import attrs
 
 from . import sandbox
 from .counterexample import Counterexample, CounterexampleError, from_json, to_json
-from .oracle import DETECTOR_COVERS_CHANGES, Placement, StepRecord, Violation, checked_session, hunt_environment
+from .oracle import (
+    DETECTOR_COVERS_CHANGES,
+    Placement,
+    StepRecord,
+    Violation,
+    checked_session,
+    fingerprint_line,
+    hunt_environment,
+)
 from .shell_strategies import WorkspaceSetup
 
 DetectorFactory = Callable[[], object]
@@ -200,11 +208,20 @@ def replay(
     counterexample: Counterexample,
     detector_factory: DetectorFactory,
     on_record: Callable[[StepRecord], None] | None = None,
+    *,
+    fingerprint: bool | None = None,
 ) -> ReplayResult:
-    """Run the counterexample's steps in a fresh temporary repository, every step checked."""
-    records = run_recorded(
-        counterexample.setup.workspace(), counterexample.commands, make_detector(detector_factory), on_record=on_record
-    )
+    """Run the counterexample's steps in a fresh temporary repository, every step checked.
+
+    `fingerprint` turns the Runtime's observation fingerprint on or off; by default it is set as
+    it was when the counterexample was found (`found_by.fingerprint`; off for files older than
+    the fingerprint)."""
+    if fingerprint is None:
+        fingerprint = bool(counterexample.found_by.get("fingerprint", False))
+    with fingerprint_line(fingerprint):
+        records = run_recorded(
+            counterexample.setup.workspace(), counterexample.commands, make_detector(detector_factory), on_record=on_record
+        )
     return ReplayResult(counterexample, tuple(records))
 
 

@@ -83,6 +83,22 @@ EDIT_IDIOMS: tuple[str, ...] = (
     "sleep",
 )
 
+# Issue 8's classes: a program shadowed on PATH, the root deleted and recreated, git's global
+# config in the session's HOME. The first and last are outside the root, where no detector can
+# report them; the observation fingerprint covers them. `ledger verify` (fingerprint on, as
+# shipped) draws all three; hunts that judge a detector alone keep the grammar above, so their
+# seeds still draw what they drew.
+FINGERPRINT_CLASS_IDIOMS: tuple[str, ...] = ("path-shadow", "root-recreate", "git-config-home")
+
+# Edits the detector cannot see and only the observation fingerprint covers, for file reads:
+# a hard link made from outside the root and written through raises no inotify event under any
+# name in the root. Kept out of the default grammar (every run would be a missed change); the
+# defense-in-depth measurement draws them (README, "Defense in depth").
+FINGERPRINT_ONLY_IDIOMS: tuple[str, ...] = ("outside-hardlink",)
+
+# Programs the `path-shadow` idiom puts first on PATH (the session's @OUTSIDE@/bin).
+SHADOWED_PROGRAMS: tuple[str, ...] = ("cat", "head", "grep", "ls", "git")
+
 # Read idioms whose classification is known to be wrong (an open classifier fault, with the
 # stored counterexample's id). Hunts aimed at a detector leave them out so that they report the
 # detector's faults rather than the classifier's; `ledger verify`'s hunt keeps them. None is
@@ -396,6 +412,35 @@ def edit_commands(
         return f"mkdir {sibling} 2>/dev/null || rmdir {sibling}"
     if idiom == "sleep":
         return "sleep 0.3"
+    if idiom == "path-shadow":
+        # A program put first on PATH (an activated virtualenv's bin, a shim), or taken away.
+        program = draw(st.sampled_from(SHADOWED_PROGRAMS))
+        shadow = f"{OUTSIDE_PLACEHOLDER}/bin/{program}"
+        if draw(st.booleans()):
+            return f"rm -f {shadow}"
+        return f"printf '#!/bin/sh\\necho shadowed {program} {text}\\n' > {shadow} && chmod +x {shadow}"
+    if idiom == "root-recreate":
+        # The root deleted and made again with the same content, then one file edited.
+        return (
+            f"cp -a {ROOT_PLACEHOLDER} {ROOT_PLACEHOLDER}.new && rm -rf {ROOT_PLACEHOLDER} && "
+            f"mv {ROOT_PLACEHOLDER}.new {ROOT_PLACEHOLDER} && echo {shlex.quote(text)} >> {ROOT_PLACEHOLDER}/{path}"
+        )
+    if idiom == "git-config-home":
+        # The session's own HOME: global config that changes what git reads print.
+        return draw(
+            st.sampled_from(
+                (
+                    "git config --global core.abbrev 12",
+                    "git config --global core.abbrev 9",
+                    "git config --global color.status always",
+                    "git config --global --unset color.status",
+                    "git config --global status.showUntrackedFiles no",
+                    f"git config --global core.excludesFile {OUTSIDE_PLACEHOLDER}/ignore && echo '*.txt' > {OUTSIDE_PLACEHOLDER}/ignore",
+                )
+            )
+        )
+    if idiom == "outside-hardlink":
+        return f"ln -f {ROOT_PLACEHOLDER}/{path} {OUTSIDE_PLACEHOLDER}/hl && echo {shlex.quote(text)} >> {OUTSIDE_PLACEHOLDER}/hl"
     raise ValueError(f"unknown edit idiom {idiom!r}")
 
 

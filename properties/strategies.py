@@ -166,4 +166,6 @@ def policies(draw: st.DrawFn, *, vary_budget: bool = True) -> Policy:
         reuse_mode=draw(st.sampled_from(("full", "reference"))),
         view_budget=draw(st.integers(1, 600)) if vary_budget else 2000,
         view_recent_modifications=draw(st.integers(0, 4)),
+        # Small limits make eviction happen within a few steps; the default keeps everything.
+        stored_output_limit=draw(st.integers(0, 120) | st.just(Policy().stored_output_limit)),
     )

@@ -103,6 +103,11 @@ def test_replay_of_a_missing_or_malformed_file_exits_2(tmp_path: pathlib.Path, c
     assert "cannot read" in err and "schema" in err
 
 
+def test_check_detector_workers_below_one_exits_2_before_hunting(user_module: pathlib.Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert _check("user_detectors:good", "--workers", "0") == 2
+    assert "--workers must be at least 1" in capsys.readouterr().err
+
+
 # --- failing early, and blaming the right party ----------------------------------------------
 
 
@@ -166,7 +171,9 @@ def test_a_detector_factory_failing_mid_hunt_is_the_detectors_fault(
                 raise OSError("out of inotify watches")
             return default_detector()
     '''))
-    assert _check("flaky_factory:make", "--max-examples", "2", "--seed", "1", "--out", str(user_module / "o")) == 2
+    # One worker: the factory counts its calls per process, and spawned workers start at zero.
+    code = _check("flaky_factory:make", "--max-examples", "2", "--seed", "1", "--out", str(user_module / "o"), "--workers", "1")
+    assert code == 2
     err = capsys.readouterr().err.strip()
     assert "the detector factory raised OSError: out of inotify watches" in err and "harness" not in err, err
 

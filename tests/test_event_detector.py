@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import errno
 import os
+import pathlib
+import shutil
 import subprocess
 import time
 
@@ -195,6 +198,135 @@ def test_a_change_to_the_root_s_own_metadata_is_reported_through_its_top_level_n
     # No key names the root, yet `ls -ld .` prints its mode and mtime: a top-level name must
     # advance G for tree reads of the root, and a known name is better than "unknown".
     assert changes == Changes(frozenset({"a.txt"})), changes
+
+
+# --- root identity, mounts, loop devices and degraded modes (issue 8) -------------------------
+
+
+def test_an_ancestor_swapped_is_unknown_scope_and_said_so(tmp_path: pathlib.Path) -> None:
+    """Renaming the root's parent raises no event on any watch (the parent is not watched):
+    only comparing the ancestors' identities shows the root is another directory now."""
+    root = tmp_path / "parent" / "root"
+    root.mkdir(parents=True)
+    (root / "a.txt").write_text("one\n")
+    detector = EventDetector()
+    try:
+        detector.before(root, "true")
+        assert detector.after(root, "true", 0) == Changes()
+        detector.before(root, "swap")
+        (tmp_path / "parent").rename(tmp_path / "old-parent")
+        root.mkdir(parents=True)
+        (root / "a.txt").write_text("two\n")
+        assert detector.after(root, "swap", 0).unknown
+        assert detector.degraded is not None and "root" in detector.degraded
+        # Watches were rebuilt on the new directory: an edit is seen by events again.
+        detector.before(root, "edit")
+        (root / "a.txt").write_text("three\n")
+        assert detector.after(root, "edit", 0) == Changes({"a.txt"})
+        assert detector.degraded is None
+    finally:
+        detector.close()
+
+
+def test_the_root_deleted_and_recreated_is_seen_and_said_so(tmp_path: pathlib.Path) -> None:
+    root = tmp_path / "root"
+    root.mkdir()
+    (root / "a.txt").write_text("one\n")
+    detector = EventDetector()
+    try:
+        detector.before(root, "true")
+        detector.after(root, "true", 0)
+        detector.before(root, "recreate")
+        shutil.rmtree(root)
+        root.mkdir()  # may get the old inode number back: the identity alone cannot tell
+        (root / "a.txt").write_text("two\n")
+        report = detector.after(root, "recreate", 0)
+        assert report.unknown or "a.txt" in report.paths
+        assert detector.degraded is not None and "root" in detector.degraded
+        detector.before(root, "edit")
+        (root / "a.txt").write_text("three\n")
+        assert detector.after(root, "edit", 0) == Changes({"a.txt"})
+    finally:
+        detector.close()
+
+
+def test_a_watch_limit_is_reported_as_degraded(tmp_path: pathlib.Path, monkeypatch) -> None:
+    (tmp_path / "sub").mkdir()
+
+    class LimitedINotify(events.INotify):  # type: ignore[misc,valid-type]
+        def add_watch(self, path, mask):  # type: ignore[no-untyped-def]
+            if str(path).endswith("/sub"):
+                raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+            return super().add_watch(path, mask)
+
+    monkeypatch.setattr(events, "INotify", LimitedINotify)
+    detector = EventDetector()
+    try:
+        detector.before(tmp_path, "true")
+        (tmp_path / "sub" / "new.txt").write_text("x\n")
+        assert "sub/new.txt" in detector.after(tmp_path, "true", 0).paths  # the full diff sees it
+        assert detector.degraded is not None and "max_user_watches" in detector.degraded
+    finally:
+        detector.close()
+
+
+needs_mount = pytest.mark.skipif(
+    os.geteuid() != 0 or shutil.which("mount") is None, reason="mounting needs root and mount(8)"
+)
+
+
+@needs_mount
+def test_a_bind_mount_inside_the_root_raises_no_event_but_is_seen(tmp_path: pathlib.Path) -> None:
+    root = tmp_path / "root"
+    (root / "sub").mkdir(parents=True)
+    (root / "sub" / "a.txt").write_text("inside\n")
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "a.txt").write_text("from elsewhere\n")
+    detector = EventDetector()
+    mounted = False
+    try:
+        detector.before(root, "true")
+        detector.after(root, "true", 0)
+        detector.before(root, "mount")
+        done = subprocess.run(["mount", "--bind", str(other), str(root / "sub")], capture_output=True)
+        if done.returncode != 0:
+            pytest.skip(f"bind mount not permitted here: {done.stderr.decode().strip()}")
+        mounted = True
+        report = detector.after(root, "mount", 0)
+        assert "sub/a.txt" in report.paths or report.unknown
+        assert detector.degraded is not None and "mount table" in detector.degraded
+    finally:
+        if mounted:
+            subprocess.run(["umount", str(root / "sub")], capture_output=True)
+        detector.close()
+
+
+@needs_mount
+def test_a_write_through_a_loop_device_raises_no_event_but_is_seen(tmp_path: pathlib.Path) -> None:
+    if shutil.which("losetup") is None:
+        pytest.skip("losetup(8) is not installed")
+    root = tmp_path / "root"
+    root.mkdir()
+    image = root / "disk.img"
+    image.write_bytes(b"\0" * (1 << 20))
+    attached = subprocess.run(["losetup", "-f", "--show", str(image)], capture_output=True, text=True)
+    if attached.returncode != 0:
+        pytest.skip(f"no loop device here: {attached.stderr.strip()}")
+    device = attached.stdout.strip()
+    detector = EventDetector()
+    try:
+        detector.before(root, "true")
+        detector.after(root, "true", 0)
+        detector.before(root, "write through the device")
+        with open(device, "r+b") as handle:
+            handle.write(b"x" * 4096)
+            handle.flush()
+            os.fsync(handle.fileno())
+        assert "disk.img" in detector.after(root, "write through the device", 0).paths
+    finally:
+        detector.close()
+        subprocess.run(["losetup", "-d", device], capture_output=True)
 
 
 def test_a_change_to_an_empty_root_s_metadata_is_reported_as_unknown(tmp_path, detector):

@@ -227,3 +227,21 @@ def test_the_working_directory_names_the_target(workspace: Path, state_dir: Path
         session.record("out", *fresh(outside, "cat notes.txt"))
         again = session.decide("cat notes.txt", call_id="out2", cwd=outside)
     assert again.verdict != "reuse"  # a file outside the root is never vouched for
+
+
+def test_a_program_shadowed_on_path_between_reads_is_never_served_stale(
+    workspace: Path, state_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The counters see only the tree; a `head` placed first on PATH (an activated venv, a shim)
+    # changes what `head` prints without any change under the root. The hook process's
+    # environment is the agent's, so the session fingerprints the program it resolves.
+    shims = tmp_path / "shims"
+    shims.mkdir()
+    monkeypatch.setenv("PATH", f"{shims}:{__import__('os').environ['PATH']}")
+    first = call(workspace, state_dir, "head -n 2 notes.txt", "c1")
+    assert first.verdict != "reuse"
+    shim = shims / "head"
+    shim.write_text("#!/bin/sh\necho shadowed\n")
+    shim.chmod(0o755)
+    second = call(workspace, state_dir, "head -n 2 notes.txt", "c2")
+    assert second.verdict != "reuse", "served the output of the program PATH no longer resolves to"

@@ -219,6 +219,43 @@ def test_serve_refuses_what_the_stored_range_cannot_answer(requested: Command) -
     assert serve(observation, requested, Policy()) is None
 
 
+def test_serve_refuses_another_file_in_either_direction() -> None:
+    for stored_key, requested_key in (("a.py", "b.py"), ("b.py", "a.py")):
+        observation = _observation_of(read(stored_key, LineRange(1, 4)), "a\nb\nc\nd\n")
+        assert serve(observation, read(requested_key, LineRange(2, 3)), Policy()) is None
+
+
+def test_serve_refuses_another_view_in_either_direction() -> None:
+    # Both views are sliceable; lines of one are never the lines of the other.
+    for stored_view, requested_view in ((PLAIN, NUMBERED), (NUMBERED, PLAIN)):
+        observation = _observation_of(read(lines=LineRange(1, 4), view=stored_view), "a\nb\nc\nd\n")
+        assert serve(observation, read(lines=LineRange(2, 3), view=requested_view), Policy()) is None
+
+
+def test_serve_without_range_reuse_refuses_another_command_on_the_same_target() -> None:
+    # Same target, different normalized text (say `cat a.py` and `nl -ba a.py | cut -f2`): only
+    # range reuse may answer one from the other, whichever of the two sorts first.
+    target = FileTarget("a.py", WHOLE_FILE, PLAIN)
+    first, second = (Command(text, text, Category.READ, target) for text in ("cat a.py", "more a.py"))
+    for stored, requested in ((first, second), (second, first)):
+        observation = _observation_of(stored, "a\n")
+        assert serve(observation, requested, Policy(range_reuse=False)) is None
+
+
+def test_serve_of_a_failed_read_refuses_any_other_spelling() -> None:
+    # A negative status (killed by a signal) is a failure too.
+    for exit_status in (1, -1, -9):
+        for stored, requested in ((read(spelling="  "), read()), (read(), read(spelling="  "))):
+            observation = _observation_of(stored, "no such file\n", exit_status=exit_status)
+            assert serve(observation, requested, Policy()) is None
+
+
+def test_a_wide_read_killed_by_a_signal_never_serves_a_range() -> None:
+    # subprocess reports death by a signal as a negative status: a failure like any other.
+    observation = _observation_of(read(lines=LineRange(1, 4)), "a\nb\nc\nd\n", exit_status=-9)
+    assert serve(observation, read(lines=LineRange(2, 3)), Policy()) is None
+
+
 def test_serve_does_not_slice_an_unsliceable_view() -> None:
     observation = _observation_of(read(view="wc"), "a\nb\n")
     assert serve(observation, read(lines=LineRange(1, 1), view="wc"), Policy()) is None
@@ -257,6 +294,24 @@ def test_a_successful_read_is_reused_under_another_spelling() -> None:
     session.step(read(), output="a\n")
     decision = session.step(read(spelling="  "))
     assert isinstance(decision, Reuse) and decision.output == "a\n"
+
+
+def test_a_successful_read_is_reused_under_another_spelling_without_range_reuse() -> None:
+    # Not through slicing: the same normalized command that exited 0 is enough on its own.
+    for policy, view in ((Policy(range_reuse=False), PLAIN), (Policy(), "wc")):
+        session = Session(policy)
+        session.step(read(view=view), output="a\n")
+        decision = session.step(read(view=view, spelling="  "))
+        assert isinstance(decision, Reuse) and decision.output == "a\n"
+
+
+def test_first_invalidation_skips_modifications_before_the_observation() -> None:
+    session = Session()
+    session.step(command(Category.EDIT, "first"), changes=changed("a.py"))
+    session.step(read(), output="a\n")
+    session.step(command(Category.EDIT, "second"), changes=changed("a.py"))
+    observation = session.state.observations[0]
+    assert first_invalidation(observation, session.state) == Modification(2, changed("a.py"))
 
 
 def test_a_narrower_range_is_served_from_a_wider_read() -> None:
@@ -367,6 +422,15 @@ def test_a_repeated_test_after_a_real_change_is_allowed() -> None:
     assert isinstance(session.step(command(Category.TEST)), Allow)
 
 
+def test_a_repeated_test_is_allowed_when_a_real_change_came_both_before_and_after_its_run() -> None:
+    # Changes older than the previous run are skipped; that must not end the scan of newer ones.
+    session = Session()
+    session.step(command(Category.EDIT, "first"), changes=changed("a.py"))
+    session.step(command(Category.TEST))
+    session.step(command(Category.EDIT, "second"), changes=changed("a.py"))
+    assert isinstance(session.step(command(Category.TEST)), Allow)
+
+
 def test_a_repeated_test_after_an_unknown_scope_change_is_allowed() -> None:
     session = Session()
     session.step(command(Category.TEST))
@@ -380,12 +444,20 @@ def test_a_different_test_is_not_nudged() -> None:
     assert isinstance(session.step(command(Category.TEST, "y")), Allow)
 
 
-@pytest.mark.parametrize(("window", "gap", "nudged"), [(4, 4, True), (4, 5, False), (1, 1, True), (1, 2, False)])
+@pytest.mark.parametrize(("window", "gap", "nudged"), [(4, 4, True), (4, 5, False), (4, 2, True), (1, 1, True), (1, 2, False)])
 def test_short_loop_window_boundary(window: int, gap: int, nudged: bool) -> None:
     session = Session(Policy(short_loop_window=window, nudge_cooldown=0))
     session.step(command(Category.RUN, "loop"))
     session.idle(gap - 1)
     assert isinstance(session.step(command(Category.RUN, "loop")), Nudge) is nudged
+
+
+def test_short_loop_window_counts_steps_since_the_previous_run_not_since_the_start() -> None:
+    session = Session(Policy(short_loop_window=2, nudge_cooldown=0))
+    session.idle(3)
+    session.step(command(Category.RUN, "loop"))
+    session.idle(1)
+    assert isinstance(session.step(command(Category.RUN, "loop")), Nudge)
 
 
 def test_short_loop_window_zero_disables_short_loop_nudges_but_not_test_nudges() -> None:
@@ -438,6 +510,15 @@ def test_the_cap_counts_nudges_and_reuses_together() -> None:
     assert isinstance(session.step(command(Category.TEST)), Nudge)
     session.step(read())
     assert isinstance(session.step(read()), Allow)
+
+
+def test_a_cap_lowered_below_the_interventions_so_far_allows_everything() -> None:
+    session = Session(Policy(intervention_cap=3))
+    session.step(read())
+    session.step(read())
+    session.step(read())
+    assert interventions(session.state) == 2
+    assert isinstance(govern(session.state, read(), Policy(intervention_cap=1)), Allow)
 
 
 # --- bad input -----------------------------------------------------------------------------

@@ -54,3 +54,9 @@ def test_the_profile_comes_from_the_flag_or_the_environment(monkeypatch: pytest.
 def test_an_unknown_profile_in_the_environment_is_a_usage_error(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("LEDGER_PROFILE", "bogus")
     assert cli.main(["verify"]) == 2
+
+
+def test_workers_below_one_is_a_usage_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(verify, "CHECKS", (("one", holds),))
+    assert cli.main(["verify", "--workers", "0"]) == 2
+    assert cli.main(["verify", "--workers", "1"]) == 0

@@ -54,6 +54,12 @@ def event_for(step: Step, decision: object, observations: tuple) -> zm.Event:
         reuse_from=z3.IntVal(reuse_from),
         serves=z3.BoolVal(isinstance(decision, Reuse)),
         nudge_ok=z3.BoolVal(isinstance(decision, Nudge)),
+        # The scripted sessions run under the spec's steady fingerprint: always taken, equal.
+        fingerprinted=z3.BoolVal(True),
+        fingerprint=z3.IntVal(0),
+        recorded_fingerprinted=z3.BoolVal(True),
+        recorded_fingerprint=z3.IntVal(0),
+        outside_changed=z3.BoolVal(False),
     )
 
 

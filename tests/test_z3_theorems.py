@@ -35,6 +35,7 @@ BREAKS: dict[str, list[str]] = {
     "govern-allow-nudge-execute": ["nudge-withholds"],
     "intervention-cap": ["reuse-not-counted-toward-cap"],
     "range-reuse-exact": ["slice-off-by-one"],
+    "reuse-fingerprint-unchanged": ["reuse-ignores-fingerprint"],
 }
 
 

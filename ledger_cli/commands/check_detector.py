@@ -132,6 +132,7 @@ def run(args: argparse.Namespace) -> int:
                 on_step=on_step,
                 max_examples=args.max_examples,
                 workers=args.workers if args.workers is not None else default_workers(),
+                fingerprint=False,  # the detector is judged alone: the fingerprint would hide its misses
             )
         except KeyboardInterrupt:
             progress.stop()

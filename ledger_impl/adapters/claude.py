@@ -65,7 +65,8 @@ def command_for(tool: str, tool_input: dict[str, Any]) -> str:
     """The shell command a tool call is decided as."""
     if tool == "Bash":
         return str(tool_input["command"])
-    path = shlex.quote(str(tool_input["file_path"]))
+    # NotebookEdit names its file `notebook_path`; every other file tool, `file_path`.
+    path = shlex.quote(str(tool_input["notebook_path" if tool == "NotebookEdit" else "file_path"]))
     if tool == "Read":
         offset, limit = tool_input.get("offset"), tool_input.get("limit")
         if offset is None and limit is None:

@@ -26,15 +26,36 @@ Hard links: inotify reports a write only under the name it went through. Every r
 names re-stat'ed (their ctime and content changed too). A file linked from outside the root can
 be written with no event here at all, so such files are re-stat'ed at every `after()`.
 
+Kernel-level changes that raise no inotify event, and how each is covered:
+
+- the root deleted and recreated, or an ancestor swapped: the (dev, ino) of the root and every
+  ancestor is compared at every call; a change starts over (new baseline, new watches) and
+  reports unknown scope;
+- a filesystem mounted (or bind-mounted) over a directory inside the root, or unmounted: no
+  event at all. The mount table (`/proc/self/mountinfo`) is compared at every call; a change
+  runs the full diff;
+- a file in the root written through a loop device it backs (`losetup`, then writes to
+  `/dev/loopN`): no event, though mtime and ctime move. Loop devices' backing files
+  (`/sys/block/loop*/loop/backing_file`) inside the root are re-stat'ed at every `after()`;
+- a file written through a hard link made from outside the root after the baseline: no event
+  under any name in the root. A file target's fingerprint (its ctime, size, link count) still
+  refuses the Reuse; a tree read over it is the remaining limit (README);
+- `chattr` flags change ctime with no event: the same as above for reads that print ctime.
+
+Every degraded mode (no inotify, watch limit, queue overflow, an unmappable event, the root
+replaced, the mount table changed) is reported in `degraded`, which the Runtime puts in `Step`
+and in the view.
+
 Known blind spots of inotify that this detector inherits (the snapshot detector has none of
-them): writes through a shared memory mapping produce no event; changes made by another machine
-on a network filesystem produce no event.
+them): writes through a shared memory mapping that stays open produce no event; changes made by
+another machine on a network filesystem produce no event.
 """
 
 from __future__ import annotations
 
 import os
 import pathlib
+import re
 import shutil
 import stat
 import tempfile
@@ -91,6 +112,62 @@ else:  # pragma: no cover
     WATCH_MASK = 0
     _Q_OVERFLOW = _IGNORED = _ISDIR = _NEW_NAME = _CREATE = _CLOSE_WRITE = _MOVED_FROM = _SELF_GONE = 0
 
+def _root_identity(root: str) -> tuple[tuple[int, int], ...] | None:
+    """(dev, ino) of `root` and each ancestor; None if one cannot be stat'ed."""
+    chain: list[tuple[int, int]] = []
+    path = root
+    while True:
+        try:
+            st = os.lstat(path)
+        except OSError:
+            return None
+        chain.append((st.st_dev, st.st_ino))
+        parent = os.path.dirname(path)
+        if parent == path:
+            return tuple(chain)
+        path = parent
+
+
+def _mount_table(root: str) -> tuple[bytes, ...] | None:
+    """The mounts at or below `root` in this process's mount table, to compare: a mount or
+    unmount raises no inotify event. Mounts elsewhere are left out, so that an unrelated mount
+    on a busy machine does not cost a full diff (one over an ancestor changes the root's
+    identity, which is checked separately)."""
+    try:
+        with open("/proc/self/mountinfo", "rb") as handle:
+            table = handle.read()
+    except OSError:
+        return None
+    prefix = os.fsencode(root.rstrip("/") + "/")
+    inside: list[bytes] = []
+    for line in table.splitlines():
+        fields = line.split(b" ")
+        if len(fields) > 4:
+            # The mount point, with space, tab, newline and backslash escaped as octal.
+            point = re.sub(rb"\\([0-7]{3})", lambda m: bytes([int(m.group(1), 8)]), fields[4])
+            if point + b"/" == prefix or point.startswith(prefix):
+                inside.append(line)
+    return tuple(inside)
+
+
+def _loop_backing_files() -> list[str]:
+    """The files loop devices are backed by, as the kernel reports them."""
+    found: list[str] = []
+    try:
+        devices = os.listdir("/sys/block")
+    except OSError:
+        return found
+    for device in devices:
+        if not device.startswith("loop"):
+            continue
+        try:
+            with open(f"/sys/block/{device}/loop/backing_file", "rb") as handle:
+                found.append(os.fsdecode(handle.read().rstrip(b"\n")))
+        except OSError:
+            continue
+    return found
+
+
 # How long `after()` waits for its own marker event before concluding the queue is broken.
 # The marker is queued synchronously, so it is normally read in microseconds; the bound only
 # keeps a wedged queue from hanging the agent (the detector then falls back to a full diff).
@@ -134,13 +211,25 @@ class EventDetector:
         self._markers = 0  # after() n creates marker file "n": a stale marker cannot be mistaken for it
         self._relinked: set[tuple[int, int]] = set()  # inodes with several links touched this round
         self._degraded = False  # True: events are not trusted, every after() is a full diff
+        self._degraded_reason: str | None = None  # why, when _degraded
+        self._fallback_reason: str | None = None  # why the last after() ran the full diff, if it did
+        self._root_identity: tuple[tuple[int, int], ...] | None = None
+        self._mounts: bytes | None = None
         self.fallbacks = 0  # how many after() calls ran the full diff (for tests and benchmarks)
+
+    @property
+    def degraded(self) -> str | None:
+        """Why the detector is not running on events alone, if it is not: a lasting mode (no
+        inotify, watch limit) or what made the last report a full diff or unknown scope."""
+        if self._degraded:
+            return self._degraded_reason or "inotify events are not trusted: every command runs a full snapshot diff"
+        return self._fallback_reason
 
     # -- public contract -------------------------------------------------------------------
 
     def before(self, root: pathlib.Path, command: str) -> None:
         root_s = os.path.abspath(root)
-        if self._baseline is None or self._root != root_s:
+        if self._baseline is None or self._root != root_s or self._root_identity != _root_identity(root_s):
             self._start(root_s)
         elif self._inotify is not None and not self._degraded:
             # Read what piled up between commands so a long idle period cannot overflow the
@@ -149,16 +238,27 @@ class EventDetector:
 
     def after(self, root: pathlib.Path, command: str, exit_code: int) -> Changes:
         root_s = os.path.abspath(root)
+        self._fallback_reason = None
         if self._baseline is None or self._root != root_s:
             self._start(root_s)
             return Changes(unknown=True)  # no baseline: nothing proves what the command did
+        if self._root_identity != _root_identity(root_s):
+            # The root (or an ancestor) is another directory now: every watch and the baseline
+            # describe the old one. Start over; nothing proves what changed.
+            self._start(root_s)
+            self._fallback_reason = "the root or one of its ancestors was replaced: watches rebuilt, scope unknown"
+            return Changes(unknown=True)
         if self._degraded or self._inotify is None:
             return self._full_diff(set())
         changed: set[str] = set()
         try:
+            if self._mounts != _mount_table(root_s):
+                raise _Fallback("the mount table changed (a mount raises no inotify event): full snapshot diff")
             events = self._drain()
             self._apply(events, changed)
-        except _Fallback:
+            self._refresh_loop_backed(changed)
+        except _Fallback as fallback:
+            self._fallback_reason = str(fallback) or "inotify events could not account for the changes: full snapshot diff"
             return self._full_diff(changed)
         return Changes(frozenset(changed))
 
@@ -186,15 +286,19 @@ class EventDetector:
         self._dir_to_wd.clear()
         self._retired.clear()
         self._events = []
+        self._root_identity = _root_identity(root)
+        self._mounts = _mount_table(root)
         self._degraded = INotify is None
+        self._degraded_reason = "inotify is not available: every command runs a full snapshot diff" if self._degraded else None
         if not self._degraded:
             try:
                 self._inotify = INotify()
                 self._private_dir = tempfile.mkdtemp(prefix="ledger-inotify-")
                 self._marker_wd = self._inotify.add_watch(self._private_dir, int(_flags.CREATE))
-            except OSError:
+            except OSError as error:
                 self.close()
                 self._degraded = True
+                self._degraded_reason = f"no inotify instance ({error.strerror}): every command runs a full snapshot diff"
         hook = None if self._degraded else self._watch_hook(initial=True)
         self._baseline = take_snapshot(root, on_directory=hook, racy_window_ns=self.racy_window_ns)
         self._rebuild_inode_index()
@@ -206,16 +310,21 @@ class EventDetector:
                 return
             try:
                 wd = self._inotify.add_watch(path, WATCH_MASK)
-            except OSError:
+            except OSError as error:
                 # ENOSPC (watch limit), EACCES, or the directory vanished: this directory's
                 # future changes would go unseen, so events alone are no longer sound.
                 self._degraded = True
+                self._degraded_reason = (
+                    f"cannot watch {key or '.'} ({error.strerror}; fs.inotify.max_user_watches?): "
+                    "every command runs a full snapshot diff"
+                )
                 return
             owner = self._wd_to_dir.get(wd)
             if owner is not None and owner != key and initial:
                 # One directory reachable under two keys (a bind mount): an event could only
                 # be mapped to one of them.
                 self._degraded = True
+                self._degraded_reason = f"one directory is reachable as {owner or '.'} and {key}: every command runs a full snapshot diff"
             if owner is not None and owner != key:
                 self._dir_to_wd.pop(owner, None)
             self._wd_to_dir[wd] = key
@@ -277,10 +386,11 @@ class EventDetector:
             batch = self._inotify.read(timeout=0)
             if not batch:
                 if any(event.mask & _Q_OVERFLOW for event in events):
-                    raise _Fallback  # the marker may have been dropped with the rest
+                    # the marker may have been dropped with the rest
+                    raise _Fallback("the inotify queue overflowed: full snapshot diff")
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:
-                    raise _Fallback
+                    raise _Fallback("the detector's own marker event did not arrive in time: full snapshot diff")
                 batch = self._inotify.read(timeout=max(1, int(remaining * 1000)))
             for event in batch:
                 if event.wd == self._marker_wd and event.wd not in self._wd_to_dir:
@@ -304,7 +414,7 @@ class EventDetector:
         for event in events:
             mask = event.mask
             if mask & _Q_OVERFLOW:
-                raise _Fallback
+                raise _Fallback("the inotify queue overflowed: full snapshot diff")
             directory = self._wd_to_dir.get(event.wd)
             if directory is None:
                 directory = self._retired.get(event.wd)
@@ -320,14 +430,14 @@ class EventDetector:
                         del self._dir_to_wd[directory]
                     self._retired[event.wd] = directory
                 if directory == ROOT_KEY:
-                    raise _Fallback
+                    raise _Fallback("the root's watch is gone (the root was deleted or moved): full snapshot diff")
                 shallow.add(directory)
                 continue
             if not event.name:
                 # About the watched directory itself (chmod, touch, deleted, moved).
                 if directory == ROOT_KEY:
                     # The root's own metadata is not a key; the full diff reports it as unknown.
-                    raise _Fallback
+                    raise _Fallback("the root itself changed (metadata, deleted or moved): full snapshot diff")
                 shallow.add(directory)
                 continue
             key = directory + "/" + event.name if directory else event.name
@@ -352,6 +462,14 @@ class EventDetector:
         ):
             raise _Fallback
         self._refresh_other_links(changed)
+
+    def _refresh_loop_backed(self, changed: set[str]) -> None:
+        """Re-stat the files in the root that back a loop device: writes through the device
+        reach them with no inotify event."""
+        prefix = self._root.rstrip("/") + "/"
+        for backing in _loop_backing_files():
+            if backing.startswith(prefix):
+                self._refresh(backing[len(prefix):], changed, deep=False)
 
     def _refresh_other_links(self, changed: set[str]) -> None:
         """Re-stat every other name of changed multiply-linked files, and of files linked from outside."""

@@ -10,6 +10,7 @@ Reuse for each within the `ci` profile; the counterexamples it found are stored 
   stat_only          compares size and mtime only: no ctime, no racy-clean hashing, so a
                      same-size rewrite that puts the old mtime back (or lands in the same
                      clock tick) goes unseen, as does a chmod
+  blind              reports nothing at all: the counters never move (the fingerprint alone)
   events_by_name     the inotify detector with its link tracking as it was before the
                      thorough hunt: a hard link made and removed within one command (`ln -f`
                      onto a name of the same inode), or a hard link to a symlink, changes an
@@ -86,3 +87,21 @@ def stat_only() -> StatOnlyDetector:
 
 
 __all__ = ["StatOnlyDetector", "optimistic_rules", "stat_only"]
+
+
+class BlindDetector:
+    """Reports that nothing ever changed: the counters never move. With it, only the
+    observation fingerprint stands between an edit and a stale Reuse, which is how the
+    defense-in-depth measurement isolates the fingerprint's share."""
+
+    name = "blind"
+
+    def before(self, root: str, command: str) -> None:
+        return None
+
+    def after(self, root: str, command: str, exit_code: int) -> Changes:
+        return Changes()
+
+
+def blind() -> BlindDetector:
+    return BlindDetector()

@@ -1,0 +1,213 @@
+"""Mutation run on the safety core: cosmic-ray, one session per module, a per-module table.
+
+Theory of operation. Each module of the safety core maps to the test files that cover it
+(`MODULES`). A mutant is run only against those files, which is what makes a whole run fit a
+few hours on two cores; a survivor is then a mutant that *its own tests* do not notice.
+
+cosmic-ray mutates the module's file in place, so every module runs in its own copy of the
+repository under `.mutation/<slug>/tree`, with `PYTHONPATH` pointing there so that tests and
+the subprocesses they start (the `ledger` CLI, replays) import the mutated code and never the
+editable install. Its session (`.mutation/<slug>/session.sqlite`) records every result as it
+comes, so an interrupted run resumes where it stopped; the session is started afresh only when
+the module's source changed since it was created (the recorded mutation positions would no
+longer match). The tree copy is refreshed before every run, so tests added since are used.
+
+    python scripts/mutation.py run                      # every module, then the table
+    python scripts/mutation.py run ledger_spec/lines.py # one module (resumes)
+    python scripts/mutation.py run --retest-survivors ledger_spec/lines.py
+    python scripts/mutation.py report                   # the table from the sessions so far
+    python scripts/mutation.py survivors ledger_spec/lines.py   # each survivor's diff
+
+Needs the `mutation` extra: `pip install -e ".[mutation,test]"`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import os
+import shutil
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+WORK = REPO / ".mutation"
+
+# Module -> the test files that cover it. A mutant of the module runs against these only.
+MODULES: dict[str, tuple[str, ...]] = {
+    "ledger_spec/lines.py": ("tests/test_spec_lines.py",),
+    "ledger_spec/state.py": ("tests/test_spec_state.py",),
+    "ledger_spec/values.py": ("tests/test_spec_state.py", "tests/test_spec_lines.py"),
+    "ledger_impl/ledger_index.py": ("tests/test_ledger_differential.py",),
+    "ledger_impl/ledger.py": ("tests/test_ledger_differential.py",),
+    "ledger_impl/detectors/rules.py": ("tests/test_rules_detector.py",),
+    "ledger_impl/detectors/events.py": ("tests/test_event_detector.py",),
+    "ledger_impl/detectors/snapshot.py": ("tests/test_snapshot_detector.py",),
+    "ledger_impl/detectors/stat_index.py": ("tests/test_stat_index.py", "tests/test_snapshot_detector.py"),
+    "ledger_impl/detectors/channel.py": ("tests/test_channel_detector.py",),
+    "ledger_impl/runtime.py": ("tests/test_runtime.py",),
+    "ledger_impl/execution.py": ("tests/test_execution.py", "tests/test_runtime_executor.py"),
+    "ledger_impl/shell.py": ("tests/test_classifier.py",),
+    "ledger_impl/workspace.py": ("tests/test_runtime.py",),
+    **{
+        f"ledger_impl/classifier/{name}.py": ("tests/test_classifier.py",)
+        for name in ("awk", "command", "effect", "git", "hazards", "listing", "programs", "search", "sed", "streams", "table", "views")
+    },
+}
+
+# A mutant whose tests run this many times longer than the unmutated module's tests is counted
+# as a timeout (killed: an infinite loop is noticed). Generous, because the machine is shared.
+TIMEOUT_SECONDS = 600.0
+
+# Operators left out, so that the run spends its time on mutants that say something:
+# - `|` is only ever a type union in an annotation here, and annotations are not evaluated
+#   (`from __future__ import annotations`): every such mutant is equivalent.
+# - arithmetic is mutated to its opposite (+ <-> -) only; shifts, powers and bitwise
+#   replacements of an index computation are killed by whatever kills + <-> -.
+# - a comparison is not turned into an identity test (`==` -> `is`), which is either
+#   equivalent (small ints, interned strings) or depends on the interpreter's caching.
+EXCLUDED_OPERATORS = (
+    r"core/ReplaceBinaryOperator_BitOr_.*$",
+    r"core/ReplaceBinaryOperator_.*_(RShift|LShift|BitXor|BitOr|BitAnd|Pow|Mod|FloorDiv|Div|Mul)$",
+    r"core/ReplaceUnaryOperator_USub_(Not|Invert)$",
+    r"core/ReplaceComparisonOperator_(Eq|NotEq|Lt|LtE|Gt|GtE)_(Is|IsNot)$",
+    r"core/ReplaceComparisonOperator_(Is|IsNot)_(Eq|NotEq|Lt|LtE|Gt|GtE)$",
+)
+
+
+def _slug(module: str) -> str:
+    return module.removesuffix(".py").replace("/", ".")
+
+
+def _module_digest(module: str) -> str:
+    return hashlib.sha256((REPO / module).read_bytes()).hexdigest()
+
+
+def _refresh_tree(tree: Path) -> None:
+    """Copy the working tree's files (tracked and untracked, not ignored) into `tree`."""
+    listed = subprocess.run(
+        ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+        cwd=REPO, check=True, capture_output=True,
+    ).stdout.decode().split("\0")
+    if tree.exists():
+        shutil.rmtree(tree)
+    for name in filter(None, listed):
+        source = REPO / name
+        if source.is_file():
+            target = tree / name
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(source, target)
+
+
+def _config(module: str, tests: tuple[str, ...]) -> str:
+    command = f"{sys.executable} -m pytest -x -q -p no:cacheprovider {' '.join(tests)}"
+    return (
+        "[cosmic-ray]\n"
+        f'module-path = "{module}"\n'
+        f"timeout = {TIMEOUT_SECONDS}\n"
+        "excluded-modules = []\n"
+        f'test-command = "{command}"\n'
+        "\n[cosmic-ray.distributor]\n"
+        'name = "local"\n'
+        "\n[cosmic-ray.filters.operators-filter]\n"
+        f"exclude-operators = [{', '.join(repr(pattern) for pattern in EXCLUDED_OPERATORS)}]\n"
+    )
+
+
+def _cosmic_ray(tool: str, *args: str, cwd: Path) -> subprocess.CompletedProcess[bytes]:
+    env = dict(os.environ, PYTHONPATH=str(cwd))
+    return subprocess.run([str(Path(sys.executable).parent / tool), *args], cwd=cwd, env=env, check=True)
+
+
+def _retest_survivors(session: Path) -> int:
+    with sqlite3.connect(session) as db:
+        return db.execute("DELETE FROM work_results WHERE test_outcome = 'SURVIVED'").rowcount
+
+
+def run(module: str, retest_survivors: bool) -> None:
+    directory = WORK / _slug(module)
+    tree, session, config = directory / "tree", directory / "session.sqlite", directory / "config.toml"
+    digest_file = directory / "source.sha256"
+    directory.mkdir(parents=True, exist_ok=True)
+    _refresh_tree(tree)
+    config.write_text(_config(module, MODULES[module]))
+    digest = _module_digest(module)
+    if not session.exists() or not digest_file.exists() or digest_file.read_text() != digest:
+        session.unlink(missing_ok=True)
+        _cosmic_ray("cosmic-ray", "init", str(config), str(session), cwd=tree)
+        _cosmic_ray("cr-filter-operators", str(session), str(config), cwd=tree)
+        digest_file.write_text(digest)
+    elif retest_survivors:
+        print(f"mutation: {module}: retesting {_retest_survivors(session)} survivors", flush=True)
+    _cosmic_ray("cosmic-ray", "exec", str(config), str(session), cwd=tree)
+
+
+def _outcomes(session: Path) -> dict[str, int]:
+    counts = {"mutants": 0, "killed": 0, "survived": 0, "timeout": 0, "incompetent": 0, "pending": 0}
+    with sqlite3.connect(session) as db:
+        counts["mutants"] = db.execute("SELECT COUNT(*) FROM work_items").fetchone()[0]
+        skipped = 0
+        for worker, outcome, output in db.execute("SELECT worker_outcome, test_outcome, output FROM work_results"):
+            if worker == "SKIPPED":
+                skipped += 1
+            elif outcome == "KILLED":
+                counts["timeout" if output == "timeout" else "killed"] += 1
+            elif outcome == "SURVIVED":
+                counts["survived"] += 1
+            else:
+                counts["incompetent"] += 1
+    counts["mutants"] -= skipped
+    counts["pending"] = counts["mutants"] - counts["killed"] - counts["survived"] - counts["timeout"] - counts["incompetent"]
+    return counts
+
+
+def report(modules: list[str]) -> None:
+    print(f"{'module':40} {'mutants':>7} {'killed':>6} {'survived':>8} {'timeout':>7} {'pending':>7} {'score':>6}")
+    for module in modules:
+        session = WORK / _slug(module) / "session.sqlite"
+        if not session.exists():
+            print(f"{module:40} {'not run':>7}")
+            continue
+        c = _outcomes(session)
+        done = c["killed"] + c["survived"] + c["timeout"]
+        score = f"{100 * (c['killed'] + c['timeout']) / done:.0f}%" if done else "-"
+        print(f"{module:40} {c['mutants']:>7} {c['killed']:>6} {c['survived']:>8} {c['timeout']:>7} {c['pending']:>7} {score:>6}")
+
+
+def survivors(module: str) -> None:
+    session = WORK / _slug(module) / "session.sqlite"
+    with sqlite3.connect(session) as db:
+        rows = db.execute(
+            "SELECT r.job_id, m.operator_name, m.start_pos_row, r.diff FROM work_results r"
+            " JOIN mutation_specs m ON m.job_id = r.job_id WHERE r.test_outcome = 'SURVIVED'"
+            " ORDER BY m.start_pos_row"
+        ).fetchall()
+    for job_id, operator, line, diff in rows:
+        print(f"## {module}:{line} {operator} ({job_id})\n{diff}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+    sub = parser.add_subparsers(dest="action", required=True)
+    for name in ("run", "report", "survivors"):
+        command = sub.add_parser(name)
+        command.add_argument("modules", nargs="*", choices=[[], *MODULES], default=[], metavar="MODULE")
+        if name == "run":
+            command.add_argument("--retest-survivors", action="store_true", help="run the survivors again (after adding tests)")
+    arguments = parser.parse_args()
+    modules = arguments.modules or list(MODULES)
+    if arguments.action == "run":
+        for module in modules:
+            run(module, arguments.retest_survivors)
+        report(modules)
+    elif arguments.action == "report":
+        report(modules)
+    else:
+        for module in modules:
+            survivors(module)
+
+
+if __name__ == "__main__":
+    main()

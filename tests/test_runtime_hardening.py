@@ -1,0 +1,196 @@
+"""The Runtime's limits hold however a step ends: only a complete result of a command that ran
+is ever an observation, stored outputs stay bounded, nothing the Runtime started outlives it,
+and what it hands the harness is always well-formed."""
+
+from __future__ import annotations
+
+import math
+import os
+import shutil
+import time
+from pathlib import Path
+
+import pytest
+
+from ledger_impl import Policy, Runtime
+from ledger_impl import execution
+from ledger_impl.execution import group_alive
+from ledger_impl.ledger import Ledger
+from ledger_spec import Allow, Category, Changes, Command, FileTarget, Reuse
+
+
+@pytest.fixture
+def workspace(tmp_path: Path) -> Path:
+    root = tmp_path / "work"
+    root.mkdir()
+    (root / "a.txt").write_text("alpha\n")
+    return root
+
+
+def test_a_launch_failure_is_never_stored_and_never_reused(workspace: Path) -> None:
+    runtime = Runtime(workspace)
+    try:
+        moved = workspace.parent / "moved"
+        workspace.rename(moved)  # bash cannot start in a missing directory
+        failed = runtime.step("cat a.txt")
+        assert failed.exit_code == execution.LAUNCH_FAILURE_EXIT_CODE
+        assert "could not start bash" in failed.output
+        assert failed.recorded is not None and failed.recorded.target is None
+        moved.rename(workspace)
+        again = runtime.step("cat a.txt")
+        assert again.verdict != "reuse"
+        assert again.output == "alpha\n"
+    finally:
+        runtime.close()
+
+
+@pytest.mark.parametrize("timeout", [0, -1, math.inf, math.nan, "5", True])
+def test_timeout_must_be_a_finite_positive_number(workspace: Path, timeout: object) -> None:
+    with pytest.raises(ValueError, match="timeout must be a finite positive number"):
+        Runtime(workspace, timeout=timeout)  # type: ignore[arg-type]
+
+
+def test_close_kills_the_background_jobs_the_runtime_started(workspace: Path) -> None:
+    runtime = Runtime(workspace)
+    step = runtime.step("sleep 60 &")
+    groups = set(runtime._background)
+    assert groups and all(group_alive(group) for group in groups), step
+    runtime.close()
+    deadline = time.monotonic() + 5
+    while any(group_alive(group) for group in groups) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not any(group_alive(group) for group in groups)
+
+
+class _InterruptingDetector:
+    """Raises KeyboardInterrupt once the command is running, as a user's Ctrl-C would."""
+
+    name = "interrupting"
+
+    def before(self, root: str, command: str) -> None:
+        return None
+
+    def after(self, root: str, command: str, exit_code: int) -> Changes:
+        return Changes()
+
+
+def test_an_interrupt_inside_a_step_kills_the_command_s_process_group(workspace: Path, monkeypatch) -> None:
+    started: list[int] = []
+    real_popen = execution.subprocess.Popen
+
+    def recording_popen(*args, **kwargs):  # type: ignore[no-untyped-def]
+        process = real_popen(*args, **kwargs)
+        started.append(process.pid)
+        return process
+
+    def interrupted_select(self, timeout=None):  # type: ignore[no-untyped-def]
+        time.sleep(0.2)  # the command is running by now
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(execution.subprocess, "Popen", recording_popen)
+    monkeypatch.setattr(execution.selectors.DefaultSelector, "select", interrupted_select)
+    runtime = Runtime(workspace, _InterruptingDetector())
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            runtime.step("sleep 60 & sleep 1")  # bash exits soon; its child must not outlive the step
+    finally:
+        runtime.close()
+    assert started
+    deadline = time.monotonic() + 5
+    while group_alive(started[0]) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not group_alive(started[0])
+
+
+def test_the_view_is_valid_utf8_with_undecodable_file_names(workspace: Path) -> None:
+    name = os.fsdecode(b"caf\xe9.txt")
+    (workspace / name).write_text("x\n")
+    runtime = Runtime(workspace)
+    try:
+        runtime.step(f"cat '{name}'")
+        runtime.step(f"echo y > '{name}'")
+        view = runtime.view()
+        view.encode("utf-8")  # never raises
+        assert "caf\\xe9.txt" in view
+    finally:
+        runtime.close()
+
+
+def _read(key: str, text: str) -> Command:
+    return Command(text, text, Category.READ, FileTarget(key))
+
+
+def test_stored_outputs_stay_within_the_limit_over_150_read_append_rounds() -> None:
+    """The issue's leak, on the eviction logic itself: 150 rounds of reading a 2 MB file and
+    appending to it once kept every output; now at most the limit is held at any point."""
+    limit = 4 * 1024 * 1024
+    ledger = Ledger(Policy(stored_output_limit=limit))
+    output = "x" * (2 * 1024 * 1024)
+    most = 0
+    for round_ in range(150):
+        read = _read("big.txt", "cat big.txt")
+        ledger.advance(read, ledger.govern(read), output + str(round_), 0, Changes())
+        most = max(most, ledger.stored_bytes)
+        append = Command("echo >> big.txt", "echo >> big.txt", Category.EDIT)
+        ledger.advance(append, Allow(), "", 0, Changes({"big.txt"}))
+        most = max(most, ledger.stored_bytes)
+    assert most <= limit
+    assert ledger.stored_bytes == 0, "the last read went stale with the last append"
+
+
+def test_least_recently_used_outputs_go_first_and_never_serve_again() -> None:
+    ledger = Ledger(Policy(stored_output_limit=10))
+    a, b, c = _read("a", "cat a"), _read("b", "cat b"), _read("c", "cat c")
+    for command in (a, b):
+        ledger.advance(command, Allow(), "1234", 0, Changes())
+    served = ledger.govern(a)
+    assert isinstance(served, Reuse)
+    ledger.advance(a, served, "", 0, Changes())  # a is now more recently used than b
+    ledger.advance(c, Allow(), "5678", 0, Changes())  # 12 bytes > 10: b goes
+    assert ledger.stored_bytes == 8
+    assert isinstance(ledger.govern(a), Reuse)
+    assert isinstance(ledger.govern(c), Reuse)
+    assert not isinstance(ledger.govern(b), Reuse)
+
+
+def test_a_missing_root_mid_session_costs_reuse_not_correctness(workspace: Path, tmp_path: Path) -> None:
+    runtime = Runtime(workspace)
+    try:
+        runtime.step("cat a.txt")
+        shutil.rmtree(workspace)
+        workspace.mkdir()
+        (workspace / "a.txt").write_text("recreated\n")
+        again = runtime.step("cat a.txt")
+        assert again.verdict != "reuse"
+        assert again.output == "recreated\n"
+    finally:
+        runtime.close()
+
+
+class _DegradedDetector:
+    """A detector running in a degraded mode, as the events detector does past the watch limit."""
+
+    name = "degraded"
+    degraded = "cannot watch sub (watch limit): every command runs a full snapshot diff"
+
+    def before(self, root: str, command: str) -> None:
+        return None
+
+    def after(self, root: str, command: str, exit_code: int) -> Changes:
+        return Changes()
+
+
+def test_a_degraded_detector_is_reported_in_the_step_and_the_view(workspace: Path) -> None:
+    runtime = Runtime(workspace, _DegradedDetector())
+    try:
+        step = runtime.step("cat a.txt")
+        assert step.degraded == _DegradedDetector.degraded
+        assert "detector degraded: cannot watch sub" in runtime.view()
+    finally:
+        runtime.close()
+    healthy = Runtime(workspace)
+    try:
+        assert healthy.step("cat a.txt").degraded is None
+        assert "degraded" not in healthy.view()
+    finally:
+        healthy.close()
