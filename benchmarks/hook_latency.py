@@ -15,6 +15,9 @@ and CPU milliseconds. A script, not a test: it prints a table.
 `--baseline SRC` (a checkout of another revision, e.g. `git worktree add /tmp/base main`) runs
 every row a second time with that checkout's packages first on PYTHONPATH, against its own state
 directory, interleaved with this checkout's runs: before and after side by side, in one run.
+With PYTHONDONTWRITEBYTECODE set and no `__pycache__` (an editable install), every process
+compiles the sources again; run `python -m compileall` on both checkouts first to time what an
+installed Ledger pays.
 """
 
 from __future__ import annotations
