@@ -135,9 +135,14 @@ class DurableSession:
 
     # --- the two calls around a command -------------------------------------------------------
 
-    def decide(self, command: str, *, call_id: str, cwd: str | os.PathLike[str] | None = None) -> Decision:
+    def decide(
+        self, command: str, *, call_id: str, cwd: str | os.PathLike[str] | None = None, serve_slices: bool = True
+    ) -> Decision:
         """Govern `command` before the agent runs it. Unless the verdict is 'reuse', the agent
-        runs it and `record(call_id, ...)` follows."""
+        runs it and `record(call_id, ...)` follows. `serve_slices=False`: the recorded outputs
+        are an agent's rendering (Claude strips leading blank lines and trailing whitespace),
+        not the command's bytes, so lines cut from one command's output cannot serve another:
+        only an observation of the same command does."""
         if not isinstance(command, str):
             raise TypeError(f"a command is a string, got {type(command).__name__}")
         _check_call_id(call_id)
@@ -152,6 +157,12 @@ class DurableSession:
             # unknowable, so the earlier call is treated as abandoned (below) and its may-write
             # flag carried over, and nothing is served while it may still be running.
             earlier = next((row for row in self._store.pending() if row.call_id == call_id and not row.abandoned), None)
+            if (
+                isinstance(decision, Reuse)
+                and not serve_slices
+                and decision.observation.command.normalized != classified.normalized
+            ):
+                decision = Allow()
             if isinstance(decision, Reuse):
                 writers = [row for row in self._store.pending() if row.may_write and not row.abandoned]
                 if earlier is not None:

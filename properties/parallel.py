@@ -28,6 +28,7 @@ import pathlib
 import random
 import shutil
 import tempfile
+import time
 from typing import Callable
 
 import attrs
@@ -93,7 +94,13 @@ def run_in_workers(
                     on_step(*_progress(shared))
             results = [future.result() for future in futures]  # a worker's crash is raised here
     finally:
-        shutil.rmtree(shared, ignore_errors=True)
+        # On Ctrl-C the workers may still be writing progress files while the directory is
+        # removed; removal is retried until they are gone, so no directory is left behind.
+        for _ in range(50):
+            shutil.rmtree(shared, ignore_errors=True)
+            if not shared.exists():
+                break
+            time.sleep(0.1)
     return (
         sum(result.examples for result in results),
         sum(result.steps for result in results),

@@ -55,16 +55,18 @@ def _commands(path: Path, commands: list[str]) -> Path:
 
 
 # The three findings of the issue: step 1 re-reads unchanged content; step 3 writes a script
-# that step 5 runs to edit notes.txt (the command text does not show the edit); step 6 reads
-# notes.txt again, which a detector blind to the script serves stale.
+# that step 5 runs to edit notes.txt (the command text does not show the edit); step 6 repeats
+# the search of step 4, which a detector blind to the script serves stale. The trap is a tree
+# read on purpose: a file read would be refused by the observation fingerprint (the file's own
+# lstat identity changed), whatever the detector says.
 THREE_FINDINGS = [
     "cat /testbed/notes.txt",
     "cat notes.txt",
     "cat -n pkg/mod.py",
     "printf 'open(\"notes.txt\", \"w\").write(\"after\\\\n\")\\n' > fix.py",
-    "ls",
+    "grep -rn before --include=*.txt .",
     "python3 fix.py",
-    "cat notes.txt",
+    "grep -rn before --include=*.txt .",
 ]
 
 
@@ -92,7 +94,7 @@ def test_redundant_read_script_edit_and_stale_trap_are_all_reported(
     assert result["misses"][UNSOUND] == [{"step": 5, "command": "python3 fix.py", "missing": ["notes.txt"]}]
     assert result["misses"]["default"] == [] and result["misses"]["rules"] == []  # rules says "unknown" instead
     [stale] = result["stale"]
-    assert stale["step"] == 6 and "-before" in stale["diff"] and "+after" in stale["diff"]
+    assert stale["step"] == 6 and "-./notes.txt:1:before" in stale["diff"]
     assert by_step[6]["redundant"] is None  # the content did change: a perfect ledger re-reads
     assert "STALE" in out
     assert look(repo) == checkout  # the user's checkout was only read

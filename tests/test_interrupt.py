@@ -60,7 +60,7 @@ def interrupt(args: list[str], tmp_path: pathlib.Path, started) -> tuple[int, st
         cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
     )
     try:
-        assert wait_for(lambda: started(private) or process.poll() is not None, 120), "never started"
+        assert wait_for(lambda: started(private, marker) or process.poll() is not None, 120), "never started"
         assert process.poll() is None, process.communicate()
         os.killpg(process.pid, signal.SIGINT)
         _, err = process.communicate(timeout=60)
@@ -76,7 +76,7 @@ def test_ctrl_c_stops_a_hunt_with_130_and_leaves_nothing(tmp_path: pathlib.Path)
         ["check-detector", "ledger_impl.detectors.unsound:stat_only", "--max-examples", "500", "--seed", "1",
          "--out", str(tmp_path / "out"), "--json"],
         tmp_path,
-        lambda tmp: any(tmp.glob("ledger-hunt-*")),
+        lambda tmp, _: any(tmp.glob("ledger-hunt-*")),
     )
     assert code == 130, err
     assert "interrupted" in err and "Traceback" not in err, err
@@ -96,7 +96,7 @@ def _slow_counterexample(tmp_path: pathlib.Path) -> pathlib.Path:
 def test_ctrl_c_stops_an_unsandboxed_replay_with_130_and_leaves_nothing(tmp_path: pathlib.Path) -> None:
     path = _slow_counterexample(tmp_path)
     code, err, private, marker = interrupt(
-        ["replay", str(path), "--unsandboxed"], tmp_path, lambda tmp: any(tmp.glob("ledger-hunt-*/ws/started-sleeping"))
+        ["replay", str(path), "--unsandboxed"], tmp_path, lambda tmp, _: any(tmp.glob("ledger-hunt-*/ws/started-sleeping"))
     )
     assert code == 130, err
     assert "interrupted" in err and "Traceback" not in err, err
@@ -108,7 +108,7 @@ def test_ctrl_c_stops_an_unsandboxed_replay_with_130_and_leaves_nothing(tmp_path
 def test_ctrl_c_stops_a_sandboxed_replay_with_130_and_leaves_nothing(tmp_path: pathlib.Path) -> None:
     path = _slow_counterexample(tmp_path)
     code, err, private, marker = interrupt(
-        ["replay", str(path)], tmp_path, lambda tmp: bool(marked_processes_named("sleep"))
+        ["replay", str(path)], tmp_path, lambda _, marker: bool(set(marked_processes_named("sleep")) & set(marked_processes(marker)))
     )
     assert code == 130, err
     assert wait_for(lambda: not marked_processes(marker), 5), marked_processes(marker)

@@ -78,7 +78,10 @@ def command_for(tool: str, tool_input: dict[str, Any]) -> str:
 
 
 def _pre_tool_use(tool: str, tool_input: dict[str, Any], call_id: str, cwd: Any, session: HookSession) -> Reply:
-    decision = session.decide(command_for(tool, tool_input), call_id=call_id, cwd=cwd if isinstance(cwd, str) else None)
+    # A Bash result is recorded as Claude renders it (stripped), so no other command's lines can
+    # be cut from it; a Read is never served, so its nudge may still come from any of them.
+    decision = session.decide(command_for(tool, tool_input), call_id=call_id,
+                              cwd=cwd if isinstance(cwd, str) else None, serve_slices=tool != "Bash")
     output: dict[str, Any] = {"hookEventName": "PreToolUse"}
     # A command sent to the background expects a task handle back, not a result.
     servable = tool == "Bash" and not tool_input.get("run_in_background")

@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from ledger_impl.adapters import claude as claude_adapter
 from ledger_impl.store import database_path
 
 
@@ -49,8 +50,10 @@ class Claude:
         return reply
 
     def run(self, command: str) -> str:
+        """The command's output as Claude Code shows it: leading blank lines and trailing
+        whitespace stripped, a placeholder when nothing is left."""
         done = subprocess.run(["bash", "-c", command], cwd=self.root, capture_output=True, text=True)
-        return (done.stdout + done.stderr).rstrip()
+        return (done.stdout + done.stderr).rstrip().lstrip("\n") or claude_adapter.NO_OUTPUT
 
 
 def served(reply: dict[str, Any]) -> str | None:
@@ -105,3 +108,13 @@ def test_a_database_of_a_newer_schema_is_set_aside_visibly(claude: Claude) -> No
     assert served(reply) is None
     assert "schema version 99" in reply.get("systemMessage", "")
     assert not any(path.suffix in (".sqlite", ".db") for path in claude.root.rglob("*"))
+
+
+@pytest.mark.parametrize("command", ["sed -n '1,2p' a.txt", "head -1 a.txt", "sed -n '3,4p' a.txt", "head -3 a.txt"])
+def test_a_line_range_is_never_cut_from_claudes_rendering_of_a_whole_file(claude: Claude, command: str) -> None:
+    # Counterexample: `cat a.txt` is recorded as Claude shows it, with leading blank lines and
+    # trailing whitespace stripped; a later `sed -n '1,2p' a.txt` was served lines cut from that
+    # rendering ("X\nY") where a fresh run shows "(Bash completed with no output)".
+    (claude.root / "a.txt").write_text("\n\nX\nY\n")
+    claude.bash("1", "cat a.txt")
+    assert served(claude.pre_bash("2", command)) in (None, claude.run(command))
