@@ -1,16 +1,23 @@
 """Latency of a `decide` in a fresh process, as a PreToolUse hook pays it, on a 7,000-file tree.
 
-    python benchmarks/hook_latency.py [--files 7000] [--runs 30]
+    python benchmarks/hook_latency.py [--files 7000] [--runs 30] [--baseline SRC]
 
 Generates the tree of `benchmarks/detection.py` in /tmp with a state directory beside it, lets it
 age past the racy window, then times whole processes, side by side in one run:
   python -c pass       the floor: starting the interpreter;
-  import ledger_impl   the interpreter plus Ledger's imports;
+  import hook path     the interpreter plus what `ledger hook` imports;
   decide (reuse)       open the session, decide a repeated read: served from the ledger;
   decide (allow)       open the session, decide a new command (a pending call is stored);
   record               open the session, record that command's result (PostToolUse).
 Every decide and record scans the tree against the stored stat index. p50 and p95 of wall
 and CPU milliseconds. A script, not a test: it prints a table.
+
+`--baseline SRC` (a checkout of another revision, e.g. `git worktree add /tmp/base main`) runs
+every row a second time with that checkout's packages first on PYTHONPATH, against its own state
+directory, interleaved with this checkout's runs: before and after side by side, in one run.
+With PYTHONDONTWRITEBYTECODE set and no `__pycache__` (an editable install), every process
+compiles the sources again; run `python -m compileall` on both checkouts first to time what an
+installed Ledger pays.
 """
 
 from __future__ import annotations
@@ -50,9 +57,12 @@ def percentile(samples: list[float], share: float) -> float:
     return ordered[min(len(ordered) - 1, round(share * (len(ordered) - 1)))]
 
 
-def run_process(argv: list[str]) -> tuple[float, float]:
+def run_process(argv: list[str], source: str | None = None) -> tuple[float, float]:
+    # `-c` puts the current directory first on sys.path: run elsewhere, so that the checkout
+    # given by `source` (or the installed one) is what the process imports.
+    env = None if source is None else {**os.environ, "PYTHONPATH": source}
     started, before = time.perf_counter(), os.times()
-    subprocess.run(argv, check=True, stdout=subprocess.DEVNULL)
+    subprocess.run(argv, check=True, stdout=subprocess.DEVNULL, env=env, cwd=tempfile.gettempdir())
     after = os.times()
     return (time.perf_counter() - started) * 1000, (after[2] + after[3] - before[2] - before[3]) * 1000
 
@@ -61,31 +71,41 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--files", type=int, default=7000)
     parser.add_argument("--runs", type=int, default=30)
+    parser.add_argument("--baseline", default=None, help="a checkout of another revision to time beside this one")
     args = parser.parse_args()
     base = pathlib.Path(tempfile.mkdtemp(prefix="ledger-hook-bench-"))
+    variants: dict[str, str | None] = {"": None}
+    if args.baseline:
+        variants[" [baseline]"] = os.path.abspath(args.baseline)
     try:
-        root, state = base / "tree", base / "state"
+        root = base / "tree"
         root.mkdir()
         generate_tree(root, args.files)
         time.sleep(RACY_WINDOW_NS / 1e9 + 0.5)
         python = sys.executable
         target = str(next(root.rglob("file1.py")).relative_to(root))
-        # The first decide and record build the index and the observation the reuse runs serve.
-        run_process([python, "-c", DECIDE, str(root), str(state), f"cat {target}", "warm", "allow"])
-        run_process([python, "-c", RECORD, str(root), str(state), "warm"])
-        samples: dict[str, list[tuple[float, float]]] = {
-            name: [] for name in ("python -c pass", "import ledger_impl", "decide (reuse)", "decide (allow)", "record")
-        }
+        names = ("import hook path", "decide (reuse)", "decide (allow)", "record")
+        samples: dict[str, list[tuple[float, float]]] = {"python -c pass": []}
+        samples.update({name + label: [] for name in names for label in variants})
+        for label, source in variants.items():
+            state = str(base / f"state{len(label)}")
+            # The first decide and record build the index and the observation the reuse runs serve.
+            run_process([python, "-c", DECIDE, str(root), state, f"cat {target}", "warm", "allow"], source)
+            run_process([python, "-c", RECORD, str(root), state, "warm"], source)
         for index in range(args.runs):  # interleaved, so load changes hit every row alike
             samples["python -c pass"].append(run_process([python, "-c", "pass"]))
-            samples["import ledger_impl"].append(run_process([python, "-c", "import ledger_impl"]))
-            samples["decide (reuse)"].append(
-                run_process([python, "-c", DECIDE, str(root), str(state), f"cat {target}", f"r{index}", "reuse"])
-            )
-            samples["decide (allow)"].append(
-                run_process([python, "-c", DECIDE, str(root), str(state), f"echo {index}", f"a{index}", "allow"])
-            )
-            samples["record"].append(run_process([python, "-c", RECORD, str(root), str(state), f"a{index}"]))
+            for label, source in variants.items():
+                state = str(base / f"state{len(label)}")
+                samples["import hook path" + label].append(
+                    run_process([python, "-c", "import ledger_cli.commands.hook"], source)
+                )
+                samples["decide (reuse)" + label].append(
+                    run_process([python, "-c", DECIDE, str(root), state, f"cat {target}", f"r{index}", "reuse"], source)
+                )
+                samples["decide (allow)" + label].append(
+                    run_process([python, "-c", DECIDE, str(root), state, f"echo {index}", f"a{index}", "allow"], source)
+                )
+                samples["record" + label].append(run_process([python, "-c", RECORD, str(root), state, f"a{index}"], source))
         print(f"{args.files:,} files, {args.runs} runs each; milliseconds per process")
         print("| process | p50 wall | p95 wall | p50 cpu | p95 cpu |\n|---|---:|---:|---:|---:|")
         for name, pairs in samples.items():

@@ -1,6 +1,6 @@
 """The persisted stat index against `git status`, side by side, on 7,000 and 100,000 files.
 
-    python benchmarks/stat_index.py [--files 7000,100000] [--runs 7]
+    python benchmarks/stat_index.py [--files 7000,100000] [--runs 7] [--baseline SRC]
 
 For each size, generates a tree committed to git in /tmp (the tree of `benchmarks/detection.py`),
 lets it age past the racy window, then times in one run:
@@ -9,11 +9,15 @@ lets it age past the racy window, then times in one run:
   index (1 edit)   the same after one file was changed;
   first index      `changes_since` with nothing stored (a full scan, nothing to reuse);
 and the size of the stored index. Medians of `--runs`. A script, not a test: it prints a table.
+`--baseline SRC` (a checkout of another revision) adds "no edit" and "1 edit" measured on the
+same tree in fresh processes, this checkout's and that revision's in turn (three rounds, median):
+before and after side by side, in one run.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import pathlib
 import shutil
@@ -46,7 +50,60 @@ def timed(action: object, runs: int) -> tuple[float, float]:
     return statistics.median(walls) * 1000, statistics.median(cpus) * 1000
 
 
-def measure(files: int, runs: int) -> dict[str, object]:
+# Run by the baseline's interpreter: the same two measures as `measure`, printed as JSON.
+BASELINE = """
+import json, os, pathlib, statistics, sys, time
+from ledger_impl.detectors.stat_index import changes_since
+root, runs, target = pathlib.Path(sys.argv[1]), int(sys.argv[2]), pathlib.Path(sys.argv[3])
+stored = [changes_since(root, None)[1]]
+def timed(action):
+    walls, cpus = [], []
+    for _ in range(runs):
+        started, before = time.perf_counter(), os.times()
+        action()
+        after = os.times()
+        walls.append(time.perf_counter() - started)
+        cpus.append(sum(after[:4]) - sum(before[:4]))
+    return statistics.median(walls) * 1000, statistics.median(cpus) * 1000
+def no_edit():
+    changes, stored[0], _ = changes_since(root, stored[0])
+    assert changes.empty, changes
+def one_edit():
+    with open(target, "a") as handle:
+        handle.write("#\\n")
+    changes, stored[0], _ = changes_since(root, stored[0])
+    assert changes.paths, changes
+import ledger_impl
+print(json.dumps({"no edit": timed(no_edit), "1 edit": timed(one_edit), "source": ledger_impl.__file__}))
+"""
+
+
+def measure_in_child(root: pathlib.Path, runs: int, target: pathlib.Path, source: str | None) -> dict[str, tuple]:
+    """The no-edit and one-edit measures in a fresh process importing `source` (None: this checkout)."""
+    env = {**os.environ, "PYTHONPATH": source} if source is not None else None
+    done = subprocess.run(
+        [sys.executable, "-c", BASELINE, str(root), str(runs), str(target)], env=env, check=True, capture_output=True, text=True,
+        cwd=tempfile.gettempdir(),  # not this checkout: `-c` puts the current directory first on sys.path
+    )
+    found = json.loads(done.stdout)
+    return {"no edit": tuple(found["no edit"]), "1 edit": tuple(found["1 edit"])}
+
+
+def measure_baseline(root: pathlib.Path, runs: int, target: pathlib.Path, source: str, rounds: int = 3) -> dict[str, object]:
+    """This checkout and the baseline, each in its own process, alternating for `rounds`: the
+    median over rounds of each, so a change of load hits both alike."""
+    found: dict[str, list[tuple]] = {}
+    for _ in range(rounds):
+        for label, src in (("this", None), ("baseline", source)):
+            for name, value in measure_in_child(root, runs, target, src).items():
+                found.setdefault(f"{label} (child, {name})", []).append(value)
+    return {
+        name: (statistics.median(w for w, _ in values), statistics.median(c for _, c in values))
+        for name, values in found.items()
+    }
+
+
+def measure(files: int, runs: int, baseline: str | None = None) -> dict[str, object]:
     base = pathlib.Path(tempfile.mkdtemp(prefix=f"ledger-bench-{files}-"))
     try:
         root = base / "tree"
@@ -71,7 +128,7 @@ def measure(files: int, runs: int) -> dict[str, object]:
             changes, stored[0], _ = changes_since(root, stored[0])
             assert changes.paths, changes
 
-        return {
+        measured: dict[str, object] = {
             "files": files,  # type: ignore[dict-item]
             "git status": git_ms,
             "index (no edit)": timed(no_edit, runs),
@@ -80,6 +137,9 @@ def measure(files: int, runs: int) -> dict[str, object]:
             "first index": timed(lambda: changes_since(root, None), max(1, runs // 2)),
             "index MiB": (len(stored[0]) / 2**20, 0.0),
         }
+        if baseline is not None:
+            measured.update(measure_baseline(root, runs, target, baseline))
+        return measured
     finally:
         shutil.rmtree(base, ignore_errors=True)
 
@@ -88,13 +148,18 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--files", default="7000,100000", help="comma-separated tree sizes")
     parser.add_argument("--runs", type=int, default=7)
+    parser.add_argument("--baseline", default=None, help="a checkout of another revision to time beside this one")
     args = parser.parse_args()
+    measures = MEASURES + (
+        tuple(f"{who} (child, {what})" for what in ("no edit", "1 edit") for who in ("this", "baseline"))
+        if args.baseline else ()
+    )
     print("milliseconds per call, medians; wall includes waiting for a core on a shared machine, cpu does not")
-    print("| files | " + " | ".join(f"{name} wall / cpu" for name in MEASURES) + " | index MiB |")
-    print("|---:|" + "---:|" * (len(MEASURES) + 1), flush=True)
+    print("| files | " + " | ".join(f"{name} wall / cpu" for name in measures) + " | index MiB |")
+    print("|---:|" + "---:|" * (len(measures) + 1), flush=True)
     for size in args.files.split(","):
-        row = measure(int(size), args.runs)
-        cells = [f"{row[name][0]:.0f} / {row[name][1]:.0f}" for name in MEASURES]  # type: ignore[index]
+        row = measure(int(size), args.runs, os.path.abspath(args.baseline) if args.baseline else None)
+        cells = [f"{row[name][0]:.0f} / {row[name][1]:.0f}" for name in measures]  # type: ignore[index]
         print(f"| {int(size):,} | " + " | ".join(cells) + f" | {row['index MiB'][0]:.1f} |", flush=True)  # type: ignore[index]
     return 0
 

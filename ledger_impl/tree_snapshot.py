@@ -181,6 +181,7 @@ def scan_into(
     prev_listings = previous.listings if previous is not None else {}
     lstat = os.lstat
     is_dir = stat.S_ISDIR
+    link_kind = stat.S_IFLNK
     stack = [start_key]
     while stack:
         key = stack.pop()
@@ -226,12 +227,18 @@ def scan_into(
             # Fast path, the common case: same stat data as before and old enough to be
             # trusted, so the previous entry (and its identity, which `diff` checks first)
             # is kept. Links go the slow way because their target is part of the signature.
+            # The signature is built inline (the same tuple `_signature` makes): this loop runs
+            # once per path at every hook call, and a function call per path is measurable.
             if (
                 previous_entry is not None
                 and not previous_entry.racy
                 and not hash_all
-                and mode & 0o170000 != stat.S_IFLNK
-                and previous_entry.sig == _signature(st, None)
+                and mode & 0o170000 != link_kind
+                and previous_entry.sig
+                == (
+                    mode & 0o170000, mode, st.st_uid, st.st_gid, st.st_size, st.st_mtime_ns,
+                    st.st_ctime_ns, st.st_ino, st.st_dev, st.st_nlink, None,
+                )
                 and st.st_mtime_ns < racy_threshold_ns
                 and st.st_ctime_ns < racy_threshold_ns
             ):

@@ -4,6 +4,7 @@ separate detector instances (as separate processes would be), and the ci hunt.""
 from __future__ import annotations
 
 import os
+import time
 from pathlib import Path
 
 import pytest
@@ -53,6 +54,78 @@ def test_separate_instances_bracket_a_command_through_the_state_dir(tree: Path, 
     assert changes.paths == frozenset({"a.txt", "d/e", "d/e/new"}) and not changes.unknown
     assert StatIndexDetector(state).after(tree, ":", 0).empty
     assert not any(path.name.endswith(".index") for path in tree.rglob("*"))
+
+
+# A window short enough that a short sleep ages every file out of it, so the shortcuts for
+# entries proved by stat data alone (not by a digest) are the ones exercised.
+SHORT_WINDOW_NS = 50_000_000
+
+
+def aged_index(root: Path) -> bytes:
+    """An index of `root` taken once every file is older than `SHORT_WINDOW_NS`."""
+    time.sleep(0.15)
+    _, blob, _ = changes_since(root, None, racy_window_ns=SHORT_WINDOW_NS)
+    time.sleep(0.15)
+    return blob
+
+
+def restore_times(path: Path, before: os.stat_result) -> None:
+    os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns), follow_symlinks=False)
+
+
+def test_a_same_size_rewrite_with_mtime_restored_in_an_unchanged_directory_is_seen(tree: Path) -> None:
+    """The directory's listing is reused (its stat data did not change) and the file's size and
+    mtime are as before: only the file's own lstat (ctime) can show the write."""
+    blob = aged_index(tree)
+    target, directory = tree / "d" / "e" / "b.txt", tree / "d" / "e"
+    file_before, dir_before = target.stat(), directory.stat()
+    target.write_text("BETA\n")
+    restore_times(target, file_before)
+    assert directory.stat().st_mtime_ns == dir_before.st_mtime_ns
+    time.sleep(0.15)  # out of the racy window again: the stat comparison alone must see it
+    changes, _, _ = changes_since(tree, blob, racy_window_ns=SHORT_WINDOW_NS)
+    assert changes.paths == frozenset({"d/e/b.txt"}) and not changes.unknown
+
+
+def test_a_file_replaced_by_rename_in_a_directory_whose_mtime_is_restored_is_seen(tree: Path) -> None:
+    """`mv new b.txt` then `touch -d` on the directory: same names, same mtimes, new inode."""
+    blob = aged_index(tree)
+    target, directory = tree / "d" / "e" / "b.txt", tree / "d" / "e"
+    file_before, dir_before = target.stat(), directory.stat()
+    replacement = directory / "b.new"
+    replacement.write_text("BETA\n")
+    restore_times(replacement, file_before)
+    os.replace(replacement, target)
+    restore_times(directory, dir_before)
+    assert sorted(os.listdir(directory)) == ["b.txt"]
+    time.sleep(0.15)  # out of the racy window again: the stat comparison alone must see it
+    changes, _, _ = changes_since(tree, blob, racy_window_ns=SHORT_WINDOW_NS)
+    assert "d/e/b.txt" in changes.paths and not changes.unknown
+
+
+def test_an_unchanged_tree_keeps_the_stored_bytes_and_a_change_is_reported_once(tree: Path) -> None:
+    """The index is rewritten only when the scan saw something new; a report must still
+    advance the baseline, or the same change would be reported again at the next call."""
+    blob = aged_index(tree)
+    unchanged, kept, _ = changes_since(tree, blob, racy_window_ns=SHORT_WINDOW_NS)
+    assert unchanged.empty and kept == blob
+    os.chmod(tree / "a.txt", 0o600)
+    time.sleep(0.15)
+    changed, advanced, _ = changes_since(tree, kept, racy_window_ns=SHORT_WINDOW_NS)
+    assert changed.paths == frozenset({"a.txt"}) and advanced != kept
+    assert changes_since(tree, advanced, racy_window_ns=SHORT_WINDOW_NS)[0].empty
+
+
+def test_an_index_of_the_previous_format_is_not_trusted(tree: Path) -> None:
+    import hashlib
+    import marshal
+
+    snapshot = take_snapshot(tree)
+    old_body = marshal.dumps((1, snapshot.root, {k: tuple(e) for k, e in snapshot.entries.items()},
+                              snapshot.listings, (), snapshot.taken_at_ns))
+    old_blob = hashlib.blake2b(old_body, digest_size=32).digest() + old_body
+    changes, _, problem = changes_since(tree, old_blob)
+    assert changes.unknown and "format 1" in (problem or "")
 
 
 def test_the_state_dir_may_not_be_inside_the_root(tree: Path) -> None:
