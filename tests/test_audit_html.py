@@ -81,8 +81,9 @@ def page(tmp_path_factory: pytest.TempPathFactory) -> Path:
     workspace.mkdir()
     (workspace / "notes.txt").write_text("before\n")
     search = "grep -rn before --include=*.txt ."
+    # The search is repeated once fix.py exists, so the stale trap's observation postdates it.
     commands = [search, search, "printf 'open(\"notes.txt\", \"w\").write(\"after\\\\n\")\\n' > fix.py",
-                "python3 fix.py", search, "pip install nothing"]
+                search, "python3 fix.py", search, "pip install nothing"]
     source = root / "trap.jsonl"
     source.write_text("".join(json.dumps({"command": c}) + "\n" for c in commands))
     [trajectory] = formats.load(source)
@@ -104,7 +105,7 @@ def test_chromium_builds_the_charts(page: Path, tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr[-500:]
     dom = done.stdout
     assert dom.count('class="bar redundant"') == 1 and dom.count('class="bar reused"') == 1
-    assert len(re.findall(r'<rect class="step ', dom)) == 6  # one mark per step, skipped included
+    assert len(re.findall(r'<rect class="step ', dom)) == 7  # one mark per step, skipped included
     assert 'class="mark reuse"' in dom and 'class="mark miss"' in dom and 'class="mark redundant"' in dom
     assert re.search(r'<table id="misses">.*python3 fix\.py.*notes\.txt', dom, re.S)
     assert "-./notes.txt:1:before" in dom  # the stale reuse's diff
