@@ -149,11 +149,14 @@ def audit_job(job: Job) -> dict[str, Any]:
 
 def _sandboxed(argv: list[str], parent: Path, workspace: Path, readable: list[str | None]) -> list[str]:
     """`argv` in bubblewrap, writable only in `parent`. The copy borrows the source repository's
-    objects, and a detector may live in a user's directory: such a path under /tmp (which the
-    sandbox replaces with an empty one) is bound back read-only."""
+    objects, a detector may live in a user's directory, and Ledger itself and this interpreter
+    may be installed there too (a checkout or a virtual environment under /tmp): such a path
+    under /tmp (which the sandbox replaces with an empty one) is bound back read-only."""
     from .. import sandbox
 
-    hidden = [Path(p).resolve() for p in readable if p and str(Path(p).resolve()).startswith("/tmp/")]
+    ledger_code = str(Path(__file__).resolve().parents[2])  # the directory holding `properties`
+    needed = [*readable, sys.prefix, ledger_code]
+    hidden = sorted({Path(p).resolve() for p in needed if p and str(Path(p).resolve()).startswith("/tmp/")})
     return sandbox.wrap(argv, writable=[parent], workdir=workspace, readable=hidden)
 
 
