@@ -31,7 +31,7 @@ import re
 import shlex
 from typing import Any
 
-from .hook_session import HookSession, Outcome, nudge_text, record_outcome, reuse_text
+from .hook_session import HookSession, Outcome, nudge_text, pre_tool_use_reply, record_outcome, reuse_text
 
 NO_OUTPUT = "(Bash completed with no output)"
 EDIT_TOOLS = frozenset({"Edit", "MultiEdit", "Write", "NotebookEdit"})
@@ -93,12 +93,7 @@ def _pre_tool_use(tool: str, tool_input: dict[str, Any], call_id: str, cwd: Any,
                                        "you already saw this result then.")
     elif decision.verdict == "nudge":
         output["additionalContext"] = nudge_text(decision)
-    reply: dict[str, Any] = {}
-    if len(output) > 1:
-        reply["hookSpecificOutput"] = output
-    if decision.degraded:
-        reply["systemMessage"] = f"ledger: {decision.degraded}"
-    return reply or None
+    return pre_tool_use_reply(output, decision)
 
 
 def _success(tool: str, tool_input: dict[str, Any], response: Any) -> Outcome:

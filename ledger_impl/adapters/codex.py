@@ -34,7 +34,7 @@ import os
 import shlex
 from typing import Any
 
-from .hook_session import HookSession, Outcome, nudge_text, record_outcome, reuse_text
+from .hook_session import HookSession, Outcome, nudge_text, pre_tool_use_reply, record_outcome, reuse_text
 
 Reply = dict[str, Any] | None
 SHELL_TOOLS = frozenset({"Bash", "shell", "local_shell", "exec_command"})
@@ -77,12 +77,7 @@ def _pre_tool_use(tool: str, tool_input: dict[str, Any], call_id: str, cwd: Any,
         output["permissionDecisionReason"] = reuse_text(decision, with_status=True)
     elif decision.verdict == "nudge":
         output["additionalContext"] = nudge_text(decision)
-    reply: dict[str, Any] = {}
-    if len(output) > 1:
-        reply["hookSpecificOutput"] = output
-    if decision.degraded:
-        reply["systemMessage"] = f"ledger: {decision.degraded}"
-    return reply or None
+    return pre_tool_use_reply(output, decision)
 
 
 def _outcome(tool: str, response: Any) -> Outcome:

@@ -17,7 +17,7 @@ changes are still counted, but nothing is stored that a later Reuse could serve.
 
 from __future__ import annotations
 
-from typing import Protocol
+from typing import Any, Protocol
 
 import attrs
 
@@ -75,3 +75,14 @@ def reuse_text(decision: Verdict, *, with_status: bool = False) -> str:
 
 def nudge_text(decision: Verdict) -> str:
     return decision.note or "[ledger] This command looks redundant: it was run recently and nothing has changed since."
+
+
+def pre_tool_use_reply(output: dict[str, Any], decision: Verdict) -> dict[str, Any] | None:
+    """The PreToolUse reply both agents read: `hookSpecificOutput` when a verdict added anything
+    to `output` (which holds the event name), and the degraded state as a visible message."""
+    reply: dict[str, Any] = {}
+    if len(output) > 1:
+        reply["hookSpecificOutput"] = output
+    if decision.degraded:
+        reply["systemMessage"] = f"ledger: {decision.degraded}"
+    return reply or None
