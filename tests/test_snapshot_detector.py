@@ -11,7 +11,7 @@ from detector_scenarios import READ_ONLY_COMMANDS, SCENARIOS, Session, deny_list
 from ledger_impl import tree_snapshot
 from ledger_impl.detectors import SnapshotDetector, default_detector
 from ledger_spec import Changes
-from ledger_impl.tree_snapshot import Entry, diff, ground_truth_snapshot, observable_diff, take_snapshot
+from ledger_impl.tree_snapshot import Entry, diff, take_snapshot
 
 
 @pytest.mark.parametrize("name,setup,command,expected", SCENARIOS, ids=[s[0] for s in SCENARIOS])
@@ -126,16 +126,6 @@ def test_directory_listing_is_reused_only_when_proved_unchanged(tmp_path, monkey
     second = take_snapshot(tmp_path, first, racy_window_ns=window)
     assert listed == [str(tmp_path / "d1")]
     assert diff(first, second).paths == {"d1", "d1/new"}
-
-
-def test_observable_diff_oracle_sees_content_only_change(tmp_path):
-    path = tmp_path / "a.txt"
-    path.write_text("aaaa")
-    st = path.stat()
-    a = ground_truth_snapshot(tmp_path)
-    path.write_text("bbbb")
-    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
-    assert observable_diff(a, ground_truth_snapshot(tmp_path)) == {"a.txt"}
 
 
 def test_keys_are_valid_and_never_include_the_root(tmp_path):
