@@ -23,6 +23,8 @@ from ledger_impl.detectors import SESSION_DETECTOR_VARIABLE, session_detector, w
 from ledger_impl.detectors.stat_index import StatIndex
 from ledger_impl.session import DurableSession
 from properties import ground_truth
+from properties.counterexample import load
+from properties.replay import replay
 
 pytestmark = pytest.mark.skipif(
     not watchman.available(), reason="no watchman binary on PATH (.ci/run installs Debian's watchman package)"
@@ -100,6 +102,14 @@ def test_a_new_hard_link_reports_every_name(index, layout):
     (root / "hard.txt").unlink()  # the other name's link count drops back, with no event of its own
     changes, blob, _ = poll(index, root, blob)
     assert {"hard.txt", "src/b.txt"} <= changes.paths
+
+
+def test_the_hunts_hard_link_counterexample_is_fixed():
+    """Found by `ledger check-detector` (dev profile) before links were tracked; the file
+    reproduces against `unsound.watchman_by_name` (tests/test_counterexamples.py)."""
+    path = pathlib.Path(__file__).parent.parent / "counterexamples" / "watchman-by-name-detector-covers-changes-d4b01bc6ba.json"
+    result = replay(load(path), watchman.make)
+    assert result.violation is None, result.violation
 
 
 def test_the_roots_own_metadata_is_compared(index, layout):

@@ -15,6 +15,9 @@ Reuse for each within the `ci` profile; the counterexamples it found are stored 
                      thorough hunt: a hard link made and removed within one command (`ln -f`
                      onto a name of the same inode), or a hard link to a symlink, changes an
                      inode's ctime and link count under names no event mentions
+  watchman_by_name   the Watchman detector trusting the names Watchman gives, as first
+                     written: `ln` raises an event for the new name only, so the old name's
+                     link count and ctime change unreported
 """
 
 from __future__ import annotations
@@ -31,6 +34,13 @@ from .rules import RulesDetector
 def events_by_name() -> EventDetector:
     """The inotify detector tracking only regular files' links, through names events mention."""
     return EventDetector(complete_link_tracking=False)
+
+
+def watchman_by_name() -> object:
+    """The Watchman detector without its hard-link tracking (needs a `watchman` binary)."""
+    from .watchman import make
+
+    return make(track_links=False)
 
 
 def optimistic_rules() -> RulesDetector:

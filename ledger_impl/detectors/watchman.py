@@ -267,9 +267,11 @@ class WatchmanIndex:
 
     name = "watchman"
 
-    def __init__(self, state_dir: os.PathLike[str] | str | None = None) -> None:
+    def __init__(self, state_dir: os.PathLike[str] | str | None = None, *, track_links: bool = True) -> None:
         self.state_dir = pathlib.Path(state_dir) if state_dir is not None else default_state_dir()
         self.daemon = Daemon(self.state_dir / "watchman")
+        # False only for `ledger_impl.detectors.unsound.watchman_by_name`: Watchman's names alone.
+        self.track_links = track_links
 
     def changes_since(self, root: os.PathLike[str] | str, blob: bytes | None) -> tuple[Changes, bytes | None, str | None]:
         """What changed under `root` since the baseline `blob`, the new baseline, and why the
@@ -311,8 +313,8 @@ class WatchmanIndex:
             # Inodes with several names among those Watchman gave: their other names changed too
             # (link count, ctime), with no event in their own directories.
             named = [_stat_data(os.path.join(root_s, name)) for name, exists, kind in entries if exists and kind == "f"]
-            linked_inodes = {data[_INO] for data in named if data is not None and data[_NLINK] > 1}
-            if fresh or linked_inodes:
+            linked_inodes = {data[_INO] for data in named if data is not None and data[_NLINK] > 1 and self.track_links}
+            if (fresh and self.track_links) or linked_inodes:
                 # The set of multiply linked files is listed again from Watchman's view. Its link
                 # counts may be stale (a new link raises no event for the old name), its inode
                 # numbers are not: every name of a named inode is stat'ed here.
@@ -383,8 +385,8 @@ class WatchmanDetector:
 
     name = "watchman"
 
-    def __init__(self, state_dir: os.PathLike[str] | str | None = None) -> None:
-        self.index = WatchmanIndex(state_dir)
+    def __init__(self, state_dir: os.PathLike[str] | str | None = None, *, track_links: bool = True) -> None:
+        self.index = WatchmanIndex(state_dir, track_links=track_links)
         self._roots: dict[str, bytes | None] = {}
         self._owns_state_dir = False
 
@@ -408,10 +410,10 @@ class WatchmanDetector:
             shutil.rmtree(self.index.state_dir, ignore_errors=True)
 
 
-def make() -> WatchmanDetector:
+def make(*, track_links: bool = True) -> WatchmanDetector:
     """A detector with a daemon and state directory of its own, both gone on close (for
     `ledger check-detector`)."""
-    detector = WatchmanDetector(tempfile.mkdtemp(prefix="ledger-watchman-"))
+    detector = WatchmanDetector(tempfile.mkdtemp(prefix="ledger-watchman-"), track_links=track_links)
     detector._owns_state_dir = True
     return detector
 
