@@ -155,8 +155,11 @@ def look(root: os.PathLike[str] | str, cache: HashCache | None = None) -> Tree:
     unreadable: set[str] = set()
 
     def key_of(path: str) -> str:
-        relative = os.path.relpath(path, top)
-        return relative.replace(os.sep, "/")
+        # os.walk builds every path it reports by joining names onto `top`, so the key is the
+        # rest of it (os.path.relpath, which normalizes both sides, cost a tenth of a hunt step).
+        if path == top:
+            return "."
+        return path[len(top) :].lstrip(os.sep).replace(os.sep, "/")
 
     def on_error(error: OSError) -> None:
         unreadable.add(key_of(error.filename) if error.filename else ".")
