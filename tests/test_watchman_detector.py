@@ -104,6 +104,21 @@ def test_a_new_hard_link_reports_every_name(index, layout):
     assert {"hard.txt", "src/b.txt"} <= changes.paths
 
 
+def test_links_are_counted_on_disk_after_a_lost_baseline(index, layout):
+    """Watchman's own link count of an old name goes stale when a new link is made (no event
+    for it). A baseline taken afresh (after an unknown-scope answer, which keeps none) must
+    still know the old name is linked: the dev-profile hunt lost one that way under load."""
+    root, _ = layout
+    blob = started(index, root)
+    os.link(root / "a.txt", root / "x.txt")
+    _, blob, _ = poll(index, root, blob)
+    _, blob, _ = poll(index, root, None)  # a new baseline, from a Watchman view where a.txt has one link
+    (root / "tmp").write_text("replaced\n")
+    os.replace(root / "tmp", root / "x.txt")  # as `sed -i x.txt` does: a.txt loses its second name
+    changes, blob, _ = poll(index, root, blob)
+    assert "a.txt" in changes.paths and "x.txt" in changes.paths
+
+
 def test_the_hunts_hard_link_counterexample_is_fixed():
     """Found by `ledger check-detector` (dev profile) before links were tracked; the file
     reproduces against `unsound.watchman_by_name` (tests/test_counterexamples.py)."""

@@ -314,25 +314,24 @@ class WatchmanIndex:
             # (link count, ctime), with no event in their own directories.
             named = [_stat_data(os.path.join(root_s, name)) for name, exists, kind in entries if exists and kind == "f"]
             linked_inodes = {data[_INO] for data in named if data is not None and data[_NLINK] > 1 and self.track_links}
+            # The multiply linked files: those of the stored baseline still linked, and every
+            # name of an inode just named. Watchman's link counts can be stale (a new link raises
+            # no event for the old name), its inode numbers cannot (a name gets another inode
+            # only through an event on that name), so names are found by inode and counted here.
+            now_linked = {name: data for name, data in links.items() if data is not None and data[_NLINK] > 1}
+            for name, exists, _ in entries:
+                if not exists:
+                    now_linked.pop(name, None)
             if (fresh and self.track_links) or linked_inodes:
-                # The set of multiply linked files is listed again from Watchman's view. Its link
-                # counts may be stale (a new link raises no event for the old name), its inode
-                # numbers are not: every name of a named inode is stat'ed here.
                 (everything,) = self.daemon.commands(
-                    ["query", watched, {**scope, "expression": ["type", "f"], "fields": ["name", "ino", "nlink"]}]
+                    ["query", watched, {**scope, "expression": ["type", "f"], "fields": ["name", "ino"]}]
                 )
-                candidates = [
-                    item["name"] for item in everything.get("files") or []
-                    if isinstance(item, dict) and isinstance(item.get("name"), str)
-                    and (item.get("nlink", 0) > 1 or item.get("ino") in linked_inodes)
-                ]
-                now_linked = {name: _stat_data(os.path.join(root_s, name)) for name in candidates}
-                now_linked = {name: data for name, data in now_linked.items() if data is not None and data[_NLINK] > 1}
-            else:
-                now_linked = {name: data for name, data in links.items() if data is not None and data[_NLINK] > 1}
-                for name, exists, _ in entries:
-                    if not exists:
-                        now_linked.pop(name, None)
+                listed = [item for item in everything.get("files") or [] if isinstance(item, dict) and isinstance(item.get("name"), str)]
+                # A new baseline knows of no link yet: every file is counted (an lstat each,
+                # once per baseline); otherwise only the names of the inodes just named.
+                candidates = [item["name"] for item in listed if fresh or item.get("ino") in linked_inodes]
+                counted = {name: _stat_data(os.path.join(root_s, name)) for name in candidates}
+                now_linked.update({name: data for name, data in counted.items() if data is not None and data[_NLINK] > 1})
         except (OSError, WatchmanError, ValueError) as error:
             return Changes(unknown=True), None, f"watchman: {error}"
         baseline = Baseline(root_s, clock, warning, root_stat, now_linked)

@@ -1,0 +1,47 @@
+"""`ledger check-detector --profile dev` passes for every detector a session or harness ships with.
+
+The hook sessions' detectors (the persisted stat index, and Watchman where its binary is
+installed) and the container harness's channel detector each get the `dev` profile's full hunt
+(200 runs of up to 40 steps), judged alone (no fingerprint), through the CLI exactly as a user
+runs it. The seed is fixed so that a failure here is the same hunt on every machine; the
+counterexample files a failure writes are in the test's temporary directory, named in the
+assertion. One worker per test: the suite's own workers (`-n 2`) share the cores. These runs
+replace the shorter `ci`-profile hunts of the stat index and channel detectors that the suite
+ran before (each a subset of what the `dev` profile draws).
+"""
+
+from __future__ import annotations
+
+import json
+import pathlib
+
+import pytest
+
+from ledger_cli import main as cli
+from ledger_impl.detectors import watchman
+
+SEED = 20261201
+DETECTORS = [
+    pytest.param("ledger_impl.detectors.stat_index:make", id="stat-index"),
+    pytest.param("ledger_impl.detectors.channel:make", id="channel"),
+    pytest.param(
+        "ledger_impl.detectors.watchman:make",
+        id="watchman",
+        marks=pytest.mark.skipif(not watchman.available(), reason="no watchman binary on PATH (.ci/run installs it)"),
+    ),
+]
+
+
+@pytest.mark.parametrize("detector", DETECTORS)
+def test_the_dev_profile_hunt_finds_nothing(
+    detector: str, tmp_path: pathlib.Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "counterexamples"
+    code = cli.main(
+        ["check-detector", detector, "--profile", "dev", "--workers", "1", "--seed", str(SEED), "--out", str(out), "--json"]
+    )
+    report = json.loads(capsys.readouterr().out)
+    assert report["profile"] == "dev" and report["runs"] >= 200, report
+    assert code == 0 and not report["violations"], f"{detector}: {report['violations']} (files in {out})"
+    assert report["unconfirmed"] == 0, f"{detector}: {report['unconfirmed']} failing run(s) did not fail again when replayed"
+    assert not report["detector_errors"], report["detector_errors"]
