@@ -104,6 +104,15 @@ def test_a_new_hard_link_reports_every_name(index, layout):
     assert {"hard.txt", "src/b.txt"} <= changes.paths
 
 
+def test_a_hard_link_to_a_symbolic_link_reports_both_names(index, layout):
+    root, _ = layout
+    os.symlink("a.txt", root / "link")
+    blob = started(index, root)
+    os.link(root / "link", root / "link2", follow_symlinks=False)
+    changes, blob, _ = poll(index, root, blob)
+    assert {"link", "link2"} <= changes.paths
+
+
 def test_links_are_counted_on_disk_after_a_lost_baseline(index, layout):
     """Watchman's own link count of an old name goes stale when a new link is made (no event
     for it). A baseline taken afresh (after an unknown-scope answer, which keeps none) must

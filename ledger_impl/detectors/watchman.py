@@ -41,6 +41,7 @@ import os
 import pathlib
 import shutil
 import socket
+import stat
 import subprocess
 import tempfile
 from collections.abc import Iterable
@@ -258,7 +259,7 @@ def _with_ancestors(names: Iterable[str]) -> frozenset[str]:
     return frozenset(keys)
 
 
-_INO, _NLINK = 1, 8  # positions in `_stat_data`
+_INO, _MODE, _NLINK = 1, 2, 8  # positions in `_stat_data`
 
 
 class WatchmanIndex:
@@ -312,8 +313,12 @@ class WatchmanIndex:
             fresh = stored is None or bool(answer.get("is_fresh_instance"))
             # Inodes with several names among those Watchman gave: their other names changed too
             # (link count, ctime), with no event in their own directories.
-            named = [_stat_data(os.path.join(root_s, name)) for name, exists, kind in entries if exists and kind == "f"]
-            linked_inodes = {data[_INO] for data in named if data is not None and data[_NLINK] > 1 and self.track_links}
+            # (A symbolic link can be hard-linked too: every type but directories counts.)
+            named = [_stat_data(os.path.join(root_s, name)) for name, exists, _ in entries if exists]
+            linked_inodes = {
+                data[_INO] for data in named
+                if data is not None and data[_NLINK] > 1 and not stat.S_ISDIR(data[_MODE]) and self.track_links
+            }
             # The multiply linked files: those of the stored baseline still linked, and every
             # name of an inode just named. Watchman's link counts can be stale (a new link raises
             # no event for the old name), its inode numbers cannot (a name gets another inode
@@ -324,7 +329,7 @@ class WatchmanIndex:
                     now_linked.pop(name, None)
             if (fresh and self.track_links) or linked_inodes:
                 (everything,) = self.daemon.commands(
-                    ["query", watched, {**scope, "expression": ["type", "f"], "fields": ["name", "ino"]}]
+                    ["query", watched, {**scope, "expression": ["not", ["type", "d"]], "fields": ["name", "ino"]}]
                 )
                 listed = [item for item in everything.get("files") or [] if isinstance(item, dict) and isinstance(item.get("name"), str)]
                 # A new baseline knows of no link yet: every file is counted (an lstat each,
