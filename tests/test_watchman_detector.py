@@ -88,6 +88,7 @@ def test_changes_are_reported_by_key(index, layout):
     subprocess.run(["git", "-C", str(root), "add", "-A"], check=True)
     changes, blob, _ = poll(index, root, blob)
     assert ".git/index" in changes.paths  # a VCS directory inside the root is watched like any other
+    changes, blob, _ = poll(index, root, blob)  # the object directories git made, reported once more
     changes, blob, problem = poll(index, root, blob)
     assert (changes.paths, changes.unknown, problem) == (frozenset(), False, None)
 
@@ -134,6 +135,40 @@ def test_the_hunts_hard_link_counterexample_is_fixed():
     path = pathlib.Path(__file__).parent.parent / "counterexamples" / "watchman-by-name-detector-covers-changes-d4b01bc6ba.json"
     result = replay(load(path), watchman.make)
     assert result.violation is None, result.violation
+
+
+def test_a_name_watchman_does_not_report_still_reports_its_directory(index, layout):
+    """A name Watchman knows as deleted, created and deleted again before its thread looks (git
+    taking and rolling back a lock file), is not reported at all; its directory's mtime moved.
+    The daemon is paused to make that ordering certain."""
+    root, _ = layout
+    blob = started(index, root)
+    lock = root / "src" / "index.lock"
+    lock.write_text("1")
+    _, blob, _ = poll(index, root, blob)
+    lock.unlink()
+    _, blob, _ = poll(index, root, blob)
+    pid = index.daemon.pid()
+    os.kill(pid, signal.SIGSTOP)
+    try:
+        lock.write_text("2")
+        lock.unlink()
+    finally:
+        os.kill(pid, signal.SIGCONT)
+    changes, blob, _ = poll(index, root, blob)
+    assert "src" in changes.paths, "the directory's listing changed"
+
+
+def test_a_new_directory_is_reported_again_once_then_not(index, layout):
+    root, _ = layout
+    blob = started(index, root)
+    (root / "new").mkdir()
+    changes, blob, _ = poll(index, root, blob)
+    assert "new" in changes.paths
+    changes, blob, _ = poll(index, root, blob)  # first seen after the query: reported once more
+    assert changes.paths == {"new"}
+    changes, blob, problem = poll(index, root, blob)
+    assert (changes.paths, changes.unknown, problem) == (frozenset(), False, None)
 
 
 def test_the_roots_own_metadata_is_compared(index, layout):
@@ -223,6 +258,7 @@ def test_a_watch_started_over_is_a_fresh_instance(index, layout):
         lambda blob: blob.replace(b'"format": 1', b'"format": 99'),
         lambda blob: json.dumps({**json.loads(blob), "root": "/elsewhere"}).encode(),
         lambda blob: json.dumps({**json.loads(blob), "links": {"x": [1, 2]}}).encode(),
+        lambda blob: json.dumps({k: v for k, v in json.loads(blob).items() if k != "dirs"}).encode(),
     ],
 )
 def test_a_damaged_baseline_is_unknown_scope(index, layout, damage):

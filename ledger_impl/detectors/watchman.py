@@ -204,15 +204,17 @@ def _stat_data(path: str) -> list[int] | None:
 @attrs.frozen
 class Baseline:
     """What a session stores between calls: the clock of the last answer, the warning it
-    carried, the root's own stat data, and the stat data of every file under the root with more
+    carried, the root's own stat data, the stat data of every file under the root with more
     than one link (a new name, or a write through a name outside the root, changes every
-    name's link count or times with no event in the directories of the others)."""
+    name's link count or times with no event in the directories of the others), and that of
+    every directory under the root (see `WatchmanIndex` on names Watchman does not report)."""
 
     root: str
     clock: str
     warning: str | None
     root_stat: list[int]
     links: dict[str, list[int]]
+    dirs: dict[str, list[int]]
 
     def encode(self) -> bytes:
         document = {"tag": BASELINE_TAG, "format": BASELINE_FORMAT, **attrs.asdict(self)}
@@ -241,6 +243,8 @@ class Baseline:
             and _is_stat(baseline.root_stat)
             and isinstance(baseline.links, dict)
             and all(isinstance(name, str) and _is_stat(data) for name, data in baseline.links.items())
+            and isinstance(baseline.dirs, dict)
+            and all(isinstance(name, str) and _is_stat(data) for name, data in baseline.dirs.items())
         ):
             raise ValueError("the Watchman baseline is malformed")
         return baseline
@@ -260,11 +264,22 @@ def _with_ancestors(names: Iterable[str]) -> frozenset[str]:
 
 
 _INO, _MODE, _NLINK = 1, 2, 8  # positions in `_stat_data`
+# The stored data of a directory first seen after the query: it was not looked at before the
+# query, so the next call reports it once rather than trust a look that came too late.
+_NOT_YET_SEEN = [0] * 9
 
 
 class WatchmanIndex:
     """The session detector backed by Watchman: `changes_since(root, baseline)`, like the stat
-    index's, with a Watchman clock as the baseline. The daemon's files live in `state_dir`."""
+    index's, with a Watchman clock as the baseline. The daemon's files live in `state_dir`.
+
+    Watchman does not report every name that came and went. A name it knows as deleted,
+    created and deleted again before its thread looked (a lock file git takes and rolls back)
+    is not reported at all, though the directory's mtime moved (`tests/test_watchman_detector.py`
+    reproduces it by pausing the daemon). So every directory's stat data is kept and compared
+    at each call, one `lstat` per directory: a directory whose listing changed is reported even
+    when no name in it is.
+    """
 
     name = "watchman"
 
@@ -297,6 +312,7 @@ class WatchmanIndex:
             # never absorbed into this baseline unreported.
             root_stat = _stat_data(root_s)
             links = {name: _stat_data(os.path.join(root_s, name)) for name in (stored.links if stored else {})}
+            dirs = {name: _stat_data(os.path.join(root_s, name)) for name in (stored.dirs if stored else {})}
             if root_stat is None:
                 raise WatchmanError(f"the root {root_s!r} is gone")
             scope = {"relative_root": os.path.basename(root_s), "sync_timeout": SYNC_TIMEOUT_MS}
@@ -324,22 +340,33 @@ class WatchmanIndex:
             # no event for the old name), its inode numbers cannot (a name gets another inode
             # only through an event on that name), so names are found by inode and counted here.
             now_linked = {name: data for name, data in links.items() if data is not None and data[_NLINK] > 1}
-            for name, exists, _ in entries:
+            now_dirs = {name: data for name, data in dirs.items() if data is not None and stat.S_ISDIR(data[_MODE])}
+            for name, exists, kind in entries:
                 if not exists:
                     now_linked.pop(name, None)
-            if (fresh and self.track_links) or linked_inodes:
+                elif kind == "d" and name not in now_dirs:
+                    now_dirs[name] = _NOT_YET_SEEN
+            if fresh or linked_inodes:
                 (everything,) = self.daemon.commands(
-                    ["query", watched, {**scope, "expression": ["not", ["type", "d"]], "fields": ["name", "ino"]}]
+                    ["query", watched, {**scope, "fields": ["name", "ino", "type"]}]
                 )
                 listed = [item for item in everything.get("files") or [] if isinstance(item, dict) and isinstance(item.get("name"), str)]
+                if fresh:
+                    now_dirs = {item["name"]: _NOT_YET_SEEN for item in listed if item.get("type") == "d"}
                 # A new baseline knows of no link yet: every file is counted (an lstat each,
                 # once per baseline); otherwise only the names of the inodes just named.
-                candidates = [item["name"] for item in listed if fresh or item.get("ino") in linked_inodes]
+                candidates = [
+                    item["name"] for item in listed
+                    if item.get("type") != "d" and self.track_links and (fresh or item.get("ino") in linked_inodes)
+                ]
                 counted = {name: _stat_data(os.path.join(root_s, name)) for name in candidates}
                 now_linked.update({name: data for name, data in counted.items() if data is not None and data[_NLINK] > 1})
         except (OSError, WatchmanError, ValueError) as error:
             return Changes(unknown=True), None, f"watchman: {error}"
-        baseline = Baseline(root_s, clock, warning, root_stat, now_linked)
+        if fresh:
+            # Nothing to compare with yet: the first look at each directory is the baseline.
+            now_dirs = {name: data for name in now_dirs if (data := _stat_data(os.path.join(root_s, name))) is not None}
+        baseline = Baseline(root_s, clock, warning, root_stat, now_linked, now_dirs)
         if stored is None:
             return Changes(unknown=True), baseline.encode(), problem
         if answer.get("is_fresh_instance"):
@@ -355,6 +382,7 @@ class WatchmanIndex:
         moved |= {data[_INO] for name, data in now_linked.items() if name in names}
         names |= {name for name, data in {**stored.links, **now_linked}.items() if data[_INO] in moved}
         names |= {name for name, data in links.items() if data != stored.links[name]}
+        names |= {name for name, data in dirs.items() if data != stored.dirs[name]}
         if not names and root_stat != stored.root_stat:
             # Only the root's own stat data moved. No key names the root; as the snapshot diff
             # does, its entries are named instead (any key advances G, which tree reads
