@@ -3,17 +3,28 @@
 Durable sessions choose Watchman by themselves when a `watchman` binary is on PATH, and its
 daemon outlives the process that started it. The suite's session tests were written for the
 persisted stat index and would leave a daemon behind per temporary state directory, so the
-stat index is pinned for every test (and the hook processes they start); the Watchman tests
-(`tests/test_watchman_detector.py`) choose Watchman themselves and stop their daemons.
+stat index is pinned for every test (and the hook processes they start with this environment);
+the Watchman tests (`tests/test_watchman_detector.py`) choose Watchman themselves. The agent
+end-to-end tests give the real CLIs an environment of their own, so their hooks do choose
+Watchman where it is installed: every daemon started under a test's temporary directory is
+stopped when the test ends.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import pytest
 
 from ledger_impl.detectors import SESSION_DETECTOR_VARIABLE
+from ledger_impl.detectors.watchman import Daemon
 
 
 @pytest.fixture(autouse=True)
-def _stat_index_sessions(monkeypatch: pytest.MonkeyPatch) -> None:
+def _stat_index_sessions(monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest) -> Iterator[None]:
     monkeypatch.setenv(SESSION_DETECTOR_VARIABLE, "stat-index")
+    yield
+    tmp_path = request.node.funcargs.get("tmp_path") if hasattr(request.node, "funcargs") else None
+    if tmp_path is not None:
+        for pid_file in tmp_path.rglob("watchman/pid"):
+            Daemon(pid_file.parent).shutdown()
