@@ -12,6 +12,7 @@ stopped when the test ends.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 
 import pytest
@@ -21,10 +22,19 @@ from ledger_impl.detectors.watchman import Daemon
 
 
 @pytest.fixture(autouse=True)
-def _stat_index_sessions(monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest) -> Iterator[None]:
-    monkeypatch.setenv(SESSION_DETECTOR_VARIABLE, "stat-index")
-    yield
-    tmp_path = request.node.funcargs.get("tmp_path") if hasattr(request.node, "funcargs") else None
-    if tmp_path is not None:
-        for pid_file in tmp_path.rglob("watchman/pid"):
-            Daemon(pid_file.parent).shutdown()
+def _stat_index_sessions(request: pytest.FixtureRequest) -> Iterator[None]:
+    # os.environ directly, not the monkeypatch fixture: requesting it here would set it up
+    # before every test's own fixtures and so undo its patches only after their teardown.
+    previous = os.environ.get(SESSION_DETECTOR_VARIABLE)
+    os.environ[SESSION_DETECTOR_VARIABLE] = "stat-index"
+    try:
+        yield
+    finally:
+        if previous is None:
+            os.environ.pop(SESSION_DETECTOR_VARIABLE, None)
+        else:
+            os.environ[SESSION_DETECTOR_VARIABLE] = previous
+        tmp_path = request.node.funcargs.get("tmp_path") if hasattr(request.node, "funcargs") else None
+        if tmp_path is not None:
+            for pid_file in tmp_path.rglob("watchman/pid"):
+                Daemon(pid_file.parent).shutdown()
