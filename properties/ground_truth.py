@@ -205,10 +205,12 @@ def _is_link(entry: os.DirEntry[str]) -> bool:
 
 def changed(before: Tree, after: Tree, *, include_root: bool = False) -> frozenset[str]:
     """Paths that appeared, disappeared or differ in anything but atime between two looks."""
-    keys = set(before.nodes) | set(after.nodes)
+    old, new = before.nodes, after.nodes
+    keys = {key for key, node in old.items() if new.get(key) != node}  # changed or gone
+    keys.update(new.keys() - old.keys())  # appeared
     if not include_root:
         keys.discard(".")
-    return frozenset(key for key in keys if before.nodes.get(key) != after.nodes.get(key))
+    return frozenset(keys)
 
 
 def owed_by_key(before: Tree, after: Tree, keys: frozenset[str]) -> frozenset[str]:
