@@ -84,17 +84,13 @@ EDIT_IDIOMS: tuple[str, ...] = (
 )
 
 # Issue 8's classes: a program shadowed on PATH, the root deleted and recreated, git's global
-# config in the session's HOME. The first and last are outside the root, where no detector can
-# report them; the observation fingerprint covers them. `ledger verify` (fingerprint on, as
-# shipped) draws all three; hunts that judge a detector alone keep the grammar above, so their
-# seeds still draw what they drew.
-FINGERPRINT_CLASS_IDIOMS: tuple[str, ...] = ("path-shadow", "root-recreate", "git-config-home")
-
-# Edits the detector cannot see and only the observation fingerprint covers, for file reads:
-# a hard link made from outside the root and written through raises no inotify event under any
-# name in the root. Kept out of the default grammar (every run would be a missed change); the
-# defense-in-depth measurement draws them (README, "Defense in depth").
-FINGERPRINT_ONLY_IDIOMS: tuple[str, ...] = ("outside-hardlink",)
+# config in the session's HOME, a hard link made from outside the root and written through. The
+# first and third are outside the root, where no detector can report them; the observation
+# fingerprint covers them. The outside hard link is seen by the event detector's inode watches
+# (a directory watch alone misses it: `unsound.events_by_directory`). `ledger verify`
+# (fingerprint on, as shipped) draws all of them; hunts that judge a detector alone keep the
+# grammar above, so their seeds still draw what they drew.
+FINGERPRINT_CLASS_IDIOMS: tuple[str, ...] = ("path-shadow", "root-recreate", "git-config-home", "outside-hardlink")
 
 # Programs the `path-shadow` idiom puts first on PATH (the session's @OUTSIDE@/bin).
 SHADOWED_PROGRAMS: tuple[str, ...] = ("cat", "head", "grep", "ls", "git")

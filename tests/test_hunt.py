@@ -210,3 +210,31 @@ def test_a_crash_inside_the_hunt_is_raised_not_reported_as_no_violation(monkeypa
     with pytest.raises(BaseException) as raised:
         run_hunt(default_detector, "ci", seed=3, max_examples=20)
     assert "broke" in repr(raised.value) + "".join(repr(e) for e in getattr(raised.value, "exceptions", ()))
+
+
+# Issue 8's outside hard link: a name made outside the root, written through, then tree reads
+# that no per-file fingerprint covers. Directory watches alone (`events_by_directory`) must be
+# caught by the hunt itself; the default detector, with inode watches, must pass the same hunt.
+
+OUTSIDE_LINKS = Grammar(
+    read_idioms=("git-diff", "grep-tree", "ls-long", "cat"),
+    edit_idioms=("outside-hardlink", "append", "rm", "mv"),
+    pool=("a.txt", "src/app.py", "docs/notes.md"),
+)
+
+
+def _outside_link_hunt(factory: object, examples: int) -> ViolationLog:
+    log = ViolationLog(shrink_seconds=5.0)
+    run_machine(HuntJob(factory, named_profile("ci"), 11, examples, OUTSIDE_LINKS, False, 5.0), log)  # type: ignore[arg-type]
+    return log
+
+
+def test_the_outside_link_hunt_finds_the_directory_only_detector_blind() -> None:
+    log = _outside_link_hunt(unsound.events_by_directory, 8)
+    assert DETECTOR_COVERS_CHANGES in log.last, f"{log.examples} runs, {log.steps} steps: no miss found"
+
+
+def test_the_default_detector_passes_the_outside_link_hunt() -> None:
+    log = _outside_link_hunt(default_detector, 6)
+    assert not log.last, {prop: run.violation.message for prop, run in log.last.items()}
+    assert log.steps > 0
