@@ -238,3 +238,29 @@ def test_the_default_detector_passes_the_outside_link_hunt() -> None:
     log = _outside_link_hunt(default_detector, 6)
     assert not log.last, {prop: run.violation.message for prop, run in log.last.items()}
     assert log.steps > 0
+
+
+def test_git_reads_through_a_git_file_are_never_served_stale(tmp_path: pathlib.Path) -> None:
+    """The `git-dir-outside` idiom's class, each of its commands in turn: once `.git` is a file,
+    the index and refs git reads live outside the root, where no detector looks. With the
+    fingerprint off, only the classifier (git reads through a `.git` file are `run`) stands
+    between them and a stale Reuse, so this checks that line alone."""
+    import subprocess
+
+    from ledger_impl import Runtime
+    from properties.oracle import GIT_ENVIRONMENT, hunt_environment, materialize
+    from properties.shell_strategies import GIT_DIR_OUTSIDE_COMMANDS
+
+    placement = materialize(WorkspaceSetup(files={"a.txt": "alpha\n", "b.txt": "beta\n"}, outside={}), tmp_path)
+    reads = ("git status --short", "git log --oneline", "git diff --cached --stat")
+    with hunt_environment(), Runtime(placement.root, default_detector(), fingerprint=False) as runtime:
+        for edit in ("true",) + GIT_DIR_OUTSIDE_COMMANDS:
+            assert runtime.step(placement.render(edit.replace("{path}", "a.txt"))).exit_code == 0, edit
+            for read in reads:
+                step = runtime.step(read)
+                fresh = subprocess.run(
+                    ["bash", "-c", read], cwd=placement.root, capture_output=True, text=True,
+                    env={**os.environ, **GIT_ENVIRONMENT},
+                )
+                assert step.verdict != "reuse" or step.output == fresh.stdout + fresh.stderr, (edit, read)
+        assert (placement.root / ".git").is_file(), "the idiom must leave `.git` a file"
