@@ -553,3 +553,51 @@ def test_a_write_between_a_file_s_scan_and_its_watch_is_reported(tmp_path, monke
         assert "a.txt" in changes.paths or changes.unknown
     finally:
         detector.close()
+
+
+def test_the_root_replaced_between_two_commands_is_unknown_scope(tmp_path: pathlib.Path) -> None:
+    """Replaced after one after() and before the next before(): the restart happens in
+    before(), and the after() that follows must still say that nothing is proven."""
+    root = tmp_path / "root"
+    root.mkdir()
+    (root / "a.txt").write_text("one\n")
+    detector = EventDetector()
+    try:
+        detector.before(root, "true")
+        assert detector.after(root, "true", 0) == Changes()
+        keep = tmp_path / "kept"
+        keep.mkdir()  # holds the old root's inode number, so the new root cannot reuse it
+        root.rename(keep / "old-root")
+        root.mkdir()
+        (root / "a.txt").write_text("two\n")
+        detector.before(root, "true")
+        report = detector.after(root, "true", 0)
+        assert report.unknown, report
+        assert detector.degraded is not None and "root" in detector.degraded
+    finally:
+        detector.close()
+
+
+def test_inode_numbers_freed_and_reused_keep_their_watches_right(tmp_path):
+    # A file deleted frees its inode number (the kernel drops its watch); the next file often
+    # gets the same number. Each new file must get a watch of its own, or a later write to it
+    # through an outside link goes unseen.
+    root, outside = tmp_path / "root", tmp_path / "outside"
+    root.mkdir()
+    outside.mkdir()
+    detector = EventDetector()
+    try:
+        session = Session(detector, root)
+        numbers = set()
+        for i in range(12):
+            session.step(f"rm -f f{i - 1} && echo {i} > f{i}")
+            numbers.add(os.lstat(root / f"f{i}").st_ino)
+            os.link(root / f"f{i}", outside / f"hl{i}")
+            with open(outside / f"hl{i}", "a") as handle:
+                handle.write("through the outside name\n")
+            session.step("true")  # Session asserts the write and the link are reported
+            os.unlink(outside / f"hl{i}")
+        assert detector.fallbacks == 0
+        print(f"{len(numbers)} distinct inode numbers for 12 files")
+    finally:
+        detector.close()

@@ -266,8 +266,12 @@ class EventDetector:
 
     def before(self, root: pathlib.Path, command: str) -> None:
         root_s = os.path.abspath(root)
-        if self._baseline is None or self._root != root_s or self._root_identity != _root_identity(root_s):
+        if self._baseline is None or self._root != root_s:
             self._start(root_s)
+        elif self._root_identity != _root_identity(root_s):
+            # Replaced since the last after(): starting over here would let the next after()
+            # report only the command's own changes. It starts over and reports unknown scope.
+            pass
         elif self._inotify is not None and not self._degraded:
             # Read what piled up between commands so a long idle period cannot overflow the
             # kernel queue; the events are processed at the next after().
@@ -453,11 +457,14 @@ class EventDetector:
         if entry.racy or entry.sig[:NLINK + 1] != self._fresh_watches[inode]:
             self._unproven.add(inode)
 
-    def _release(self, wd: int) -> None:
-        """Remove an inode watch of ours; events already queued for it are ignored."""
+    def _forget_inode_watch(self, wd: int) -> None:
         inode = self._wd_to_inode.pop(wd, None)
         if inode is not None and self._inode_wd.get(inode) == wd:
             del self._inode_wd[inode]
+
+    def _release(self, wd: int) -> None:
+        """Remove an inode watch of ours; events already queued for it are ignored."""
+        self._forget_inode_watch(wd)
         self._released.add(wd)
         try:
             self._inotify.rm_watch(wd)
@@ -561,11 +568,13 @@ class EventDetector:
             inode = self._wd_to_inode.get(event.wd)
             if inode is not None:
                 # An inode watch: written or relinked through some name, maybe outside the root.
-                if mask & _IGNORED:  # the kernel dropped it: the inode's last link is gone
-                    self._release(event.wd)
+                if mask & _IGNORED:  # the kernel dropped it (the inode's last link is gone): its last event
+                    self._forget_inode_watch(event.wd)
                 shallow.update(self._inodes.get(inode, ()))
                 continue
             if event.wd in self._released:
+                if mask & _IGNORED:
+                    self._released.discard(event.wd)  # its last event: nothing more can come
                 continue  # an inode no key names any more
             directory = self._wd_to_dir.get(event.wd)
             if directory is None:
