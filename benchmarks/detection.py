@@ -113,19 +113,19 @@ def watch_count(detector: EventDetector) -> int:
         return sum(1 for line in handle if line.startswith("inotify wd:"))
 
 
-def time_setup(factory, root: pathlib.Path, runs: int) -> tuple[list[float], int]:
-    """Seconds for a fresh detector's first before() (baseline scan and watches), and the
-    number of watches it then holds. Turns alternate with the caller's other factories."""
-    times = []
-    watches = 0
-    for _ in range(runs):
-        detector = factory()
-        t0 = time.perf_counter()
-        detector.before(root, "setup")
-        times.append(time.perf_counter() - t0)
-        watches = watch_count(detector)
-        detector.close()
-    return times, watches
+def time_setup(factory, root: pathlib.Path) -> tuple[float, float, int]:
+    """Seconds for a fresh detector's first before() (baseline scan and watches), seconds for
+    one full-diff fallback (what a queue overflow costs: a scan, and re-arming every watch),
+    and the number of watches it holds."""
+    detector = factory()
+    t0 = time.perf_counter()
+    detector.before(root, "setup")
+    t1 = time.perf_counter()
+    detector._full_diff(set())
+    t2 = time.perf_counter()
+    watches = watch_count(detector)
+    detector.close()
+    return t1 - t0, t2 - t1, watches
 
 
 def time_fingerprint(root: pathlib.Path, command: str, runs: int) -> list[float]:
@@ -165,14 +165,19 @@ def measure(label: str, root: pathlib.Path, runs: int) -> list[tuple[str, str, f
     git_times = time_git_status(root, runs)
     rows.append(("git status --porcelain", "-", statistics.median(git_times), p95(git_times)))
     setups = [("directory watches only (before)", events_by_directory), ("with inode watches (now)", EventDetector)]
-    setup_rows = {name: ([], 0) for name, _ in setups}
+    setup_rows: dict[str, tuple[list[float], list[float], int]] = {name: ([], [], 0) for name, _ in setups}
     for _ in range(max(1, runs // 5)):
         for name, factory in setups:  # interleaved, so load on the machine hits both alike
-            times, watches = time_setup(factory, root, 1)
-            setup_rows[name] = (setup_rows[name][0] + times, watches)
-    print(f"{'event detector setup':34} {'watches':>8} {'median ms':>10} {'p95 ms':>10}")
-    for name, (times, watches) in setup_rows.items():
-        print(f"{name:34} {watches:8d} {statistics.median(times) * 1e3:10.2f} {p95(times) * 1e3:10.2f}")
+            setup, fallback, watches = time_setup(factory, root)
+            setup_rows[name][0].append(setup)
+            setup_rows[name][1].append(fallback)
+            setup_rows[name] = (setup_rows[name][0], setup_rows[name][1], watches)
+    print(f"{'event detector':34} {'watches':>8} {'setup median ms':>16} {'p95':>8} {'full diff median ms':>20} {'p95':>8}")
+    for name, (setup_times, fallback_times, watches) in setup_rows.items():
+        print(
+            f"{name:34} {watches:8d} {statistics.median(setup_times) * 1e3:16.1f} {p95(setup_times) * 1e3:8.1f}"
+            f" {statistics.median(fallback_times) * 1e3:20.1f} {p95(fallback_times) * 1e3:8.1f}"
+        )
     factories = [
         ("snapshot", SnapshotDetector),
         ("inotify-events, directories only", events_by_directory),
