@@ -601,3 +601,33 @@ def test_inode_numbers_freed_and_reused_keep_their_watches_right(tmp_path):
         print(f"{len(numbers)} distinct inode numbers for 12 files")
     finally:
         detector.close()
+
+
+def test_a_file_watch_refused_for_permission_leaves_that_file_re_stat_ed(tmp_path, monkeypatch):
+    # inotify needs read access to the inode; a file the user may not read cannot be watched.
+    # That one file is compared by stat data at every after(), the rest stays on events.
+    root, outside = tmp_path / "root", tmp_path / "outside"
+    root.mkdir()
+    outside.mkdir()
+    (root / "a.txt").write_text("a\n")
+    (root / "b.txt").write_text("b\n")
+    os.link(root / "a.txt", outside / "hl")
+
+    class PickyINotify(events.INotify):  # type: ignore[misc,valid-type]
+        def add_watch(self, path, mask):  # type: ignore[no-untyped-def]
+            if str(path).endswith("a.txt"):
+                raise OSError(errno.EACCES, os.strerror(errno.EACCES))
+            return super().add_watch(path, mask)
+
+    monkeypatch.setattr(events, "INotify", PickyINotify)
+    detector = EventDetector()
+    try:
+        session = Session(detector, root)
+        session.step("true")
+        with open(outside / "hl", "a") as handle:
+            handle.write("more\n")
+        changes, truth = session.step("echo c >> b.txt")
+        assert truth == {"a.txt", "b.txt"} and changes == Changes(frozenset(truth))
+        assert detector.fallbacks == 0 and detector.degraded is None
+    finally:
+        detector.close()
