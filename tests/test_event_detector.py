@@ -518,6 +518,7 @@ def test_a_file_watch_refused_by_the_watch_limit_degrades_visibly(tmp_path, monk
         session = Session(detector, root)
         session.step("true")
         assert detector.degraded is not None and "max_user_watches" in detector.degraded
+        assert detector._inotify is None, "the watches it holds go back to the user's budget"
         changes, _ = session.step(f"ln a.txt {outside}/hl && echo more >> {outside}/hl")
         assert "a.txt" in changes.paths  # the full diff sees what no watch does
         assert detector.fallbacks == 2

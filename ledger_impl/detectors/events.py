@@ -367,8 +367,7 @@ class EventDetector:
             except OSError as error:
                 # ENOSPC (watch limit), EACCES, or the directory vanished: this directory's
                 # future changes would go unseen, so events alone are no longer sound.
-                self._degraded = True
-                self._degraded_reason = (
+                self._degrade(
                     f"cannot watch {key or '.'} ({error.strerror}; fs.inotify.max_user_watches?): "
                     "every command runs a full snapshot diff"
                 )
@@ -377,8 +376,7 @@ class EventDetector:
             if owner is not None and owner != key and initial:
                 # One directory reachable under two keys (a bind mount): an event could only
                 # be mapped to one of them.
-                self._degraded = True
-                self._degraded_reason = f"one directory is reachable as {owner or '.'} and {key}: every command runs a full snapshot diff"
+                self._degrade(f"one directory is reachable as {owner or '.'} and {key}: every command runs a full snapshot diff")
             if owner is not None and owner != key:
                 self._dir_to_wd.pop(owner, None)
             self._wd_to_dir[wd] = key
@@ -386,6 +384,19 @@ class EventDetector:
             self._retired.pop(wd, None)
 
         return add_watch
+
+    def _degrade(self, reason: str) -> None:
+        """Stop trusting events for good: every after() runs the full diff from now on. The
+        inotify instance is closed at once: its watches count against a budget every program
+        of the user shares (fs.inotify.max_user_watches), and a limit reached is the usual
+        reason to be here."""
+        self._degraded = True
+        self._degraded_reason = reason
+        if self._inotify is not None:
+            self._inotify.close()
+            self._inotify = None
+        self._inode_wd.clear()
+        self._wd_to_inode.clear()
 
     def _rebuild_inode_index(self) -> None:
         """Index every file of a fresh baseline, watch its inode, release watches no key needs."""
@@ -418,8 +429,7 @@ class EventDetector:
             return  # the name is gone already: its directory's event is queued
         except OSError as error:
             if error.errno == errno.ENOSPC:
-                self._degraded = True
-                self._degraded_reason = (
+                self._degrade(
                     f"cannot watch the file {key} ({error.strerror}; fs.inotify.max_user_watches?): "
                     "every command runs a full snapshot diff"
                 )
@@ -467,7 +477,8 @@ class EventDetector:
         self._forget_inode_watch(wd)
         self._released.add(wd)
         try:
-            self._inotify.rm_watch(wd)
+            if self._inotify is not None:
+                self._inotify.rm_watch(wd)
         except OSError:
             pass  # already removed by the kernel (the inode was freed)
 
