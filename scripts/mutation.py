@@ -206,7 +206,9 @@ def mutant_tests(module: str) -> int:
             break
         selected.update(by_line[str(line)])
     print(f"mutation: lines {changed.start}-{changed.stop - 1}: {len(selected)} tests", flush=True)
-    return subprocess.run([sys.executable, "-m", "pytest", *PYTEST_OPTIONS, *sorted(selected)]).returncode
+    files = MODULES[module]  # cheap files first: with -x a mutant usually dies in the first
+    ordered = sorted(selected, key=lambda test: (files.index(test.split("::")[0]) if test.split("::")[0] in files else len(files), test))
+    return subprocess.run([sys.executable, "-m", "pytest", *PYTEST_OPTIONS, *ordered]).returncode
 
 
 def _cosmic_ray(tool: str, *args: str, cwd: Path) -> subprocess.CompletedProcess[bytes]:

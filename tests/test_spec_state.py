@@ -34,6 +34,7 @@ from ledger_spec import (
     govern,
     interventions,
     modify,
+    run,
     observe,
     render,
     serve,
@@ -777,9 +778,11 @@ def test_commands_in_flight_are_told_apart_by_call_whatever_their_order(calls: t
     assert [pending.call for pending in state.pending] == list(calls)
     with pytest.raises(ValueError, match="already running"):
         start(state, calls[1], read(), Allow())
-    for call in calls:
+    finishing = (calls[1], calls[2], calls[0])  # the middle one first: a call is found by name
+    for call in finishing:
         state = finish(state, call, FOUR_BYTES, 0, NO_CHANGES)
-    assert state.pending == () and len(state.observations) == 3
+    assert state.pending == ()
+    assert [o.command.target.key for o in state.observations] == [f"{call}.py" for call in finishing]  # type: ignore[union-attr]
 
 
 def test_abandoning_one_call_leaves_the_others_running() -> None:
@@ -790,3 +793,43 @@ def test_abandoning_one_call_leaves_the_others_running() -> None:
     state = finish(state, "read", FOUR_BYTES, 0, NO_CHANGES)
     # The abandoned call may have changed a.py while the read ran: its result is not reusable.
     assert state.pending == () and isinstance(govern(state, read(), Policy()), Allow)
+
+
+def test_an_unknown_change_recorded_at_a_tests_own_step_before_it_started_blocks_its_nudge() -> None:
+    # `abandon` records a change without closing a step, so it shares the next command's step.
+    # Only changes from *earlier* steps that also came before the start are left out.
+    state = abandon(start(INITIAL, "lost", command(Category.RUN), Allow()), "lost")
+    state = advance(state, command(Category.TEST), Allow(), "ok\n", 0, NO_CHANGES)
+    assert (state.history[-1].step, state.modifications[-1].step) == (0, 0)
+    assert isinstance(govern(state, command(Category.TEST), Policy()), Allow)
+
+
+def test_a_real_edit_recorded_while_a_test_ran_blocks_its_nudge_even_after_a_transient_one() -> None:
+    state = start(INITIAL, "test", command(Category.TEST), Allow())
+    state = advance(state, command(Category.RUN, "compile"), Allow(), "", 0, changed("__pycache__/a.pyc"))
+    state = advance(state, command(Category.EDIT), Allow(), "", 0, changed("a.py"))
+    state = finish(state, "test", "ok\n", 0, NO_CHANGES)
+    assert isinstance(govern(state, command(Category.TEST), Policy()), Allow)
+
+
+def test_reuse_looks_past_a_newer_stale_observation_of_another_file() -> None:
+    session = Session()
+    session.step(read("a.py"), output=FOUR_BYTES)
+    session.step(read("b.py"), output=FOUR_BYTES)
+    session.step(command(Category.EDIT), changes=changed("b.py"))
+    decision = session.step(read("a.py"))
+    assert isinstance(decision, Reuse) and decision.output == FOUR_BYTES
+
+
+def test_a_read_is_stamped_at_its_start_so_an_edit_recorded_while_it_ran_makes_it_stale() -> None:
+    state = start(INITIAL, "read", read("a.py"), Allow())
+    state = advance(state, command(Category.EDIT), Allow(), "", 0, changed("a.py"))
+    state = finish(state, "read", FOUR_BYTES, 0, NO_CHANGES)
+    assert [(o.total, o.local, o.retained) for o in state.observations] == [(0, 0, False)]
+    assert not isinstance(govern(state, read("a.py"), Policy()), Reuse)
+
+
+def test_run_folds_advance_over_the_steps() -> None:
+    edit = (command(Category.EDIT), Allow(), "", 0, changed("a.py"))
+    state = run([(read("a.py"), Allow(), FOUR_BYTES, 0, NO_CHANGES), edit])
+    assert (state.step, state.total, [o.retained for o in state.observations]) == (2, 1, [False])
