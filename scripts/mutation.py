@@ -28,6 +28,7 @@ import ast
 import hashlib
 import json
 import os
+import re
 import shutil
 import sqlite3
 import subprocess
@@ -85,12 +86,12 @@ EXCLUDED_OPERATORS = (
 
 # Stop at the first failure; no cache, coverage, benchmark or xdist plugin; no assertion
 # rewriting (cosmic-ray forbids bytecode caches, so pytest would re-rewrite every plugin module
-# for every mutant: two thirds of a short file's run); Hypothesis derandomized (the plugin's
-# docstring says why). A verdict is reproducible and costs as little as the kill check allows:
+# for every mutant: two thirds of a short file's run); Hypothesis from a fixed seed and without
+# its database (the plugin's docstring says why). A verdict is reproducible and costs as little as the kill check allows:
 # a failing assert still fails, only its message is plainer.
 PYTEST_BASE = (
     "-x", "-q", "--assert=plain", "-p", "no:cacheprovider", "-p", "no:benchmark", "-p", "no:xdist",
-    "-p", "scripts.mutation_hypothesis",
+    "-p", "scripts.mutation_hypothesis", "--hypothesis-seed=0",
 )
 PYTEST_OPTIONS = (*PYTEST_BASE, "-p", "no:pytest_cov")
 
@@ -134,19 +135,6 @@ def _config(module: str) -> str:
     )
 
 
-def _baseline(module: str, tree: Path) -> float:
-    """Run the module's tests on the unmutated tree; if they fail, every mutant would seem killed."""
-    started = time.monotonic()
-    result = subprocess.run(
-        [sys.executable, "-m", "pytest", *PYTEST_OPTIONS, *MODULES[module]],
-        cwd=tree, env=dict(os.environ, PYTHONPATH=str(tree)), capture_output=True, text=True,
-    )
-    if result.returncode != 0:
-        tail = "\n".join(result.stdout.splitlines()[-15:])
-        sys.exit(f"mutation: {module}: its tests fail without any mutant, so no verdict would mean anything:\n{tail}")
-    return time.monotonic() - started
-
-
 def _function_body_lines(source: str) -> set[int]:
     """Lines that run only when a function is called, never when the module is imported."""
     lines: set[int] = set()
@@ -157,30 +145,48 @@ def _function_body_lines(source: str) -> set[int]:
     return lines
 
 
-def _map_tests_to_lines(module: str, tree: Path, out: Path) -> None:
-    """Record, for each line of `module` inside a function body, the tests that execute it.
+def _baseline(module: str, tree: Path, out: Path) -> float:
+    """Run the module's tests on the unmutated tree, under coverage with per-test contexts.
 
-    A mutant there can change only what a test that executes its line observes, so only those
-    tests need to run (`mutant-tests`). Import-time lines (module and class bodies, `def`
-    headers with their defaults and decorators) and lines no test was seen executing fall back
-    to every test file of the module, which is never less thorough than the file-level run.
+    If they fail, every mutant would seem killed: stop. Otherwise record in `out`, for each line
+    of `module` inside a function body, the tests that execute it, cheapest first. A mutant there
+    can change only what a test that executes its line observes, so only those tests need to
+    run (`mutant-tests`), and with `-x` a mutant usually dies in the cheapest. Import-time lines
+    (module and class bodies, `def` headers with their defaults and decorators) and lines no test
+    was seen executing fall back to every test file of the module, which is never less thorough
+    than the file-level run.
     """
     data_file = out.with_suffix(".coverage")
     data_file.unlink(missing_ok=True)
-    subprocess.run(
-        [sys.executable, "-m", "pytest", *PYTEST_BASE, f"--cov={tree / Path(module).parent}", "--cov-context=test", "--cov-report=",
-         *MODULES[module]],
+    started = time.monotonic()
+    result = subprocess.run(
+        [sys.executable, "-m", "pytest", *[option for option in PYTEST_BASE if option != "-x"], "-rfE", "-vv", "--durations=0",
+         f"--cov={tree / Path(module).parent}", "--cov-context=test", "--cov-report=", *MODULES[module]],
         cwd=tree, env=dict(os.environ, PYTHONPATH=str(tree), COVERAGE_FILE=str(data_file)),
-        check=True, capture_output=True,
+        capture_output=True, text=True,
     )
+    seconds = time.monotonic() - started
+    # A test that fails without any mutant says nothing about mutants: it is left out (and
+    # named), so that one broken test elsewhere does not make every mutant look killed.
+    broken = sorted(set(re.findall(r"^(?:FAILED|ERROR) (\S+::\S+)", result.stdout, re.MULTILINE)))
+    if result.returncode != 0 and not broken:
+        tail = "\n".join(result.stdout.splitlines()[-15:])
+        sys.exit(f"mutation: {module}: its tests fail without any mutant, so no verdict would mean anything:\n{tail}")
+    for test in broken:
+        print(f"mutation: {module}: left out, fails without any mutant: {test}", flush=True)
+    cost: dict[str, float] = {}
+    for match in re.finditer(r"^([0-9.]+)s (?:setup|call|teardown) +(\S.*)$", result.stdout, re.MULTILINE):
+        cost[match[2]] = cost.get(match[2], 0.0) + float(match[1])
     data = coverage.CoverageData(basename=str(data_file))
     data.read()
     inside = _function_body_lines((tree / module).read_text())
-    by_line: dict[int, set[str]] = {}
-    for line, contexts in data.contexts_by_lineno(str(tree / module)).items():
-        if line in inside:
-            by_line[line] = {context.rsplit("|", 1)[0] for context in contexts if context}
-    out.write_text(json.dumps({str(line): sorted(tests) for line, tests in sorted(by_line.items()) if tests}, indent=0))
+    by_line: dict[str, list[str]] = {}
+    for line, contexts in sorted(data.contexts_by_lineno(str(tree / module)).items()):
+        tests = {context.rsplit("|", 1)[0] for context in contexts if context}
+        if line in inside and tests - set(broken):
+            by_line[str(line)] = sorted(tests - set(broken), key=lambda test: (cost.get(test, 0.0), test))
+    out.write_text(json.dumps({"broken": broken, "lines": by_line}, indent=0))
+    return seconds
 
 
 def _changed_lines(original: list[str], mutated: list[str]) -> range:
@@ -197,18 +203,18 @@ def mutant_tests(module: str) -> int:
     directory = WORK / _slug(module)
     original = (directory / "original.py").read_text().splitlines()
     mutated = Path(module).read_text().splitlines()
-    by_line: dict[str, list[str]] = json.loads((directory / "tests_by_line.json").read_text())
+    selection = json.loads((directory / "tests_by_line.json").read_text())
+    by_line: dict[str, list[str]] = selection["lines"]
     changed = _changed_lines(original, mutated)
-    selected: set[str] = set()
+    selected: dict[str, None] = {}  # ordered: cheapest first, as the baseline listed them
     for line in changed:
         if str(line) not in by_line:
-            selected = set(MODULES[module])  # import-time or unseen: every test file
+            selected = dict.fromkeys(MODULES[module])  # import-time or unseen: every test file
             break
-        selected.update(by_line[str(line)])
+        selected.update(dict.fromkeys(by_line[str(line)]))
     print(f"mutation: lines {changed.start}-{changed.stop - 1}: {len(selected)} tests", flush=True)
-    files = MODULES[module]  # cheap files first: with -x a mutant usually dies in the first
-    ordered = sorted(selected, key=lambda test: (files.index(test.split("::")[0]) if test.split("::")[0] in files else len(files), test))
-    return subprocess.run([sys.executable, "-m", "pytest", *PYTEST_OPTIONS, *ordered]).returncode
+    deselected = [f"--deselect={test}" for test in selection["broken"]]
+    return subprocess.run([sys.executable, "-m", "pytest", *PYTEST_OPTIONS, *deselected, *selected]).returncode
 
 
 def _cosmic_ray(tool: str, *args: str, cwd: Path) -> subprocess.CompletedProcess[bytes]:
@@ -236,10 +242,9 @@ def run(module: str, retest_survivors: bool) -> None:
         digest_file.write_text(digest)
     elif retest_survivors:
         print(f"mutation: {module}: retesting {_retest_survivors(session)} survivors", flush=True)
-    seconds = _baseline(module, tree)
-    print(f"mutation: {module}: its tests pass unmutated in {seconds:.1f} s", flush=True)
     shutil.copy2(REPO / module, directory / "original.py")
-    _map_tests_to_lines(module, tree, directory / "tests_by_line.json")
+    seconds = _baseline(module, tree, directory / "tests_by_line.json")
+    print(f"mutation: {module}: its tests pass unmutated in {seconds:.1f} s (under coverage)", flush=True)
     _cosmic_ray("cosmic-ray", "exec", str(config), str(session), cwd=tree)
 
 
@@ -293,13 +298,15 @@ def check(module: str, job_ids: list[str], tests: list[str]) -> None:
     session = WORK / _slug(module) / "session.sqlite"
     with sqlite3.connect(session) as db:
         diffs = dict(db.execute("SELECT job_id, diff FROM work_results"))
+    selection = WORK / _slug(module) / "tests_by_line.json"
+    deselected = [f"--deselect={test}" for test in json.loads(selection.read_text())["broken"]] if selection.exists() else []
     with tempfile.TemporaryDirectory(prefix="mutation-check-") as scratch:
         tree = Path(scratch) / "tree"
         for job_id in job_ids:
             _refresh_tree(tree)
             subprocess.run(["patch", "-s", "-p1"], cwd=tree, input=(diffs[job_id] + "\n").encode(), check=True)
             result = subprocess.run(
-                [sys.executable, "-m", "pytest", *PYTEST_OPTIONS, *(tests or MODULES[module])],
+                [sys.executable, "-m", "pytest", *PYTEST_OPTIONS, *deselected, *(tests or MODULES[module])],
                 cwd=tree, env=dict(os.environ, PYTHONPATH=str(tree), PYTHONDONTWRITEBYTECODE="1"), capture_output=True, text=True,
             )
             failed = [line for line in result.stdout.splitlines() if line.startswith("FAILED") or " Error" in line][:1]

@@ -401,3 +401,35 @@ def test_an_abandoned_call_changes_everything_and_never_finishes() -> None:
     assert isinstance(ledger.govern(read("a.py")), Allow)
     with pytest.raises(ValueError, match="not running"):
         ledger.finish("w", "", 0, Changes())
+
+
+# --- bounded outputs -----------------------------------------------------------------------
+# Written against mutants of ledger_index.py that the generated sessions did not catch at the
+# suite's example count (`mutation-survivors.md`).
+
+
+@pytest.mark.parametrize("fingerprint", ["steady", None], ids=["steady", "none"])
+def test_an_evicted_output_leaves_the_reuse_index(fingerprint: str | None) -> None:
+    # Room for two four-byte outputs: the third read evicts the first, which then must not be
+    # served (the spec dropped it). With a None fingerprint it was never indexed at all.
+    reads = [attrs.evolve(ran(read(key), "out\n"), fingerprint=fingerprint, recorded_fingerprint=fingerprint) for key in ("a.py", "b.py", "c.py")]
+    ledger = drive(Policy(stored_output_limit=8), reads)
+    assert [observation.retained for observation in ledger.snapshot().observations] == [False, True, True]
+    assert not isinstance(ledger.govern(read("a.py"), fingerprint), Reuse)
+    if fingerprint is not None:
+        assert isinstance(ledger.govern(read("b.py"), fingerprint), Reuse)
+
+
+def test_a_failed_read_stays_reusable_to_its_own_spelling_when_the_success_beside_it_is_evicted() -> None:
+    # Both reads of a.py share one exact-reuse slot: the newest success and, per spelling, the
+    # newest answer. Evicting the success must leave the failure typed the other way servable.
+    failed_spelling = read("a.py", spelling=" ")
+    events = [
+        ran(read("a.py"), "out\n"),
+        ran_anyway(failed_spelling, "err\n", exit_status=1),
+        ran(read("c.py"), "out\n"),
+    ]
+    ledger = drive(Policy(stored_output_limit=8), events)
+    assert [observation.retained for observation in ledger.snapshot().observations] == [False, True, True]
+    decision = ledger.govern(failed_spelling)
+    assert isinstance(decision, Reuse) and (decision.output, decision.exit_status) == ("err\n", 1)
