@@ -49,7 +49,8 @@ def test_the_state_machine_catches_a_ledger_that_forgets_failed_reads_typed_the_
     monkeypatch.setattr(ledger_index._ExactSlot, "newest_serving", lambda slot, command: slot.newest_success)
     ok, message = run_machine(max_examples=100, seed=0, shrink=False)
     assert not ok
-    assert ": govern\n  spec: Reuse(" in message and "impl: Allow(" in message, message
+    # The impl runs the read again: Allow, or Nudge when the step it lands on is a short loop.
+    assert ": govern\n  spec: Reuse(" in message and ("impl: Allow(" in message or "impl: Nudge(" in message), message
 
 
 def test_the_state_machine_catches_a_ledger_whose_currentness_ignores_changes(monkeypatch: pytest.MonkeyPatch) -> None:
