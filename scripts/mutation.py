@@ -299,7 +299,7 @@ def check(module: str, job_ids: list[str], tests: list[str]) -> None:
     with sqlite3.connect(session) as db:
         diffs = dict(db.execute("SELECT job_id, diff FROM work_results"))
     selection = WORK / _slug(module) / "tests_by_line.json"
-    deselected = [f"--deselect={test}" for test in json.loads(selection.read_text())["broken"]] if selection.exists() else []
+    deselected = [f"--deselect={test}" for test in json.loads(selection.read_text()).get("broken", [])] if selection.exists() else []
     with tempfile.TemporaryDirectory(prefix="mutation-check-") as scratch:
         tree = Path(scratch) / "tree"
         for job_id in job_ids:

@@ -434,3 +434,21 @@ def test_a_failed_read_stays_reusable_to_its_own_spelling_when_the_success_besid
     assert [observation.retained for observation in ledger.snapshot().observations] == [False, True, True]
     decision = ledger.govern(failed_spelling)
     assert isinstance(decision, Reuse) and (decision.output, decision.exit_status) == ("err\n", 1)
+
+
+def test_a_success_stays_reusable_when_a_failed_rerun_typed_the_same_way_is_evicted() -> None:
+    # The failed rerun replaces the success as the newest answer to that spelling; once it is
+    # evicted (the success was served since, so the rerun is the least recently used), the
+    # slot still holds the success, which serves any spelling. Range reuse is off so that only
+    # the exact-reuse slot can answer.
+    other_spelling = read("a.py", spelling=" ")
+    events = [
+        ran(read("a.py"), "out\n"),
+        ran_anyway(read("a.py"), "err\n", exit_status=1),
+        ran(other_spelling),
+        ran(read("c.py"), "out\n"),
+    ]
+    ledger = drive(Policy(stored_output_limit=8, range_reuse=False), events)
+    assert [observation.retained for observation in ledger.snapshot().observations] == [True, False, True]
+    decision = ledger.govern(other_spelling)
+    assert isinstance(decision, Reuse) and (decision.output, decision.observation.step) == ("out\n", 0)
