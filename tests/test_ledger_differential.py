@@ -452,3 +452,11 @@ def test_a_success_stays_reusable_when_a_failed_rerun_typed_the_same_way_is_evic
     assert [observation.retained for observation in ledger.snapshot().observations] == [True, False, True]
     decision = ledger.govern(other_spelling)
     assert isinstance(decision, Reuse) and (decision.output, decision.observation.step) == ("out\n", 0)
+
+
+def test_a_read_killed_by_a_signal_is_no_success_for_other_spellings() -> None:
+    # A negative exit status is a signal, not a success: only the same spelling may get it back.
+    ledger = drive(Policy(), [ran(read("a.py"), "partial", exit_status=-9)])
+    assert not isinstance(ledger.govern(read("a.py", spelling=" ")), Reuse)
+    decision = ledger.govern(read("a.py"))
+    assert isinstance(decision, Reuse) and decision.exit_status == -9
