@@ -1,8 +1,11 @@
 """Mutation run on the safety core: cosmic-ray, one session per module, a per-module table.
 
 Theory of operation. Each module of the safety core maps to the test files that cover it
-(`MODULES`). A mutant is run only against those files, which is what makes a whole run fit a
-few hours on two cores; a survivor is then a mutant that *its own tests* do not notice.
+(`MODULES`). Before the mutants, one baseline run of those files under coverage with per-test
+contexts records which tests execute each line of the module, cheapest first (`_baseline`);
+a mutant then runs only the tests that execute the lines it changed (`mutant-tests`, the
+command cosmic-ray calls), or every file of the module for an import-time line. A survivor
+is a mutant that *its own tests* do not notice.
 
 cosmic-ray mutates the module's file in place, so every module runs in its own copy of the
 repository under `.mutation/<slug>/tree`, with `PYTHONPATH` pointing there so that tests and
@@ -17,6 +20,7 @@ longer match). The tree copy is refreshed before every run, so tests added since
     python scripts/mutation.py run --retest-survivors ledger_spec/lines.py
     python scripts/mutation.py report                   # the table from the sessions so far
     python scripts/mutation.py survivors ledger_spec/lines.py   # each survivor's diff
+    python scripts/mutation.py check ledger_spec/lines.py JOB_ID --tests NODE_ID  # kills it?
 
 Needs the `mutation` extra: `pip install -e ".[mutation,test]"`.
 """
@@ -154,7 +158,8 @@ def _baseline(module: str, tree: Path, out: Path) -> float:
     run (`mutant-tests`), and with `-x` a mutant usually dies in the cheapest. Import-time lines
     (module and class bodies, `def` headers with their defaults and decorators) and lines no test
     was seen executing fall back to every test file of the module, which is never less thorough
-    than the file-level run.
+    than the file-level run. Known limit: code a test runs in a subprocess (the `ledger` CLI) is
+    not traced, so a line some other test also runs in-process gets only the in-process tests.
     """
     data_file = out.with_suffix(".coverage")
     data_file.unlink(missing_ok=True)
