@@ -203,14 +203,8 @@ class Controller:
         rejected: list[Rejection] = []
         seen: set[str] = set()
         for position, definition in enumerate(proposals):
-            name = getattr(definition, "id", "?")
-            name = name if isinstance(name, str) else "?"
-            if position >= p.max_proposals:
-                rejected.append(Rejection(task, name, f"over the limit of {p.max_proposals} proposals per call"))
-                continue
-            error = spec_skills.definition_error(definition)
-            if error is None and name in seen:
-                error = "proposed twice in one call"
+            name = spec_skills.proposal_name(definition)
+            error = spec_skills.screening_error(position, definition, seen, p)
             if error:
                 rejected.append(Rejection(task, name, error))
                 continue
