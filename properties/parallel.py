@@ -23,7 +23,8 @@ from __future__ import annotations
 
 import collections
 import multiprocessing
-import multiprocessing.pool
+import multiprocessing.connection
+import multiprocessing.process
 import pathlib
 import random
 import shutil
@@ -66,6 +67,11 @@ def batch_seed(seed: int, worker: int, batch: int) -> int:
     return random.Random(f"{seed}/{worker}/{batch}").randrange(2**32)
 
 
+class WorkerDied(RuntimeError):
+    """A hunt worker ended without a result (killed, out of memory, a crash in C code): the
+    harness's own failure, reported as such rather than waited on forever."""
+
+
 def run_in_workers(
     job: HuntJob,
     workers: int,
@@ -76,29 +82,22 @@ def run_in_workers(
     detector's errors with the number of steps each cost).
 
     `database` is the example database directory to share (and keep); by default a temporary
-    one is used and removed afterwards.
+    one is used and removed afterwards. An exception raised in a worker is raised here; a
+    worker that dies without answering raises `WorkerDied`.
     """
     shared = pathlib.Path(tempfile.mkdtemp(prefix="ledger-hunt-shared-"))
     examples_dir = database if database is not None else shared / "examples"
     try:
         parts = shares(job.max_examples, workers)
-        pool = _start_pool(len(parts))
+        started = _start_workers(
+            [(attrs.evolve(job, max_examples=part), index, shared, examples_dir) for index, part in enumerate(parts)]
+        )
         try:
-            handles = [
-                pool.apply_async(run_worker, (attrs.evolve(job, max_examples=part), index, shared, examples_dir))
-                for index, part in enumerate(parts)
-            ]
-            while not all(handle.ready() for handle in handles):
-                next(handle for handle in handles if not handle.ready()).wait(PROGRESS_INTERVAL)
-                if on_step is not None:
-                    on_step(*_progress(shared))
-            results = [handle.get() for handle in handles]  # a worker's crash is raised here
-            pool.close()
+            results = _collect(started, shared, on_step)
         finally:
-            # Ctrl-C reaches only this process (the workers ignore it, see `_start_pool`): the
-            # workers are stopped here, whatever they were doing.
-            pool.terminate()
-            pool.join()
+            # Ctrl-C reaches only this process (the workers ignore it, see `_start_workers`):
+            # the workers are stopped here, whatever they were doing.
+            _stop(started)
     finally:
         # On Ctrl-C the workers may still be writing progress files while the directory is
         # removed; removal is retried until they are gone, so no directory is left behind.
@@ -115,21 +114,95 @@ def run_in_workers(
     )
 
 
-def _start_pool(processes: int) -> multiprocessing.pool.Pool:
-    """Spawned workers that ignore SIGINT. A terminal's Ctrl-C goes to the whole process group;
-    a worker still importing Python's site module when it arrives dies with a fatal-error
-    traceback on the user's terminal. Spawned children inherit an ignored SIGINT (Python keeps it
-    ignored at start-up), so only the parent sees Ctrl-C and it terminates the pool."""
+Started = list[tuple[multiprocessing.process.BaseProcess, multiprocessing.connection.Connection]]
+
+
+def _start_workers(arguments: list[tuple[HuntJob, int, pathlib.Path, pathlib.Path]]) -> Started:
+    """One spawned process per share, each answering on a pipe of its own. A terminal's Ctrl-C
+    goes to the whole process group; a worker still importing Python's site module when it
+    arrives dies with a fatal-error traceback on the user's terminal. Spawned children inherit an
+    ignored SIGINT (Python keeps it ignored at start-up), so only the parent sees Ctrl-C and it
+    stops the workers."""
+    context = multiprocessing.get_context("spawn")
+    started: Started = []
     previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
     try:
-        return multiprocessing.get_context("spawn").Pool(processes, initializer=_stop_cleanly_on_terminate)
+        for worker_arguments in arguments:
+            receiver, sender = context.Pipe(duplex=False)
+            process = context.Process(target=_worker_main, args=(sender, *worker_arguments), daemon=True)
+            process.start()
+            sender.close()  # the child holds the only writer: its death reads as EOF here
+            started.append((process, receiver))
+    except BaseException:
+        _stop(started)
+        raise
     finally:
         signal.signal(signal.SIGINT, previous)
+    return started
+
+
+def _collect(started: Started, shared: pathlib.Path, on_step: Callable[[int, int], None] | None) -> list[WorkerResult]:
+    """Each worker's result, in worker order, watching both its pipe and its liveness."""
+    results: dict[int, WorkerResult] = {}
+    waiting = {receiver: (index, process) for index, (process, receiver) in enumerate(started)}
+    while waiting:
+        for ready in multiprocessing.connection.wait(list(waiting), timeout=PROGRESS_INTERVAL):
+            index, process = waiting.pop(ready)  # type: ignore[arg-type]
+            try:
+                outcome, value = ready.recv()  # type: ignore[union-attr]
+            except EOFError:
+                process.join(5)
+                raise WorkerDied(
+                    f"hunt worker {index} ended without a result (exit code {process.exitcode})"
+                ) from None
+            if outcome == "raised":
+                raise value
+            results[index] = value
+        if on_step is not None:
+            on_step(*_progress(shared))
+    return [results[index] for index in range(len(started))]
+
+
+def _stop(started: Started) -> None:
+    """SIGTERM, raised as KeyboardInterrupt in the worker, unwinds its hunt the way Ctrl-C does
+    (the running command's process group killed, its workspace removed); SIGKILL after a grace
+    period for one that does not stop."""
+    for process, receiver in started:
+        if process.is_alive():
+            process.terminate()
+    for process, receiver in started:
+        process.join(10)
+        if process.is_alive():
+            process.kill()
+            process.join()
+        receiver.close()
+
+
+def _worker_main(
+    sender: multiprocessing.connection.Connection,
+    job: HuntJob,
+    index: int,
+    shared: pathlib.Path,
+    examples_dir: pathlib.Path,
+) -> None:  # pragma: no cover - runs in the worker
+    _stop_cleanly_on_terminate()
+    try:
+        answer: tuple[str, object] = ("returned", run_worker(job, index, shared, examples_dir))
+    except KeyboardInterrupt:
+        return  # stopped by the parent, which is no longer waiting for an answer
+    except BaseException as error:  # the parent re-raises it, as a pool would
+        answer = ("raised", error)
+    try:
+        sender.send(answer)
+    except Exception as unpicklable:
+        sender.send(("raised", RuntimeError(f"hunt worker {index} failed: {answer[1]!r} ({unpicklable})")))
+    finally:
+        sender.close()
 
 
 def _stop_cleanly_on_terminate() -> None:
-    """`Pool.terminate` sends SIGTERM; raised as KeyboardInterrupt, it unwinds the worker's hunt
-    the way Ctrl-C does: the running command's process group killed, its workspace removed."""
+    """SIGTERM from `_stop`, raised as KeyboardInterrupt, unwinds the worker's hunt the way
+    Ctrl-C does: the running command's process group killed, its workspace removed."""
 
     def interrupt(signum: int, frame: object) -> None:
         raise KeyboardInterrupt

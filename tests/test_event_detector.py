@@ -289,7 +289,7 @@ def test_a_bind_mount_inside_the_root_raises_no_event_but_is_seen(tmp_path: path
         detector.before(root, "true")
         detector.after(root, "true", 0)
         detector.before(root, "mount")
-        done = subprocess.run(["mount", "--bind", str(other), str(root / "sub")], capture_output=True)
+        done = subprocess.run(["mount", "--bind", str(other), str(root / "sub")], capture_output=True, timeout=60)
         if done.returncode != 0:
             pytest.skip(f"bind mount not permitted here: {done.stderr.decode().strip()}")
         mounted = True
@@ -298,7 +298,7 @@ def test_a_bind_mount_inside_the_root_raises_no_event_but_is_seen(tmp_path: path
         assert detector.degraded is not None and "mount table" in detector.degraded
     finally:
         if mounted:
-            subprocess.run(["umount", str(root / "sub")], capture_output=True)
+            subprocess.run(["umount", str(root / "sub")], capture_output=True, timeout=60)
         detector.close()
 
 
@@ -310,7 +310,7 @@ def test_a_write_through_a_loop_device_raises_no_event_but_is_seen(tmp_path: pat
     root.mkdir()
     image = root / "disk.img"
     image.write_bytes(b"\0" * (1 << 20))
-    attached = subprocess.run(["losetup", "-f", "--show", str(image)], capture_output=True, text=True)
+    attached = subprocess.run(["losetup", "-f", "--show", str(image)], capture_output=True, text=True, timeout=60)
     if attached.returncode != 0:
         pytest.skip(f"no loop device here: {attached.stderr.strip()}")
     device = attached.stdout.strip()
@@ -326,7 +326,7 @@ def test_a_write_through_a_loop_device_raises_no_event_but_is_seen(tmp_path: pat
         assert "disk.img" in detector.after(root, "write through the device", 0).paths
     finally:
         detector.close()
-        subprocess.run(["losetup", "-d", device], capture_output=True)
+        subprocess.run(["losetup", "-d", device], capture_output=True, timeout=60)
 
 
 def test_a_change_to_an_empty_root_s_metadata_is_reported_as_unknown(tmp_path, detector):
@@ -412,7 +412,7 @@ def test_a_bind_mounted_directory_degrades_to_full_diffs(tmp_path, detector):
     # One directory under two keys: an inotify watch maps to one of them only, so the events
     # of a write through the other name could be attributed to the wrong key.
     sh(tmp_path, "mkdir real view && echo a > real/f")
-    mounted = subprocess.run(["mount", "--bind", str(tmp_path / "real"), str(tmp_path / "view")], capture_output=True)
+    mounted = subprocess.run(["mount", "--bind", str(tmp_path / "real"), str(tmp_path / "view")], capture_output=True, timeout=60)
     if mounted.returncode != 0:
         pytest.skip(f"mount --bind not permitted here: {mounted.stderr.decode().strip()}")
     try:
@@ -422,4 +422,4 @@ def test_a_bind_mounted_directory_degrades_to_full_diffs(tmp_path, detector):
         assert {"real/f", "view/f"} <= changes.paths and not changes.unknown
         assert detector.fallbacks == 1
     finally:
-        subprocess.run(["umount", str(tmp_path / "view")], check=False)
+        subprocess.run(["umount", str(tmp_path / "view")], check=False, timeout=60)

@@ -7,15 +7,15 @@ module fits in CI. Throughput is printed (pytest -s), never asserted.
 from __future__ import annotations
 
 import os
-import sys
 import pathlib
+import sys
 
 import attrs
 import pytest
 
 from ledger_impl.detectors import EventDetector, default_detector, unsound
 from properties.hunt import Grammar, HuntJob, ViolationLog, run_hunt, run_machine
-from properties.parallel import run_in_workers, run_worker
+from properties.parallel import WorkerDied, run_in_workers, run_worker
 from properties.profiles import profile as named_profile
 from properties.oracle import (
     DETECTOR_COVERS_CHANGES,
@@ -131,6 +131,27 @@ def test_a_hunt_shared_by_two_processes_finds_a_violation() -> None:
     examples, steps, found, _ = run_in_workers(job, 2, lambda runs, taken: progress.append((runs, taken)))
     assert found and {run.violation.property for run in found} <= {REUSE_IS_FRESH, DETECTOR_COVERS_CHANGES}
     assert 0 < examples and progress and progress[-1][1] == steps, "the parent sums the workers' progress"
+
+
+def _dies(*args: object, **kwargs: object) -> object:
+    """A detector factory whose worker process ends at once, as a kill or a crash in C would."""
+    os._exit(7)
+
+
+def _raises(*args: object, **kwargs: object) -> object:
+    raise ValueError("the detector factory broke")
+
+
+def test_a_worker_that_dies_is_reported_not_waited_on() -> None:
+    job = HuntJob(_dies, named_profile("ci"), 2, 4, Grammar(), False, 5.0)
+    with pytest.raises(WorkerDied, match="exit code 7"):
+        run_in_workers(job, 2)
+
+
+def test_an_exception_in_a_worker_is_raised_in_the_parent() -> None:
+    job = HuntJob(_raises, named_profile("ci"), 2, 4, Grammar(), False, 5.0)
+    with pytest.raises(Exception, match="the detector factory broke"):
+        run_in_workers(job, 2)
 
 
 # The oracle itself must be able to fail: each property is shown violated by a hand-made case.

@@ -195,6 +195,9 @@ class ScriptedResponses(ScriptedModel):
 
 class _Handler(BaseHTTPRequestHandler):
     model: ScriptedModel  # set on a subclass per server
+    # A client that keeps a connection open without sending (a CLI killed mid-request, a child
+    # it left behind) ends its handler thread after this many seconds instead of never.
+    timeout = 60
 
     def do_POST(self) -> None:  # noqa: N802 (http.server's naming)
         length = int(self.headers.get("Content-Length") or 0)
@@ -238,6 +241,9 @@ class ScriptedServer:
     def __init__(self, model: ScriptedModel) -> None:
         handler = type("ScriptedHandler", (_Handler,), {"model": model})
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        # Closing does not wait for handler threads (daemons): a stuck connection cannot hang
+        # the test after the CLI has finished or been killed.
+        self._server.block_on_close = False
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
 
     def __enter__(self) -> str:

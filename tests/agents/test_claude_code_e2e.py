@@ -65,7 +65,7 @@ def test_claude_code_with_ledger_hooks(claude: pathlib.Path, tmp_path: pathlib.P
         "LANG": "C.UTF-8",
     }
     install = subprocess.run([sys.executable, "-m", "ledger_cli.main", "hooks", "install", "claude", "--user",
-                              "--state-dir", str(state)], env=env, capture_output=True, text=True)
+                              "--state-dir", str(state)], env=env, capture_output=True, text=True, timeout=120)
     assert install.returncode == 0, install.stderr
 
     turns = [
@@ -105,6 +105,7 @@ def test_claude_code_with_ledger_hooks(claude: pathlib.Path, tmp_path: pathlib.P
         run = subprocess.run(
             [str(claude), "-p", "Work on src/app.py.", "--allowedTools", "Bash Read Edit", "--output-format", "json"],
             cwd=workspace, env={**env, "ANTHROPIC_BASE_URL": url}, capture_output=True, text=True, timeout=300,
+            stdin=subprocess.DEVNULL,  # `claude -p` also reads a piped stdin, waiting for its end
         )
     assert run.returncode == 0, (run.stdout[-2000:], run.stderr[-2000:])
     assert model.errors == []
