@@ -199,6 +199,10 @@ class Controller:
             skill.status, skill.confirmed_at = Status.CONFIRMED, task
 
     def _admit(self, proposals: Sequence[SkillDefinition], task: int) -> list[Rejection]:
+        # The incremental twin of `economizer_spec.skills.admit`, kept apart on purpose: the
+        # spec recomputes evidence over its logs, this keeps running aggregates and bounds
+        # detector time; the differential holds the two together. The screening rules keep
+        # no state, so both call the spec's `screening_error`.
         p = self.params
         rejected: list[Rejection] = []
         seen: set[str] = set()

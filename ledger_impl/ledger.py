@@ -26,7 +26,10 @@ govern, advance and render cost O(1) amortized in the number of observations:
                 omission marker; bisection for stale reasons; bucketed repeat counts.
 
 `properties/differential.py` checks, on generated sessions, that every decision, counter,
-view and snapshot equals the spec's.
+view and snapshot equals the spec's. The event methods (`modify`, `advance`, `start`, `finish`,
+`abandon`) take the spec functions' arguments in the same order on purpose, so that the
+differential feeds both sides the same calls; what holds no state worth indexing (the texts,
+`serve`, `check_startable`) is the spec's own function, called, not copied.
 """
 
 from __future__ import annotations
