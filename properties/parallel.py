@@ -24,12 +24,14 @@ from __future__ import annotations
 import collections
 import multiprocessing
 import multiprocessing.connection
+import multiprocessing.context
 import multiprocessing.process
 import pathlib
 import random
 import shutil
 import signal
 import tempfile
+import threading
 import time
 from typing import Callable
 
@@ -118,26 +120,64 @@ Started = list[tuple[multiprocessing.process.BaseProcess, multiprocessing.connec
 
 
 def _start_workers(arguments: list[tuple[HuntJob, int, pathlib.Path, pathlib.Path]]) -> Started:
-    """One spawned process per share, each answering on a pipe of its own. A terminal's Ctrl-C
-    goes to the whole process group; a worker still importing Python's site module when it
-    arrives dies with a fatal-error traceback on the user's terminal. Spawned children inherit an
-    ignored SIGINT (Python keeps it ignored at start-up), so only the parent sees Ctrl-C and it
-    stops the workers."""
+    """One spawned process per share, each answering on a pipe of its own.
+
+    A terminal's Ctrl-C goes to the whole process group, and a worker still starting up (importing
+    Python's site module) would die of it with a fatal-error traceback on the user's terminal. A
+    child inherits an ignored SIGINT through fork and exec (not a blocked one: spawning resets the
+    mask), so SIGINT is ignored for the instant of each `start`. The parent must not lose a Ctrl-C
+    meanwhile, so while the workers start, SIGINT is blocked in this thread (a signal sent to the
+    process then waits instead of being delivered) and handled by a handler that only notes it;
+    once every worker is started, a noted Ctrl-C stops them and is raised.
+    """
     context = multiprocessing.get_context("spawn")
     started: Started = []
-    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    noted: list[int] = []
+    if threading.current_thread() is not threading.main_thread():  # signal.signal needs the main thread
+        return _start_each(context, arguments, started, lambda start: start())
+
+    def note(signum: int, frame: object) -> None:
+        noted.append(signum)
+
+    def ignoring_sigint(start: Callable[[], None]) -> None:
+        # Ignoring a signal discards it even while pending: a Ctrl-C waiting since the last start
+        # is noted first.
+        if signal.SIGINT in signal.sigpending():
+            noted.append(signal.SIGINT)
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        try:
+            start()
+        finally:
+            signal.signal(signal.SIGINT, note)
+
+    previous = signal.signal(signal.SIGINT, note)
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
     try:
-        for worker_arguments in arguments:
-            receiver, sender = context.Pipe(duplex=False)
-            process = context.Process(target=_worker_main, args=(sender, *worker_arguments), daemon=True)
-            process.start()
-            sender.close()  # the child holds the only writer: its death reads as EOF here
-            started.append((process, receiver))
+        try:
+            _start_each(context, arguments, started, ignoring_sigint)
+        finally:
+            signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})  # a pending Ctrl-C is noted now
+            signal.signal(signal.SIGINT, previous if previous is not None else signal.SIG_DFL)
+        if noted:
+            raise KeyboardInterrupt
     except BaseException:
         _stop(started)
         raise
-    finally:
-        signal.signal(signal.SIGINT, previous)
+    return started
+
+
+def _start_each(
+    context: multiprocessing.context.BaseContext,
+    arguments: list[tuple[HuntJob, int, pathlib.Path, pathlib.Path]],
+    started: Started,
+    starting: Callable[[Callable[[], None]], None],
+) -> Started:
+    for worker_arguments in arguments:
+        receiver, sender = context.Pipe(duplex=False)
+        process = context.Process(target=_worker_main, args=(sender, *worker_arguments), daemon=True)  # type: ignore[attr-defined]
+        starting(process.start)
+        sender.close()  # the child holds the only writer: its death reads as EOF here
+        started.append((process, receiver))
     return started
 
 
@@ -185,7 +225,7 @@ def _worker_main(
     shared: pathlib.Path,
     examples_dir: pathlib.Path,
 ) -> None:  # pragma: no cover - runs in the worker
-    _stop_cleanly_on_terminate()
+    _stop_cleanly_on_terminate()  # SIGINT stays ignored, as inherited: only the parent answers Ctrl-C
     try:
         answer: tuple[str, object] = ("returned", run_worker(job, index, shared, examples_dir))
     except KeyboardInterrupt:

@@ -84,17 +84,26 @@ EDIT_IDIOMS: tuple[str, ...] = (
 )
 
 # Issue 8's classes: a program shadowed on PATH, the root deleted and recreated, git's global
-# config in the session's HOME. The first and last are outside the root, where no detector can
-# report them; the observation fingerprint covers them. `ledger verify` (fingerprint on, as
-# shipped) draws all three; hunts that judge a detector alone keep the grammar above, so their
-# seeds still draw what they drew.
-FINGERPRINT_CLASS_IDIOMS: tuple[str, ...] = ("path-shadow", "root-recreate", "git-config-home")
+# config in the session's HOME, a hard link made from outside the root and written through. The
+# first and third are outside the root, where no detector can report them; the observation
+# fingerprint covers them. The outside hard link is seen by the event detector's inode watches
+# (a directory watch alone misses it: `unsound.events_by_directory`). `git-dir-outside` makes the
+# workspace's `.git` a file, as in a linked worktree or a submodule: index, refs and objects then
+# live outside the root, and later git writes change what git reads print with no change in the
+# root; the fingerprint follows the `.git` file to them. `ledger verify`
+# (fingerprint on, as shipped) draws all of them; hunts that judge a detector alone keep the
+# grammar above, so their seeds still draw what they drew.
+FINGERPRINT_CLASS_IDIOMS: tuple[str, ...] = (
+    "path-shadow", "root-recreate", "git-config-home", "outside-hardlink", "git-dir-outside",
+)
 
-# Edits the detector cannot see and only the observation fingerprint covers, for file reads:
-# a hard link made from outside the root and written through raises no inotify event under any
-# name in the root. Kept out of the default grammar (every run would be a missed change); the
-# defense-in-depth measurement draws them (README, "Defense in depth").
-FINGERPRINT_ONLY_IDIOMS: tuple[str, ...] = ("outside-hardlink",)
+# The `git-dir-outside` idiom's commands ({path}: a key of the pool): move the repository out of
+# the root, then change its index or its refs where they now live.
+GIT_DIR_OUTSIDE_COMMANDS: tuple[str, ...] = (
+    f"git init -q --separate-git-dir={OUTSIDE_PLACEHOLDER}/git-dir .",
+    "git rm -q --cached --ignore-unmatch -- {path}",
+    "git add -A && git commit -q --allow-empty -m step",
+)
 
 # Programs the `path-shadow` idiom puts first on PATH (the session's @OUTSIDE@/bin).
 SHADOWED_PROGRAMS: tuple[str, ...] = ("cat", "head", "grep", "ls", "git")
@@ -439,6 +448,10 @@ def edit_commands(
                 )
             )
         )
+    if idiom == "git-dir-outside":
+        # Move the repository out of the root (`.git` becomes a `gitdir:` file, as in a linked
+        # worktree or a submodule), or change it where it now lives: the index, or the refs.
+        return draw(st.sampled_from(GIT_DIR_OUTSIDE_COMMANDS)).replace("{path}", path)
     if idiom == "outside-hardlink":
         return f"ln -f {ROOT_PLACEHOLDER}/{path} {OUTSIDE_PLACEHOLDER}/hl && echo {shlex.quote(text)} >> {OUTSIDE_PLACEHOLDER}/hl"
     raise ValueError(f"unknown edit idiom {idiom!r}")

@@ -15,7 +15,7 @@ is) and committed to a git repository under `OUT/repos/`. Then:
 
 and the audit is
 
-    ledger audit OUT/trajectories.jsonl --workspaces OUT/workspaces.jsonl -j 2 --budget 12 \\
+    nice -n 5 ledger audit OUT/trajectories.jsonl --workspaces OUT/workspaces.jsonl -j 2 --budget 55 \\
         --results OUT/results --json OUT/audit.json --html OUT/audit.html
 """
 

@@ -97,6 +97,10 @@ SCENARIOS: list[tuple[str, str, str, set[str]]] = [
      {"d", "d/a.txt", "e", "e/a.txt"}),
     ("file replaced by a directory", "echo a > d", "rm d && mkdir d && echo b > d/b.txt", {"d", "d/b.txt"}),
     ("edit through existing hard link", "echo a > a.txt && ln a.txt h.txt", "echo x >> h.txt", {"a.txt", "h.txt"}),
+    # A name made outside the root after the detector started: the write goes through a
+    # directory no watch covers, and the link only changes the inode's link count (issue 8).
+    ("hard link made outside, written through", "echo a > a.txt",
+     "o=$(mktemp -d) && ln a.txt \"$o/hl\" && echo x >> \"$o/hl\" && rm -r \"$o\"", {"a.txt"}),
     ("touch mtime only", "echo a > a.txt", "touch -m -d @1000000000 a.txt", {"a.txt"}),
     ("chmod", "echo a > a.txt", "chmod 600 a.txt", {"a.txt"}),
     ("chmod directory", "mkdir d", "chmod 700 d", {"d"}),

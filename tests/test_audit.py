@@ -93,6 +93,8 @@ def test_redundant_read_script_edit_and_stale_trap_are_all_reported(
     assert by_step[1]["redundant"] == "verbatim"  # the re-read of unchanged content
     assert result["misses"][UNSOUND] == [{"step": 5, "command": "python3 fix.py", "missing": ["notes.txt"]}]
     assert result["misses"]["default"] == [] and result["misses"]["rules"] == []  # rules says "unknown" instead
+    assert by_step[5]["unknown"] == ["rules"] and result["unknown"] == {UNSOUND: 0, "default": 0, "rules": 1}
+    assert doc["totals"]["unknown"] == result["unknown"]
     [stale] = result["stale"]
     assert stale["step"] == 6 and "-./notes.txt:1:before" in stale["diff"]
     assert by_step[6]["redundant"] is None  # the content did change: a perfect ledger re-reads

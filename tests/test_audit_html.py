@@ -109,6 +109,7 @@ def test_chromium_builds_the_charts(page: Path, tmp_path: Path) -> None:
     assert 'class="mark reuse"' in dom and 'class="mark miss"' in dom and 'class="mark redundant"' in dom
     assert re.search(r'<table id="misses">.*python3 fix\.py.*notes\.txt', dom, re.S)
     assert "-./notes.txt:1:before" in dom  # the stale reuse's diff
+    assert "<b>1</b>unknown scope: rules<" in dom  # the rules detector could not scope `python3 fix.py`
 
 
 def test_chromium_paints_the_charts(page: Path, tmp_path: Path) -> None:

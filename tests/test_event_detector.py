@@ -423,3 +423,212 @@ def test_a_bind_mounted_directory_degrades_to_full_diffs(tmp_path, detector):
         assert detector.fallbacks == 1
     finally:
         subprocess.run(["umount", str(tmp_path / "view")], check=False, timeout=60)
+
+
+# --- hard links made from outside the root (issue 8) ------------------------------------------
+# A write through a name outside the root notifies that name's directory (unwatched) and the
+# inode's own watchers; a link made there only changes the inode's link count. Only a watch on
+# the inode itself sees either.
+
+
+def _watch_count(detector: EventDetector) -> int:
+    """The watches the detector's inotify instance holds, as the kernel lists them."""
+    with open(f"/proc/self/fdinfo/{detector._inotify.fileno()}") as handle:
+        return sum(1 for line in handle if line.startswith("inotify wd:"))
+
+
+def test_a_link_made_from_outside_after_the_start_and_written_through_is_reported(tmp_path):
+    root, outside = tmp_path / "root", tmp_path / "outside"
+    root.mkdir()
+    outside.mkdir()
+    (root / "a.txt").write_text("a\n")
+    detector = EventDetector()
+    try:
+        session = Session(detector, root)
+        session.step("true")  # the baseline and watches exist before the link does
+        changes, truth = session.step(f"ln a.txt {outside}/hl && echo more >> {outside}/hl")
+        assert truth == {"a.txt"}, "the scenario must change a.txt only"
+        assert changes == Changes(frozenset({"a.txt"})) and detector.fallbacks == 0
+        assert detector.degraded is None
+    finally:
+        detector.close()
+
+
+def test_a_write_through_an_outside_link_between_commands_is_reported_next(tmp_path):
+    root, outside = tmp_path / "root", tmp_path / "outside"
+    (root / "src").mkdir(parents=True)
+    outside.mkdir()
+    (root / "src" / "app.py").write_text("x = 1\n")
+    detector = EventDetector()
+    try:
+        session = Session(detector, root)
+        session.step("true")
+        os.link(root / "src" / "app.py", outside / "hl")  # not by a command: by anyone, any time
+        changes, _ = session.step("true")
+        assert changes == Changes(frozenset({"src/app.py"})), "the new link changed the inode's link count"
+        with open(outside / "hl", "a") as handle:
+            handle.write("x = 2\n")
+        changes, truth = session.step("true")
+        assert truth == {"src/app.py"} and changes == Changes(frozenset({"src/app.py"}))
+    finally:
+        detector.close()
+
+
+def test_a_file_that_leaves_the_root_releases_its_watch(tmp_path):
+    # Once no name in the root reaches an inode, writes through its outside names are none of
+    # the detector's business: they must neither be reported nor cost a full diff, and the
+    # watch (one of a per-user budget) is given back.
+    root, outside = tmp_path / "root", tmp_path / "outside"
+    root.mkdir()
+    outside.mkdir()
+    (root / "a.txt").write_text("a\n")
+    (root / "b.txt").write_text("b\n")
+    os.link(root / "a.txt", outside / "hl")
+    detector = EventDetector()
+    try:
+        session = Session(detector, root)
+        session.step("true")
+        watches = _watch_count(detector)
+        changes, _ = session.step("rm a.txt")
+        assert changes == Changes(frozenset({"a.txt"}))
+        assert _watch_count(detector) == watches - 1
+        with open(outside / "hl", "a") as handle:
+            handle.write("more\n")
+        changes, truth = session.step("true")
+        assert truth == frozenset() and changes.empty and detector.fallbacks == 0
+    finally:
+        detector.close()
+
+
+def test_a_file_watch_refused_by_the_watch_limit_degrades_visibly(tmp_path, monkeypatch):
+    root, outside = tmp_path / "root", tmp_path / "outside"
+    root.mkdir()
+    outside.mkdir()
+    (root / "a.txt").write_text("a\n")
+
+    class LimitedINotify(events.INotify):  # type: ignore[misc,valid-type]
+        def add_watch(self, path, mask):  # type: ignore[no-untyped-def]
+            if str(path).endswith("a.txt"):
+                raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+            return super().add_watch(path, mask)
+
+    monkeypatch.setattr(events, "INotify", LimitedINotify)
+    detector = EventDetector()
+    try:
+        session = Session(detector, root)
+        session.step("true")
+        assert detector.degraded is not None and "max_user_watches" in detector.degraded
+        assert detector._inotify is None, "the watches it holds go back to the user's budget"
+        changes, _ = session.step(f"ln a.txt {outside}/hl && echo more >> {outside}/hl")
+        assert "a.txt" in changes.paths  # the full diff sees what no watch does
+        assert detector.fallbacks == 2
+    finally:
+        detector.close()
+
+
+def test_a_write_between_a_file_s_scan_and_its_watch_is_reported(tmp_path, monkeypatch):
+    # The scan stats a file before its watch exists; a write through an outside name in that
+    # gap leaves no event. The detector stats the file again once watched and compares.
+    root, outside = tmp_path / "root", tmp_path / "outside"
+    root.mkdir()
+    outside.mkdir()
+    (root / "a.txt").write_text("a\n")
+    os.link(root / "a.txt", outside / "hl")
+
+    class RacingINotify(events.INotify):  # type: ignore[misc,valid-type]
+        raced = False
+
+        def add_watch(self, path, mask):  # type: ignore[no-untyped-def]
+            if str(path).endswith("a.txt") and not RacingINotify.raced:
+                RacingINotify.raced = True
+                with open(outside / "hl", "a") as handle:
+                    handle.write("written in the gap\n")
+            return super().add_watch(path, mask)
+
+    monkeypatch.setattr(events, "INotify", RacingINotify)
+    detector = EventDetector()
+    try:
+        detector.before(root, "true")  # the baseline scan: a.txt is stat'ed, then watched
+        assert RacingINotify.raced
+        changes = detector.after(root, "true", 0)
+        assert "a.txt" in changes.paths or changes.unknown
+    finally:
+        detector.close()
+
+
+def test_the_root_replaced_between_two_commands_is_unknown_scope(tmp_path: pathlib.Path) -> None:
+    """Replaced after one after() and before the next before(): the restart happens in
+    before(), and the after() that follows must still say that nothing is proven."""
+    root = tmp_path / "root"
+    root.mkdir()
+    (root / "a.txt").write_text("one\n")
+    detector = EventDetector()
+    try:
+        detector.before(root, "true")
+        assert detector.after(root, "true", 0) == Changes()
+        keep = tmp_path / "kept"
+        keep.mkdir()  # holds the old root's inode number, so the new root cannot reuse it
+        root.rename(keep / "old-root")
+        root.mkdir()
+        (root / "a.txt").write_text("two\n")
+        detector.before(root, "true")
+        report = detector.after(root, "true", 0)
+        assert report.unknown, report
+        assert detector.degraded is not None and "root" in detector.degraded
+    finally:
+        detector.close()
+
+
+def test_inode_numbers_freed_and_reused_keep_their_watches_right(tmp_path):
+    # A file deleted frees its inode number (the kernel drops its watch); the next file often
+    # gets the same number. Each new file must get a watch of its own, or a later write to it
+    # through an outside link goes unseen.
+    root, outside = tmp_path / "root", tmp_path / "outside"
+    root.mkdir()
+    outside.mkdir()
+    detector = EventDetector()
+    try:
+        session = Session(detector, root)
+        numbers = set()
+        for i in range(12):
+            session.step(f"rm -f f{i - 1} && echo {i} > f{i}")
+            numbers.add(os.lstat(root / f"f{i}").st_ino)
+            os.link(root / f"f{i}", outside / f"hl{i}")
+            with open(outside / f"hl{i}", "a") as handle:
+                handle.write("through the outside name\n")
+            session.step("true")  # Session asserts the write and the link are reported
+            os.unlink(outside / f"hl{i}")
+        assert detector.fallbacks == 0
+        print(f"{len(numbers)} distinct inode numbers for 12 files")
+    finally:
+        detector.close()
+
+
+def test_a_file_watch_refused_for_permission_leaves_that_file_re_stat_ed(tmp_path, monkeypatch):
+    # inotify needs read access to the inode; a file the user may not read cannot be watched.
+    # That one file is compared by stat data at every after(), the rest stays on events.
+    root, outside = tmp_path / "root", tmp_path / "outside"
+    root.mkdir()
+    outside.mkdir()
+    (root / "a.txt").write_text("a\n")
+    (root / "b.txt").write_text("b\n")
+    os.link(root / "a.txt", outside / "hl")
+
+    class PickyINotify(events.INotify):  # type: ignore[misc,valid-type]
+        def add_watch(self, path, mask):  # type: ignore[no-untyped-def]
+            if str(path).endswith("a.txt"):
+                raise OSError(errno.EACCES, os.strerror(errno.EACCES))
+            return super().add_watch(path, mask)
+
+    monkeypatch.setattr(events, "INotify", PickyINotify)
+    detector = EventDetector()
+    try:
+        session = Session(detector, root)
+        session.step("true")
+        with open(outside / "hl", "a") as handle:
+            handle.write("more\n")
+        changes, truth = session.step("echo c >> b.txt")
+        assert truth == {"a.txt", "b.txt"} and changes == Changes(frozenset(truth))
+        assert detector.fallbacks == 0 and detector.degraded is None
+    finally:
+        detector.close()

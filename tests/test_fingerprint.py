@@ -122,6 +122,28 @@ def test_every_spelling_one_observation_serves_has_one_fingerprint(root: Path, e
     assert len(set(found.values())) == 1, found
 
 
+def test_a_line_tool_shadowed_before_the_read_allows_only_verbatim_repeats(
+    root: Path, env: dict[str, str], tmp_path: Path
+) -> None:
+    """Shadowed before the read is recorded, `head` resolves the same at both fingerprints; range
+    reuse would still answer `cat ... | head` with the real head's slice of the stored output."""
+    shadow = tmp_path / "shadow-bin"
+    shadow.mkdir()
+    (shadow / "head").write_text("#!/bin/sh\necho shadowed head\n")
+    (shadow / "head").chmod(0o755)
+    env["PATH"] = f"{shadow}:{env['PATH']}"
+    runtime = Runtime(root, blind(), environment=env)
+    try:
+        runtime.step("cat src/app.py")
+        sliced = runtime.step("cat src/app.py | head -n 3")
+        assert sliced.verdict != "reuse" and sliced.output == "shadowed head\n"
+        assert runtime.step("cat src/app.py").verdict == "reuse", "a verbatim repeat runs the same program"
+    finally:
+        runtime.close()
+    spellings = ["cat src/app.py", "cat ./src/app.py", "head -3 src/app.py"]
+    assert len({fingerprint(root, spelling, env) for spelling in spellings}) == len(spellings)
+
+
 def test_a_git_config_edit_in_home_moves_a_git_read_s_fingerprint(root: Path, env: dict[str, str]) -> None:
     _init_repository(root, env)
     (root / "notes.log").write_text("x\n")

@@ -6,7 +6,7 @@ import os
 import pathlib
 import time
 
-from properties.ground_truth import FINE_RACY_NS, RACY_NS, HashCache, changed, look, racy_window_for
+from properties.ground_truth import FINE_RACY_NS, RACY_NS, HashCache, Tree, _node, changed, look, racy_window_for
 
 
 def _tree(tmp_path: pathlib.Path) -> pathlib.Path:
@@ -85,3 +85,43 @@ def test_the_window_is_narrow_only_for_fine_timestamps(tmp_path: pathlib.Path) -
     expected = FINE_RACY_NS if stamp % 1_000_000 else RACY_NS
     assert racy_window_for(tmp_path / "root") == expected
     assert sorted(p.name for p in tmp_path.iterdir()) == ["probe", "root"], "the probe cleans up after itself"
+
+
+def _walked_with_os_walk(root: pathlib.Path) -> Tree:
+    """The look as it was written over `os.walk`: what the scandir walk must equal, order included."""
+    top = os.fspath(root)
+    nodes = {".": _node(top, None)}
+    unreadable: set[str] = set()
+
+    def key_of(path: str) -> str:
+        return os.path.relpath(path, top).replace(os.sep, "/")
+
+    def on_error(error: OSError) -> None:
+        unreadable.add(key_of(error.filename) if error.filename else ".")
+
+    for directory, subdirs, files in os.walk(top, onerror=on_error, followlinks=False):
+        prefix = key_of(directory) + "/" if directory != top else ""
+        for name in subdirs + files:
+            nodes[prefix + name] = _node(os.path.join(directory, name), None)
+    return Tree(top, nodes, frozenset(unreadable))
+
+
+def test_the_walk_sees_what_os_walk_sees_in_its_order(tmp_path: pathlib.Path) -> None:
+    root = _tree(tmp_path)
+    (root / "d" / "e" / "f").mkdir(parents=True)
+    (root / "d" / "e" / "f" / "deep.txt").write_text("deep\n")
+    (root / "z").mkdir()
+    (root / "z" / "last").write_text("")
+    (root / ".git").mkdir()
+    (root / ".git" / "HEAD").write_text("ref: refs/heads/main\n")
+    os.symlink("d", root / "link-to-dir")  # listed with the directories, never entered
+    os.symlink(tmp_path, root / "link-outside")
+    os.symlink("missing", root / "dangling")
+    os.mkfifo(root / "d" / "fifo")
+    (root / os.fsdecode(b"caf\xe9")).write_text("latin-1 name\n")
+    (root / "d" / "e" / "f" / os.fsdecode(b"\xff")).mkdir()
+    seen = look(root)
+    expected = _walked_with_os_walk(root)
+    assert seen == expected
+    assert list(seen.nodes) == list(expected.nodes)
+    assert "link-to-dir/b.txt" not in seen.nodes and "d/e/f/deep.txt" in seen.nodes

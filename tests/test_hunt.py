@@ -73,7 +73,12 @@ FOCUSED = Grammar(
 
 
 class _ForgetsTheOtherNamesOfADroppedLink(EventDetector):
-    """Reopened hole: after `rm b` where b was a hard link to a, a's new link count goes unreported."""
+    """Reopened hole: after `rm b` where b was a hard link to a, a's new link count goes unreported.
+    Reopened with directory watches only: an inode watch on `a` hears of the new link count by
+    itself, a second line that would hide the first one's hole."""
+
+    def __init__(self) -> None:
+        super().__init__(watch_inodes=False)
 
     def _index_remove(self, key, entry):  # type: ignore[no-untyped-def]
         pending = set(self._relinked)
@@ -152,6 +157,28 @@ def test_an_exception_in_a_worker_is_raised_in_the_parent() -> None:
     job = HuntJob(_raises, named_profile("ci"), 2, 4, Grammar(), False, 5.0)
     with pytest.raises(Exception, match="the detector factory broke"):
         run_in_workers(job, 2)
+
+
+def test_a_ctrl_c_while_the_workers_start_stops_the_hunt(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The terminal's SIGINT can arrive while the workers are being spawned: it must still stop
+    the hunt (and every worker), not be lost while the parent shields the starting children."""
+    import multiprocessing.context
+    import signal
+
+    real_start = multiprocessing.context.SpawnProcess.start
+    children: list[multiprocessing.context.SpawnProcess] = []
+
+    def start_then_ctrl_c(process: multiprocessing.context.SpawnProcess) -> None:
+        real_start(process)
+        children.append(process)
+        if len(children) == 1:
+            os.kill(os.getpid(), signal.SIGINT)
+
+    monkeypatch.setattr(multiprocessing.context.SpawnProcess, "start", start_then_ctrl_c)
+    job = HuntJob(unsound.stat_only, named_profile("ci"), 2, 200, Grammar(), False, 5.0)
+    with pytest.raises(KeyboardInterrupt):
+        run_in_workers(job, 2)
+    assert len(children) == 2 and not any(child.is_alive() for child in children)
 
 
 # The oracle itself must be able to fail: each property is shown violated by a hand-made case.
@@ -243,3 +270,57 @@ def test_a_crash_inside_the_hunt_is_raised_not_reported_as_no_violation(monkeypa
     with pytest.raises(BaseException) as raised:
         run_hunt(default_detector, "ci", seed=3, max_examples=20)
     assert "broke" in repr(raised.value) + "".join(repr(e) for e in getattr(raised.value, "exceptions", ()))
+
+
+# Issue 8's outside hard link: a name made outside the root, written through, then tree reads
+# that no per-file fingerprint covers. Directory watches alone (`events_by_directory`) must be
+# caught by the hunt itself; the default detector, with inode watches, must pass the same hunt.
+
+OUTSIDE_LINKS = Grammar(
+    read_idioms=("git-diff", "grep-tree", "ls-long", "cat"),
+    edit_idioms=("outside-hardlink", "append", "rm", "mv"),
+    pool=("a.txt", "src/app.py", "docs/notes.md"),
+)
+
+
+def _outside_link_hunt(factory: object, examples: int) -> ViolationLog:
+    log = ViolationLog(shrink_seconds=5.0)
+    run_machine(HuntJob(factory, named_profile("ci"), 11, examples, OUTSIDE_LINKS, False, 5.0), log)  # type: ignore[arg-type]
+    return log
+
+
+def test_the_outside_link_hunt_finds_the_directory_only_detector_blind() -> None:
+    log = _outside_link_hunt(unsound.events_by_directory, 8)
+    assert DETECTOR_COVERS_CHANGES in log.last, f"{log.examples} runs, {log.steps} steps: no miss found"
+
+
+def test_the_default_detector_passes_the_outside_link_hunt() -> None:
+    log = _outside_link_hunt(default_detector, 6)
+    assert not log.last, {prop: run.violation.message for prop, run in log.last.items()}
+    assert log.steps > 0
+
+
+def test_git_reads_through_a_git_file_are_never_served_stale(tmp_path: pathlib.Path) -> None:
+    """The `git-dir-outside` idiom's class, each of its commands in turn: once `.git` is a file,
+    the index and refs git reads live outside the root, where no detector looks. With the
+    fingerprint off, only the classifier (git reads through a `.git` file are `run`) stands
+    between them and a stale Reuse, so this checks that line alone."""
+    import subprocess
+
+    from ledger_impl import Runtime
+    from properties.oracle import GIT_ENVIRONMENT, hunt_environment, materialize
+    from properties.shell_strategies import GIT_DIR_OUTSIDE_COMMANDS
+
+    placement = materialize(WorkspaceSetup(files={"a.txt": "alpha\n", "b.txt": "beta\n"}, outside={}), tmp_path)
+    reads = ("git status --short", "git log --oneline", "git diff --cached --stat")
+    with hunt_environment(), Runtime(placement.root, default_detector(), fingerprint=False) as runtime:
+        for edit in ("true",) + GIT_DIR_OUTSIDE_COMMANDS:
+            assert runtime.step(placement.render(edit.replace("{path}", "a.txt"))).exit_code == 0, edit
+            for read in reads:
+                step = runtime.step(read)
+                fresh = subprocess.run(
+                    ["bash", "-c", read], cwd=placement.root, capture_output=True, text=True,
+                    env={**os.environ, **GIT_ENVIRONMENT}, timeout=60,
+                )
+                assert step.verdict != "reuse" or step.output == fresh.stdout + fresh.stderr, (edit, read)
+        assert (placement.root / ".git").is_file(), "the idiom must leave `.git` a file"

@@ -160,7 +160,9 @@ def _print(out: Console, doc: dict[str, Any], planned: int) -> None:
         ("stale reuses", ("[red]" if totals["stale"] else "[green]") + f"{totals['stale']}[/]"),
         ("classifier violations", ("[red]" if totals["violations"] else "[green]") + f"{totals['violations']}[/]"),
         ("oracle inconclusive", str(totals["oracle_inconclusive"])),
-    ] + [(f"detector misses: {escape(label)}", str(n)) for label, n in totals["misses"].items()]
+    ] + [(f"detector misses: {escape(label)}", str(n)) for label, n in totals["misses"].items()] + [
+        (f"unknown scope: {escape(label)}", f"{n:,}") for label, n in totals["unknown"].items()
+    ]
     for name, value in rows:
         table.add_row(name, value)
     out.print(table)

@@ -21,10 +21,22 @@ it cannot map to a path, the root itself being moved or deleted, or a failure to
 (ENOSPC when fs.inotify.max_user_watches is exhausted). A failed watch, or inotify being
 unavailable, makes the detector run the full diff at every `after()` from then on.
 
-Hard links: inotify reports a write only under the name it went through. Every regular file's
-(device, inode) is indexed with its keys; a changed file with more than one link gets its other
-names re-stat'ed (their ctime and content changed too). A file linked from outside the root can
-be written with no event here at all, so such files are re-stat'ed at every `after()`.
+Hard links: a directory watch reports a write only under the name it went through, and only if
+that name is in a watched directory. A write through a hard link outside the root notifies the
+outside directory and the inode's own watchers; a link made there (at any time, before or after
+the session started) only changes the inode's link count, which is reported to the inode's
+watchers alone. So every file (every non-directory: GNU `ln` hard-links symlinks too) also gets
+an inode watch, and an event on it re-stats every key that names the inode. Every file's
+(device, inode) is indexed with its keys for that; a changed file with more than one link also
+gets its other names re-stat'ed (their ctime and content changed too).
+
+An inode watch is added after the file was stat'ed (the scan lists a directory, then the files
+are watched), so a write in between would leave no event. The file is stat'ed once more after
+its watch exists: if that differs from the entry, or the entry's timestamps are too recent for
+stat data to prove anything (racy), the inode is "unproven" and all its keys are compared again
+at the next `after()` (by content, for a racy entry with a digest). A watch the kernel refuses
+for lack of permission (inotify needs read access) leaves that key re-stat'ed at every
+`after()`; one refused for the watch limit (ENOSPC) degrades the detector to the full diff.
 
 Kernel-level changes that raise no inotify event, and how each is covered:
 
@@ -37,10 +49,10 @@ Kernel-level changes that raise no inotify event, and how each is covered:
 - a file in the root written through a loop device it backs (`losetup`, then writes to
   `/dev/loopN`): no event, though mtime and ctime move. Loop devices' backing files
   (`/sys/block/loop*/loop/backing_file`) inside the root are re-stat'ed at every `after()`;
-- a file written through a hard link made from outside the root after the baseline: no event
-  under any name in the root. A file target's fingerprint (its ctime, size, link count) still
-  refuses the Reuse; a tree read over it is the remaining limit (README);
-- `chattr` flags change ctime with no event: the same as above for reads that print ctime.
+- a file written through a hard link made from outside the root: no event under any name in
+  the root, but one on the inode's own watch (above);
+- `chattr` flags change ctime with no event; a file target's fingerprint (its ctime) still
+  refuses a Reuse of a read that prints ctime, a tree read (`ls -lc`) does not.
 
 Every degraded mode (no inotify, watch limit, queue overflow, an unmappable event, the root
 replaced, the mount table changed) is reported in `degraded`, which the Runtime puts in `Step`
@@ -53,6 +65,7 @@ another machine on a network filesystem produce no event.
 
 from __future__ import annotations
 
+import errno
 import os
 import pathlib
 import re
@@ -108,9 +121,23 @@ if _flags is not None:
     _CLOSE_WRITE = int(_flags.CLOSE_WRITE)
     _MOVED_FROM = int(_flags.MOVED_FROM)
     _SELF_GONE = int(_flags.DELETE_SELF | _flags.MOVE_SELF)
+    # Inode watches on files: a write or a link count change, whatever name it went through.
+    # MASK_ADD: if the name became a watched directory meanwhile, a plain add would replace
+    # that directory's mask with this one.
+    FILE_WATCH_MASK: int = (
+        _flags.MODIFY | _flags.ATTRIB | _flags.CLOSE_WRITE | _flags.DONT_FOLLOW | _flags.MASK_ADD
+    )
 else:  # pragma: no cover
-    WATCH_MASK = 0
+    WATCH_MASK = FILE_WATCH_MASK = 0
     _Q_OVERFLOW = _IGNORED = _ISDIR = _NEW_NAME = _CREATE = _CLOSE_WRITE = _MOVED_FROM = _SELF_GONE = 0
+
+def _stat_data(st: os.stat_result) -> tuple:
+    """The stat part of an `Entry.sig` (everything but a symlink's target)."""
+    return (
+        stat.S_IFMT(st.st_mode), st.st_mode, st.st_uid, st.st_gid, st.st_size, st.st_mtime_ns,
+        st.st_ctime_ns, st.st_ino, st.st_dev, st.st_nlink,
+    )
+
 
 def _root_identity(root: str) -> tuple[tuple[int, int], ...] | None:
     """(dev, ino) of `root` and each ancestor; None if one cannot be stat'ed."""
@@ -190,13 +217,17 @@ class EventDetector:
         marker_timeout_s: float = MARKER_TIMEOUT_S,
         *,
         complete_link_tracking: bool = True,
+        watch_inodes: bool = True,
     ) -> None:
         """`complete_link_tracking=False` reproduces two faults the thorough safety hunt found:
         a hard link made and removed within a command, and a hard link to a symlink, each
-        change an inode's ctime and link count under names no event mentions. Tests only."""
+        change an inode's ctime and link count under names no event mentions. `watch_inodes=
+        False` watches directories only, which misses a file written through a hard link made
+        outside the root. Both for the documented unsound variants and tests only."""
         self.racy_window_ns = racy_window_ns
         self.marker_timeout_s = marker_timeout_s
         self.complete_link_tracking = complete_link_tracking
+        self.watch_inodes = watch_inodes
         self._root: str | None = None
         self._baseline: Snapshot | None = None
         self._inotify = None
@@ -206,7 +237,13 @@ class EventDetector:
         self._dir_to_wd: dict[str, int] = {}
         self._retired: dict[int, str] = {}  # watches removed by us whose events may still be queued
         self._inodes: dict[tuple[int, int], set[str]] = {}  # (dev, ino) -> keys of non-directories
-        self._externally_linked: set[str] = set()  # keys whose inode has links outside the root
+        self._inode_wd: dict[tuple[int, int], int] = {}  # inode watches: (dev, ino) -> wd
+        self._wd_to_inode: dict[int, tuple[int, int]] = {}
+        self._released: set[int] = set()  # inode watches we or the kernel removed; their events may be queued
+        self._fresh_watches: dict[tuple[int, int], tuple] = {}  # inode -> stat data right after its watch, this round
+        self._unproven: set[tuple[int, int]] = set()  # inodes that may have changed before their watch existed
+        self._unwatchable: set[str] = set()  # keys whose inode watch was refused (EACCES): re-stat'ed every after()
+        self._unlinked: set[tuple[int, int]] = set()  # inodes that lost a key this round: release if none is left
         self._events: list = []  # read by before(), processed by the next after()
         self._markers = 0  # after() n creates marker file "n": a stale marker cannot be mistaken for it
         self._relinked: set[tuple[int, int]] = set()  # inodes with several links touched this round
@@ -229,8 +266,12 @@ class EventDetector:
 
     def before(self, root: pathlib.Path, command: str) -> None:
         root_s = os.path.abspath(root)
-        if self._baseline is None or self._root != root_s or self._root_identity != _root_identity(root_s):
+        if self._baseline is None or self._root != root_s:
             self._start(root_s)
+        elif self._root_identity != _root_identity(root_s):
+            # Replaced since the last after(): starting over here would let the next after()
+            # report only the command's own changes. It starts over and reports unknown scope.
+            pass
         elif self._inotify is not None and not self._degraded:
             # Read what piled up between commands so a long idle period cannot overflow the
             # kernel queue; the events are processed at the next after().
@@ -255,8 +296,14 @@ class EventDetector:
             if self._mounts != _mount_table(root_s):
                 raise _Fallback("the mount table changed (a mount raises no inotify event): full snapshot diff")
             events = self._drain()
+            self._fresh_watches.clear()  # a new round: every watch so far predates what we stat now
             self._apply(events, changed)
             self._refresh_loop_backed(changed)
+            self._refresh_unwatchable(changed)
+            self._prove_unproven(changed)
+            if self._degraded:
+                raise _Fallback  # an inode watch was refused for the watch limit
+            self._release_unreached()
         except _Fallback as fallback:
             self._fallback_reason = str(fallback) or "inotify events could not account for the changes: full snapshot diff"
             return self._full_diff(changed)
@@ -285,6 +332,13 @@ class EventDetector:
         self._wd_to_dir.clear()
         self._dir_to_wd.clear()
         self._retired.clear()
+        self._inode_wd.clear()
+        self._wd_to_inode.clear()
+        self._released.clear()
+        self._fresh_watches.clear()
+        self._unproven.clear()
+        self._unwatchable.clear()
+        self._unlinked.clear()
         self._events = []
         self._root_identity = _root_identity(root)
         self._mounts = _mount_table(root)
@@ -313,8 +367,7 @@ class EventDetector:
             except OSError as error:
                 # ENOSPC (watch limit), EACCES, or the directory vanished: this directory's
                 # future changes would go unseen, so events alone are no longer sound.
-                self._degraded = True
-                self._degraded_reason = (
+                self._degrade(
                     f"cannot watch {key or '.'} ({error.strerror}; fs.inotify.max_user_watches?): "
                     "every command runs a full snapshot diff"
                 )
@@ -323,8 +376,7 @@ class EventDetector:
             if owner is not None and owner != key and initial:
                 # One directory reachable under two keys (a bind mount): an event could only
                 # be mapped to one of them.
-                self._degraded = True
-                self._degraded_reason = f"one directory is reachable as {owner or '.'} and {key}: every command runs a full snapshot diff"
+                self._degrade(f"one directory is reachable as {owner or '.'} and {key}: every command runs a full snapshot diff")
             if owner is not None and owner != key:
                 self._dir_to_wd.pop(owner, None)
             self._wd_to_dir[wd] = key
@@ -333,17 +385,28 @@ class EventDetector:
 
         return add_watch
 
+    def _degrade(self, reason: str) -> None:
+        """Stop trusting events for good: every after() runs the full diff from now on. The
+        inotify instance is closed at once: its watches count against a budget every program
+        of the user shares (fs.inotify.max_user_watches), and a limit reached is the usual
+        reason to be here."""
+        self._degraded = True
+        self._degraded_reason = reason
+        if self._inotify is not None:
+            self._inotify.close()
+            self._inotify = None
+        self._inode_wd.clear()
+        self._wd_to_inode.clear()
+
     def _rebuild_inode_index(self) -> None:
+        """Index every file of a fresh baseline, watch its inode, release watches no key needs."""
         self._inodes.clear()
+        self._unwatchable.clear()
         for key, entry in self._baseline.entries.items():
             if key != ROOT_KEY:
                 self._index_add(key, entry)
-        self._externally_linked = {
-            key
-            for keys in self._inodes.values()
-            for key in keys
-            if self._baseline.entries[key].sig[NLINK] > len(keys)
-        }
+        self._unlinked.update(self._inode_wd)
+        self._release_unreached()
 
     def _index_add(self, key: str, entry: Entry) -> None:
         if self._links_tracked(entry):
@@ -351,6 +414,103 @@ class EventDetector:
             self._inodes.setdefault(inode, set()).add(key)
             if entry.sig[NLINK] > 1:
                 self._relinked.add(inode)
+            if self.watch_inodes:
+                self._watch_inode(key, entry, inode)
+
+    def _watch_inode(self, key: str, entry: Entry, inode: tuple[int, int]) -> None:
+        """Make sure the inode `entry` describes is watched, and prove nothing changed between
+        the stat that made `entry` and the watch; else mark the inode unproven."""
+        if self._degraded or self._inotify is None:
+            return
+        path = os.path.join(self._root, key)
+        try:
+            wd = self._inotify.add_watch(path, FILE_WATCH_MASK)
+        except (FileNotFoundError, NotADirectoryError):
+            return  # the name is gone already: its directory's event is queued
+        except OSError as error:
+            if error.errno == errno.ENOSPC:
+                self._degrade(
+                    f"cannot watch the file {key} ({error.strerror}; fs.inotify.max_user_watches?): "
+                    "every command runs a full snapshot diff"
+                )
+            else:  # EACCES: inotify needs read access. Stat data will have to do for this one.
+                self._unwatchable.add(key)
+            return
+        known = self._wd_to_inode.get(wd)
+        if known == inode and inode not in self._fresh_watches:
+            return  # watched since an earlier round: every change after that is queued
+        if known is not None and known != inode or wd in self._wd_to_dir:
+            # The name reaches another watched inode or a directory now: it was replaced after
+            # its stat, and that replacement's directory event is queued. Compare again.
+            self._unproven.add(inode)
+            return
+        if known is None:
+            try:
+                st = os.lstat(path)
+            except OSError:
+                st = None
+            if st is None or (st.st_dev, st.st_ino) != inode:
+                # Replaced after its stat: this new watch is on an inode no entry describes.
+                self._release(wd)
+                self._unproven.add(inode)
+                return
+            stale = self._inode_wd.get(inode)
+            if stale is not None and stale != wd:
+                # The kernel dropped the old watch (inode freed, number reused) unseen so far.
+                self._wd_to_inode.pop(stale, None)
+                self._released.add(stale)
+            self._inode_wd[inode] = wd
+            self._wd_to_inode[wd] = inode
+            self._fresh_watches[inode] = _stat_data(st)
+        # A watch made this round, possibly after this entry's stat: the entry is proved only
+        # if the stat taken once the watch existed matches it and is not racy.
+        if entry.racy or entry.sig[:NLINK + 1] != self._fresh_watches[inode]:
+            self._unproven.add(inode)
+
+    def _forget_inode_watch(self, wd: int) -> None:
+        inode = self._wd_to_inode.pop(wd, None)
+        if inode is not None and self._inode_wd.get(inode) == wd:
+            del self._inode_wd[inode]
+
+    def _release(self, wd: int) -> None:
+        """Remove an inode watch of ours; events already queued for it are ignored."""
+        self._forget_inode_watch(wd)
+        self._released.add(wd)
+        try:
+            if self._inotify is not None:
+                self._inotify.rm_watch(wd)
+        except OSError:
+            pass  # already removed by the kernel (the inode was freed)
+
+    def _release_unreached(self) -> None:
+        """Release the watches of inodes no key in the root names any more: writes through
+        their outside names are not ours to report, and watches are a per-user budget."""
+        for inode in self._unlinked:
+            wd = self._inode_wd.get(inode)
+            if wd is not None and inode not in self._inodes:
+                self._release(wd)
+        self._unlinked.clear()
+
+    def _prove_unproven(self, changed: set[str]) -> None:
+        """Compare again every key of an inode that may have changed before its watch existed.
+        The watches exist now, so these stats are proof; a name replaced again meanwhile makes
+        another round, and a tree that keeps changing under the detector is left to the full diff."""
+        for _ in range(3):
+            if not self._unproven:
+                return
+            inodes, self._unproven = self._unproven, set()
+            self._fresh_watches.clear()
+            keys = {key for inode in inodes for key in self._inodes.get(inode, ())}
+            for key in sorted(keys):
+                self._refresh(key, changed, deep=False)
+        if self._unproven:
+            raise _Fallback("files kept being replaced while the detector added their watches: full snapshot diff")
+
+    def _refresh_unwatchable(self, changed: set[str]) -> None:
+        """Re-stat the keys whose inode could not be watched (each retries its watch)."""
+        pending, self._unwatchable = self._unwatchable, set()
+        for key in sorted(pending):
+            self._refresh(key, changed, deep=False)
 
     def _links_tracked(self, entry: Entry) -> bool:
         # Everything but a directory can have several names: GNU `ln` hard-links a symlink itself.
@@ -369,6 +529,7 @@ class EventDetector:
                 keys.discard(key)
                 if not keys:
                     del self._inodes[inode]
+                    self._unlinked.add(inode)
 
     # -- reading events --------------------------------------------------------------------
 
@@ -415,6 +576,17 @@ class EventDetector:
             mask = event.mask
             if mask & _Q_OVERFLOW:
                 raise _Fallback("the inotify queue overflowed: full snapshot diff")
+            inode = self._wd_to_inode.get(event.wd)
+            if inode is not None:
+                # An inode watch: written or relinked through some name, maybe outside the root.
+                if mask & _IGNORED:  # the kernel dropped it (the inode's last link is gone): its last event
+                    self._forget_inode_watch(event.wd)
+                shallow.update(self._inodes.get(inode, ()))
+                continue
+            if event.wd in self._released:
+                if mask & _IGNORED:
+                    self._released.discard(event.wd)  # its last event: nothing more can come
+                continue  # an inode no key names any more
             directory = self._wd_to_dir.get(event.wd)
             if directory is None:
                 directory = self._retired.get(event.wd)
@@ -472,9 +644,9 @@ class EventDetector:
                 self._refresh(backing[len(prefix):], changed, deep=False)
 
     def _refresh_other_links(self, changed: set[str]) -> None:
-        """Re-stat every other name of changed multiply-linked files, and of files linked from outside."""
+        """Re-stat every other name of changed multiply-linked files."""
         seen: set[str] = set()
-        pending = set(self._externally_linked)
+        pending: set[str] = set()
         while True:
             for inode in self._relinked:
                 pending |= self._inodes.get(inode, set()) - seen
@@ -485,13 +657,6 @@ class EventDetector:
             if key not in seen:
                 seen.add(key)
                 self._refresh(key, changed, deep=False)
-        self._externally_linked = {
-            key
-            for key in self._externally_linked | seen
-            if (entry := self._baseline.entries.get(key)) is not None
-            and self._links_tracked(entry)
-            and entry.sig[NLINK] > len(self._inodes.get((entry.sig[DEV], entry.sig[INO]), ()))
-        }
 
     def _refresh(self, key: str, changed: set[str], deep: bool) -> bool:
         """Re-stat `key` (and rescan below it when `deep`), update the baseline; True if changed."""
@@ -614,6 +779,7 @@ class EventDetector:
         current = take_snapshot(self._root, self._baseline, on_directory=hook, racy_window_ns=self.racy_window_ns)
         result = diff(self._baseline, current)
         self._baseline = current
+        self._fresh_watches.clear()
         self._rebuild_inode_index()
         self._relinked.clear()
         return Changes(frozenset(changed | result.paths), unknown=result.unknown)

@@ -15,6 +15,10 @@ Reuse for each within the `ci` profile; the counterexamples it found are stored 
                      thorough hunt: a hard link made and removed within one command (`ln -f`
                      onto a name of the same inode), or a hard link to a symlink, changes an
                      inode's ctime and link count under names no event mentions
+  events_by_directory
+                     the inotify detector as it was before inode watches: directories only,
+                     so a file written through a hard link made outside the root (after the
+                     session started) raises no event the detector sees
 """
 
 from __future__ import annotations
@@ -30,7 +34,12 @@ from .rules import RulesDetector
 
 def events_by_name() -> EventDetector:
     """The inotify detector tracking only regular files' links, through names events mention."""
-    return EventDetector(complete_link_tracking=False)
+    return EventDetector(complete_link_tracking=False, watch_inodes=False)
+
+
+def events_by_directory() -> EventDetector:
+    """The inotify detector with directory watches only, no watch on any file's inode."""
+    return EventDetector(watch_inodes=False)
 
 
 def optimistic_rules() -> RulesDetector:

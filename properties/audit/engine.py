@@ -165,14 +165,18 @@ def _run_step(
     writer_around = bool(jobs_before or runtime.background_jobs)
     now = look(workspace, cache)
     keys = changed(truth, now)
-    pending.add(owed(truth, now, keys), keys, detector.take())
+    reports = detector.take()
+    pending.add(owed(truth, now, keys), keys, reports)
+    unknown = [label for label, report in reports.items() if report.unknown]
+    for label in unknown:
+        result["unknown"][label] += 1
     category = step.command.category.value
     result["replayed"] += 1
     result["categories"][category] = result["categories"].get(category, 0) + 1
     result["verdicts"][step.verdict] += 1
     record: dict[str, Any] = {"step": index, "command": command[:300], "category": category, "verdict": step.verdict,
                               "bytes": len(step.output.encode()), "redundant": None, "misses": [], "stale": False,
-                              "violation": False, "changed": len(keys)}
+                              "violation": False, "changed": len(keys), "unknown": unknown}
     output, exit_code, complete = step.output, step.exit_code, step.complete
     stale = False
     if step.verdict == "reuse":
@@ -242,6 +246,7 @@ def _empty_result(trajectory: Trajectory, labels: list[str]) -> dict[str, Any]:
         "violations": [],
         "detectors": labels,
         "misses": {label: [] for label in labels},
+        "unknown": {label: 0 for label in labels},
         "timeline": [],
         "seconds": 0.0,
     }

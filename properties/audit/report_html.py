@@ -170,7 +170,9 @@ def render(doc: dict[str, Any]) -> str:
         _tile("reused by Ledger", f'{totals["reused"]["count"]:,}'),
         _tile("of a perfect ledger", "n/a" if share is None else f"{share:.0%}"),
         _tile("tokens not re-sent (est.)", f'{totals["reused"]["tokens"]:,}'),
-    ] + [_tile(f"misses: {label}", n, "bad" if n else "good") for label, n in sorted(totals["misses"].items())]
+    ] + [_tile(f"misses: {label}", n, "bad" if n else "good") for label, n in sorted(totals["misses"].items())] + [
+        _tile(f"unknown scope: {label}", f"{n:,}") for label, n in sorted(totals["unknown"].items())
+    ]
     chosen = max(done, key=_interest) if done else None
     failed = [t for t in trajectories if t.get("status") == "failed"]
     failed_html = "".join(f'<p><b>{_e(t["name"])}</b>: {_e(t.get("error"))}</p>' for t in failed)

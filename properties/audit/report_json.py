@@ -7,8 +7,9 @@ divided by `bytes_per_token`):
     settings          command_timeout, trajectory_timeout (s), detector (MODULE:FACTORY or
                       null), sandboxed, bytes_per_token
     totals            the sums below over all trajectories, plus `trajectories`, `failed`,
-                      `timed_out`, `perfect_share` (reused count / perfect, null if 0) and
-                      `misses` as {detector: steps with a miss}
+                      `timed_out`, `perfect_share` (reused count / perfect, null if 0),
+                      `misses` as {detector: steps with a miss} and `unknown` as {detector:
+                      steps}
     trajectories[]    one record per trajectory, sorted by name:
       name, instance_id, format, source, base {repo, commit}, sandboxed
       status          "done" | "timed out" (the rest skipped with reason "trajectory time
@@ -25,8 +26,11 @@ divided by `bytes_per_token`):
       detectors[]     labels: the deciding detector first, then `default`, `rules`
       misses          {detector: [{step, command, missing[]}]}: keys the ground truth saw
                       change that the detector neither reported nor covered with "unknown"
+      unknown         {detector: n}: replayed steps whose report was "unknown scope" (the
+                      detector could not say what changed; costs reuse, never a miss)
       timeline[]      per step: {step, category, verdict, bytes, redundant, misses[], stale,
-                      violation, changed, command} or {step, category: "skipped", reason}
+                      violation, changed, unknown[] (detectors that said "unknown"), command}
+                      or {step, category: "skipped", reason}
       seconds         wall time of the replay
 
 `step` is the index of the step in the trajectory as read (0-based). Totals are sums over
@@ -57,7 +61,7 @@ def totals(results: Iterable[dict[str, Any]]) -> dict[str, Any]:
         "trajectories": len(ordered), "failed": 0, "timed_out": 0, "steps": 0, "replayed": 0, "skipped": {}, "categories": {},
         "verdicts": {"allow": 0, "reuse": 0, "nudge": 0}, "redundant": {"verbatim": 0, "sub-range": 0, "bytes": 0},
         "reused": {"count": 0, "bytes": 0}, "perfect": 0, "stale": 0, "violations": 0, "oracle_inconclusive": 0,
-        "misses": {}, "seconds": 0.0,
+        "misses": {}, "unknown": {}, "seconds": 0.0,
     }
     for result in ordered:
         total["seconds"] += float(result.get("seconds", 0.0))
@@ -73,6 +77,7 @@ def totals(results: Iterable[dict[str, Any]]) -> dict[str, Any]:
         total["violations"] += len(result["violations"])
         for label, misses in result["misses"].items():
             total["misses"][label] = total["misses"].get(label, 0) + len(misses)
+        _add(total["unknown"], result.get("unknown", {}))  # absent from results kept before it existed
     total["seconds"] = round(total["seconds"], 1)
     total["redundant"]["tokens"] = total["redundant"]["bytes"] // BYTES_PER_TOKEN
     total["reused"]["tokens"] = total["reused"]["bytes"] // BYTES_PER_TOKEN
