@@ -73,6 +73,9 @@ def main() -> int:
     parser.add_argument("--runs", type=int, default=30)
     parser.add_argument("--baseline", default=None, help="a checkout of another revision to time beside this one")
     args = parser.parse_args()
+    # The persisted stat index is what this script splits out: its child processes pin it even
+    # where a `watchman` binary would be chosen (`claude_hook_latency.py` times both).
+    os.environ["LEDGER_SESSION_DETECTOR"] = "stat-index"
     base = pathlib.Path(tempfile.mkdtemp(prefix="ledger-hook-bench-"))
     variants: dict[str, str | None] = {"": None}
     if args.baseline:

@@ -8,7 +8,10 @@ lets it age past the racy window, then times in one run:
   index (no edit)  `changes_since` with the stored index: decode, scan, diff, encode;
   index (1 edit)   the same after one file was changed;
   first index      `changes_since` with nothing stored (a full scan, nothing to reuse);
-and the size of the stored index. Medians of `--runs`. A script, not a test: it prints a table.
+and the size of the stored index. With a `watchman` binary on PATH, the Watchman session
+detector beside them on the same tree (its daemon watching the tree's parent, started and
+stopped here): "watchman (no edit)" and "watchman (1 edit)", its CPU including the daemon's.
+Medians of `--runs`. A script, not a test: it prints a table.
 `--baseline SRC` (a checkout of another revision) adds "no edit" and "1 edit" measured on the
 same tree in fresh processes, this checkout's and that revision's in turn (three rounds, median):
 before and after side by side, in one run.
@@ -35,6 +38,47 @@ from ledger_impl.tree_snapshot import RACY_WINDOW_NS  # noqa: E402
 
 
 MEASURES = ("git status", "index (no edit)", "decode only", "index (1 edit)", "first index")
+WATCHMAN_MEASURES = ("watchman (no edit)", "watchman (1 edit)")
+
+
+def process_cpu_ms(pid: int) -> float:
+    """CPU milliseconds process `pid` has used (utime + stime from /proc): the Watchman daemon
+    is no child of this process, so `os.times` does not count it."""
+    fields = pathlib.Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+    return (int(fields[11]) + int(fields[12])) * 1000 / os.sysconf("SC_CLK_TCK")
+
+
+def measure_watchman(root: pathlib.Path, runs: int, target: pathlib.Path) -> dict[str, object]:
+    """The Watchman session detector's no-edit and one-edit calls, CPU including its daemon's."""
+    from ledger_impl.detectors.watchman import WatchmanIndex
+
+    state = pathlib.Path(tempfile.mkdtemp(prefix="ledger-bench-watchman-"))
+    index = WatchmanIndex(state)
+    try:
+        _, blob, _ = index.changes_since(root, None)  # starts the daemon and the watch
+        stored = [blob]
+        pid = index.daemon.pid()
+        assert pid is not None
+
+        def no_edit() -> None:
+            changes, stored[0], _ = index.changes_since(root, stored[0])
+            assert changes.empty, changes
+
+        def one_edit() -> None:
+            with open(target, "a") as handle:
+                handle.write("#\n")
+            changes, stored[0], _ = index.changes_since(root, stored[0])
+            assert changes.paths, changes
+
+        found: dict[str, object] = {}
+        for name, action in (("watchman (no edit)", no_edit), ("watchman (1 edit)", one_edit)):
+            daemon_before = process_cpu_ms(pid)
+            wall, cpu = timed(action, runs)
+            found[name] = (wall, cpu + (process_cpu_ms(pid) - daemon_before) / runs)
+        return found
+    finally:
+        index.daemon.shutdown()
+        shutil.rmtree(state, ignore_errors=True)
 
 
 def timed(action: object, runs: int) -> tuple[float, float]:
@@ -137,6 +181,8 @@ def measure(files: int, runs: int, baseline: str | None = None) -> dict[str, obj
             "first index": timed(lambda: changes_since(root, None), max(1, runs // 2)),
             "index MiB": (len(stored[0]) / 2**20, 0.0),
         }
+        if shutil.which("watchman"):
+            measured.update(measure_watchman(root, runs, target))
         if baseline is not None:
             measured.update(measure_baseline(root, runs, target, baseline))
         return measured
@@ -150,7 +196,7 @@ def main() -> int:
     parser.add_argument("--runs", type=int, default=7)
     parser.add_argument("--baseline", default=None, help="a checkout of another revision to time beside this one")
     args = parser.parse_args()
-    measures = MEASURES + (
+    measures = MEASURES + (WATCHMAN_MEASURES if shutil.which("watchman") else ()) + (
         tuple(f"{who} (child, {what})" for what in ("no edit", "1 edit") for who in ("this", "baseline"))
         if args.baseline else ()
     )

@@ -33,6 +33,7 @@ import os
 import pathlib
 import pickle
 import time
+from typing import Protocol
 
 import attrs
 
@@ -41,7 +42,7 @@ from ledger_spec.values import Allow
 
 from . import fingerprint as fingerprints
 from .classifier import classify
-from .detectors.stat_index import StatIndex
+from .detectors import session_detector
 from .fingerprint import Fingerprint
 from .ledger import Ledger
 from .store import PendingRow, StateRow, Store, checksum
@@ -54,6 +55,18 @@ DEFAULT_ABANDON_AFTER_S = 15 * 60.0
 FORGET_ABANDONED_AFTER_S = 24 * 3600.0
 # Outputs longer than this (in UTF-8 bytes) are never stored, so never reused.
 DEFAULT_OUTPUT_CAP = 256 * 1024
+
+
+class SessionDetector(Protocol):
+    """What a session asks of its detector: the changes under `root` since a stored baseline,
+    the new baseline (None: none could be taken), and why the report is unknown scope when the
+    stored one could not be used. `ledger_impl.detectors.session_detector()` picks one."""
+
+    name: str
+
+    def changes_since(
+        self, root: os.PathLike[str] | str, blob: bytes | None
+    ) -> tuple[Changes, bytes | None, str | None]: ...
 
 
 @attrs.frozen
@@ -89,7 +102,7 @@ class DurableSession:
         root: pathlib.Path,
         store: Store,
         policy: Policy,
-        detector: StatIndex,
+        detector: SessionDetector,
         *,
         output_cap: int,
         abandon_after: float,
@@ -108,7 +121,7 @@ class DurableSession:
         *,
         state_dir: str | os.PathLike[str] | None = None,
         policy: Policy | None = None,
-        detector: StatIndex | None = None,
+        detector: SessionDetector | None = None,
         output_cap: int = DEFAULT_OUTPUT_CAP,
         abandon_after: float = DEFAULT_ABANDON_AFTER_S,
     ) -> "DurableSession":
@@ -125,7 +138,7 @@ class DurableSession:
             resolved,
             store,
             policy if policy is not None else Policy(),
-            detector if detector is not None else StatIndex(),
+            detector if detector is not None else session_detector(state_dir),
             output_cap=output_cap,
             abandon_after=abandon_after,
         )

@@ -25,6 +25,7 @@ from pathlib import Path
 import attrs
 
 from ledger_impl import DurableSession
+from ledger_impl.detectors.stat_index import StatIndex
 
 # Each read, with the writes that change what it prints: the hunt mostly pairs a read with one
 # of these (an unrelated write is the easy case).
@@ -94,7 +95,8 @@ def _round(scratch: Path, rng: random.Random) -> tuple[StaleReuse | None, int]:
     commands = {"R": read, "W": rng.choice(READS[read] if rng.random() < 0.8 else WRITES)}
     log: list[str] = []
     checked = 0
-    with DurableSession.open(root, state_dir=state_dir) as session:
+    # The stat index, whatever is on PATH: a Watchman server started here would outlive the hunt.
+    with DurableSession.open(root, state_dir=state_dir, detector=StatIndex()) as session:
 
         def decide(command: str, call_id: str) -> tuple[bool, StaleReuse | None]:
             """Decide; check a Reuse at once. True if the agent must run the command."""

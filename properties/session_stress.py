@@ -38,6 +38,7 @@ from pathlib import Path
 import attrs
 
 from ledger_impl import DurableSession, Policy
+from ledger_impl.detectors.stat_index import StatIndex
 
 READS = (
     "cat f{n}",
@@ -178,7 +179,8 @@ def _report(root: Path, state: Path, logs: Path, kills: int, pairs: int, seconds
     stale = tuple(e["command"] for e in reuse_checks if e["check"] == "stale")
     with sqlite3.connect(database_path(root, state)) as db:
         integrity = db.execute("PRAGMA integrity_check").fetchone()[0]
-    with DurableSession.open(root, state_dir=state, policy=POLICY, abandon_after=ABANDON_AFTER_S) as session:
+    # The stat index, whatever is on PATH: a Watchman server started here would outlive the run.
+    with DurableSession.open(root, state_dir=state, policy=POLICY, abandon_after=ABANDON_AFTER_S, detector=StatIndex()) as session:
         session.abandon(reason="left pending by a killed worker")
         session.view()
         history = session.snapshot().history
@@ -251,7 +253,7 @@ def worker(root: Path, state: Path, logs: Path, world_dir: Path, slot: int, gene
         log.flush()
 
     def session() -> DurableSession:
-        return DurableSession.open(root, state_dir=state, policy=POLICY, abandon_after=ABANDON_AFTER_S)
+        return DurableSession.open(root, state_dir=state, policy=POLICY, abandon_after=ABANDON_AFTER_S, detector=StatIndex())
 
     for index in range(count):
         writes = rng.random() < WRITE_SHARE

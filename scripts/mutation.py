@@ -1,8 +1,11 @@
 """Mutation run on the safety core: cosmic-ray, one session per module, a per-module table.
 
 Theory of operation. Each module of the safety core maps to the test files that cover it
-(`MODULES`). A mutant is run only against those files, which is what makes a whole run fit a
-few hours on two cores; a survivor is then a mutant that *its own tests* do not notice.
+(`MODULES`). Before the mutants, one baseline run of those files under coverage with per-test
+contexts records which tests execute each line of the module, cheapest first (`_baseline`);
+a mutant then runs only the tests that execute the lines it changed (`mutant-tests`, the
+command cosmic-ray calls), or every file of the module for an import-time line. A survivor
+is a mutant that *its own tests* do not notice.
 
 cosmic-ray mutates the module's file in place, so every module runs in its own copy of the
 repository under `.mutation/<slug>/tree`, with `PYTHONPATH` pointing there so that tests and
@@ -17,6 +20,7 @@ longer match). The tree copy is refreshed before every run, so tests added since
     python scripts/mutation.py run --retest-survivors ledger_spec/lines.py
     python scripts/mutation.py report                   # the table from the sessions so far
     python scripts/mutation.py survivors ledger_spec/lines.py   # each survivor's diff
+    python scripts/mutation.py check ledger_spec/lines.py JOB_ID --tests NODE_ID  # kills it?
 
 Needs the `mutation` extra: `pip install -e ".[mutation,test]"`.
 """
@@ -24,13 +28,20 @@ Needs the `mutation` extra: `pip install -e ".[mutation,test]"`.
 from __future__ import annotations
 
 import argparse
+import ast
 import hashlib
+import json
 import os
+import re
 import shutil
 import sqlite3
 import subprocess
 import sys
+import tempfile
+import time
 from pathlib import Path
+
+import coverage
 
 REPO = Path(__file__).resolve().parent.parent
 WORK = REPO / ".mutation"
@@ -77,6 +88,18 @@ EXCLUDED_OPERATORS = (
 )
 
 
+# Stop at the first failure; no cache, coverage, benchmark or xdist plugin; no assertion
+# rewriting (cosmic-ray forbids bytecode caches, so pytest would re-rewrite every plugin module
+# for every mutant: two thirds of a short file's run); Hypothesis from a fixed seed and without
+# its database (the plugin's docstring says why). A verdict is reproducible and costs as little as the kill check allows:
+# a failing assert still fails, only its message is plainer.
+PYTEST_BASE = (
+    "-x", "-q", "--assert=plain", "-p", "no:cacheprovider", "-p", "no:benchmark", "-p", "no:xdist",
+    "-p", "scripts.mutation_hypothesis", "--hypothesis-seed=0",
+)
+PYTEST_OPTIONS = (*PYTEST_BASE, "-p", "no:pytest_cov")
+
+
 def _slug(module: str) -> str:
     return module.removesuffix(".py").replace("/", ".")
 
@@ -101,8 +124,8 @@ def _refresh_tree(tree: Path) -> None:
             shutil.copy2(source, target)
 
 
-def _config(module: str, tests: tuple[str, ...]) -> str:
-    command = f"{sys.executable} -m pytest -x -q -p no:cacheprovider {' '.join(tests)}"
+def _config(module: str) -> str:
+    command = f"{sys.executable} {Path(__file__).resolve()} mutant-tests {module}"
     return (
         "[cosmic-ray]\n"
         f'module-path = "{module}"\n'
@@ -114,6 +137,89 @@ def _config(module: str, tests: tuple[str, ...]) -> str:
         "\n[cosmic-ray.filters.operators-filter]\n"
         f"exclude-operators = [{', '.join(repr(pattern) for pattern in EXCLUDED_OPERATORS)}]\n"
     )
+
+
+def _function_body_lines(source: str) -> set[int]:
+    """Lines that run only when a function is called, never when the module is imported."""
+    lines: set[int] = set()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            for statement in node.body:
+                lines.update(range(statement.lineno, (statement.end_lineno or statement.lineno) + 1))
+    return lines
+
+
+def _baseline(module: str, tree: Path, out: Path) -> float:
+    """Run the module's tests on the unmutated tree, under coverage with per-test contexts.
+
+    If they fail, every mutant would seem killed: stop. Otherwise record in `out`, for each line
+    of `module` inside a function body, the tests that execute it, cheapest first. A mutant there
+    can change only what a test that executes its line observes, so only those tests need to
+    run (`mutant-tests`), and with `-x` a mutant usually dies in the cheapest. Import-time lines
+    (module and class bodies, `def` headers with their defaults and decorators) and lines no test
+    was seen executing fall back to every test file of the module, which is never less thorough
+    than the file-level run. Known limit: code a test runs in a subprocess (the `ledger` CLI) is
+    not traced, so a line some other test also runs in-process gets only the in-process tests.
+    """
+    data_file = out.with_suffix(".coverage")
+    data_file.unlink(missing_ok=True)
+    started = time.monotonic()
+    result = subprocess.run(
+        [sys.executable, "-m", "pytest", *[option for option in PYTEST_BASE if option != "-x"], "-rfE", "-vv", "--durations=0",
+         f"--cov={tree / Path(module).parent}", "--cov-context=test", "--cov-report=", *MODULES[module]],
+        cwd=tree, env=dict(os.environ, PYTHONPATH=str(tree), COVERAGE_FILE=str(data_file)),
+        capture_output=True, text=True,
+    )
+    seconds = time.monotonic() - started
+    # A test that fails without any mutant says nothing about mutants: it is left out (and
+    # named), so that one broken test elsewhere does not make every mutant look killed.
+    broken = sorted(set(re.findall(r"^(?:FAILED|ERROR) (\S+::\S+)", result.stdout, re.MULTILINE)))
+    if result.returncode != 0 and not broken:
+        tail = "\n".join(result.stdout.splitlines()[-15:])
+        sys.exit(f"mutation: {module}: its tests fail without any mutant, so no verdict would mean anything:\n{tail}")
+    for test in broken:
+        print(f"mutation: {module}: left out, fails without any mutant: {test}", flush=True)
+    cost: dict[str, float] = {}
+    for match in re.finditer(r"^([0-9.]+)s (?:setup|call|teardown) +(\S.*)$", result.stdout, re.MULTILINE):
+        cost[match[2]] = cost.get(match[2], 0.0) + float(match[1])
+    data = coverage.CoverageData(basename=str(data_file))
+    data.read()
+    inside = _function_body_lines((tree / module).read_text())
+    by_line: dict[str, list[str]] = {}
+    for line, contexts in sorted(data.contexts_by_lineno(str(tree / module)).items()):
+        tests = {context.rsplit("|", 1)[0] for context in contexts if context}
+        if line in inside and tests - set(broken):
+            by_line[str(line)] = sorted(tests - set(broken), key=lambda test: (cost.get(test, 0.0), test))
+    out.write_text(json.dumps({"broken": broken, "lines": by_line}, indent=0))
+    return seconds
+
+
+def _changed_lines(original: list[str], mutated: list[str]) -> range:
+    """The 1-based lines a mutant rewrote: from the first differing line to the last."""
+    first = next((i for i, (a, b) in enumerate(zip(original, mutated)) if a != b), min(len(original), len(mutated)))
+    tail = 0
+    while tail < min(len(original), len(mutated)) - first and original[-1 - tail] == mutated[-1 - tail]:
+        tail += 1
+    return range(first + 1, max(len(mutated) - tail, first + 1) + 1)
+
+
+def mutant_tests(module: str) -> int:
+    """cosmic-ray's test command: run the tests that execute the mutated lines (cwd: the tree)."""
+    directory = WORK / _slug(module)
+    original = (directory / "original.py").read_text().splitlines()
+    mutated = Path(module).read_text().splitlines()
+    selection = json.loads((directory / "tests_by_line.json").read_text())
+    by_line: dict[str, list[str]] = selection["lines"]
+    changed = _changed_lines(original, mutated)
+    selected: dict[str, None] = {}  # ordered: cheapest first, as the baseline listed them
+    for line in changed:
+        if str(line) not in by_line:
+            selected = dict.fromkeys(MODULES[module])  # import-time or unseen: every test file
+            break
+        selected.update(dict.fromkeys(by_line[str(line)]))
+    print(f"mutation: lines {changed.start}-{changed.stop - 1}: {len(selected)} tests", flush=True)
+    deselected = [f"--deselect={test}" for test in selection["broken"]]
+    return subprocess.run([sys.executable, "-m", "pytest", *PYTEST_OPTIONS, *deselected, *selected]).returncode
 
 
 def _cosmic_ray(tool: str, *args: str, cwd: Path) -> subprocess.CompletedProcess[bytes]:
@@ -132,7 +238,7 @@ def run(module: str, retest_survivors: bool) -> None:
     digest_file = directory / "source.sha256"
     directory.mkdir(parents=True, exist_ok=True)
     _refresh_tree(tree)
-    config.write_text(_config(module, MODULES[module]))
+    config.write_text(_config(module))
     digest = _module_digest(module)
     if not session.exists() or not digest_file.exists() or digest_file.read_text() != digest:
         session.unlink(missing_ok=True)
@@ -141,6 +247,9 @@ def run(module: str, retest_survivors: bool) -> None:
         digest_file.write_text(digest)
     elif retest_survivors:
         print(f"mutation: {module}: retesting {_retest_survivors(session)} survivors", flush=True)
+    shutil.copy2(REPO / module, directory / "original.py")
+    seconds = _baseline(module, tree, directory / "tests_by_line.json")
+    print(f"mutation: {module}: its tests pass unmutated in {seconds:.1f} s (under coverage)", flush=True)
     _cosmic_ray("cosmic-ray", "exec", str(config), str(session), cwd=tree)
 
 
@@ -188,16 +297,46 @@ def survivors(module: str) -> None:
         print(f"## {module}:{line} {operator} ({job_id})\n{diff}")
 
 
+def check(module: str, job_ids: list[str], tests: list[str]) -> None:
+    """Apply each mutant to a fresh copy of the working tree and run `tests` (default: the
+    module's test files) on it: KILLED means a test failed, as a test written for it must."""
+    session = WORK / _slug(module) / "session.sqlite"
+    with sqlite3.connect(session) as db:
+        diffs = dict(db.execute("SELECT job_id, diff FROM work_results"))
+    selection = WORK / _slug(module) / "tests_by_line.json"
+    deselected = [f"--deselect={test}" for test in json.loads(selection.read_text()).get("broken", [])] if selection.exists() else []
+    with tempfile.TemporaryDirectory(prefix="mutation-check-") as scratch:
+        tree = Path(scratch) / "tree"
+        for job_id in job_ids:
+            _refresh_tree(tree)
+            subprocess.run(["patch", "-s", "-p1"], cwd=tree, input=(diffs[job_id] + "\n").encode(), check=True)
+            result = subprocess.run(
+                [sys.executable, "-m", "pytest", *PYTEST_OPTIONS, *deselected, *(tests or MODULES[module])],
+                cwd=tree, env=dict(os.environ, PYTHONPATH=str(tree), PYTHONDONTWRITEBYTECODE="1"), capture_output=True, text=True,
+            )
+            failed = [line for line in result.stdout.splitlines() if line.startswith("FAILED") or " Error" in line][:1]
+            print(f"{job_id}: {'KILLED' if result.returncode else 'SURVIVED'} {' '.join(failed)}", flush=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     sub = parser.add_subparsers(dest="action", required=True)
-    for name in ("run", "report", "survivors"):
+    check_parser = sub.add_parser("check", help="apply survivors to a copy of the tree and run tests on them")
+    check_parser.add_argument("module", choices=list(MODULES))
+    check_parser.add_argument("job_ids", nargs="+", metavar="JOB_ID")
+    check_parser.add_argument("--tests", nargs="*", default=[], help="pytest node ids (default: the module's test files)")
+    for name in ("run", "report", "survivors", "mutant-tests"):
         command = sub.add_parser(name)
         command.add_argument("modules", nargs="*", choices=[[], *MODULES], default=[], metavar="MODULE")
         if name == "run":
             command.add_argument("--retest-survivors", action="store_true", help="run the survivors again (after adding tests)")
     arguments = parser.parse_args()
+    if arguments.action == "check":
+        check(arguments.module, arguments.job_ids, arguments.tests)
+        return
     modules = arguments.modules or list(MODULES)
+    if arguments.action == "mutant-tests":
+        sys.exit(mutant_tests(modules[0]))
     if arguments.action == "run":
         for module in modules:
             run(module, arguments.retest_survivors)

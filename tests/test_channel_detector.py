@@ -79,12 +79,3 @@ def test_the_channel_detector_reports_what_the_snapshot_detector_reports(tree: P
     (tree / "link").unlink()
     os.chmod(tree / "a.txt", 0o600)
     assert channel.after(tree, "", 0) == snapshot.after(tree, "", 0)
-
-
-def test_the_channel_detector_passes_a_short_hunt() -> None:
-    from ledger_impl.detectors.channel import make
-    from properties.hunt import run_hunt
-
-    report = run_hunt(make, "ci", seed=4, max_examples=8)
-    assert not report.found, report.counterexamples
-    assert report.steps > 0

@@ -25,6 +25,7 @@ from ledger_spec import (
     State,
     TreeTarget,
     Verdict,
+    abandon,
     advance,
     check_key,
     conclude,
@@ -33,9 +34,12 @@ from ledger_spec import (
     govern,
     interventions,
     modify,
+    run,
     observe,
     render,
     serve,
+    start,
+    finish,
 )
 from properties.spec_driver import take_step
 from properties.strategies import Step
@@ -697,3 +701,135 @@ def test_keys_changed_in_one_step_are_listed_in_key_order_whatever_the_hash_seed
     state = modify(INITIAL, Changes(frozenset(reversed(keys))))
     listed = ", ".join(f"{key}@0" for key in keys)
     assert f"modified: {listed}" in render(state, Policy(view_recent_modifications=8))
+
+
+# --- stored outputs, fingerprints and commands in flight ------------------------------------
+# Each test below was written against a mutant of `ledger_spec/state.py` that no other test in
+# this file noticed (`mutation-survivors.md` names them).
+
+FOUR_BYTES = "xyz\n"
+
+
+def test_a_modification_drops_the_output_of_the_observation_it_makes_stale() -> None:
+    session = Session()
+    session.step(read("a.py"), output=FOUR_BYTES)
+    session.step(command(Category.EDIT), changes=changed("a.py"))
+    assert [(o.retained, o.output) for o in session.state.observations] == [(False, "")]
+
+
+def test_a_stale_output_takes_no_room_from_the_outputs_that_are_still_current() -> None:
+    # Room for two outputs. a.py's read is newer than b.py's, so if its stale output still
+    # counted, the third read would evict b.py's.
+    session = Session(Policy(stored_output_limit=2 * len(FOUR_BYTES)))
+    session.step(read("b.py"), output=FOUR_BYTES)
+    session.step(read("a.py"), output=FOUR_BYTES)
+    session.step(command(Category.EDIT), changes=changed("a.py"))
+    session.step(read("c.py"), output=FOUR_BYTES)
+    assert isinstance(session.step(read("b.py")), Reuse)
+
+
+def test_past_the_limit_the_least_recently_used_output_is_dropped_and_only_it() -> None:
+    # a.py is read first but served again later, so b.py's output is the least recently used.
+    session = Session(Policy(stored_output_limit=2 * len(FOUR_BYTES)))
+    session.step(read("a.py"), output=FOUR_BYTES)
+    session.step(read("b.py"), output=FOUR_BYTES)
+    assert isinstance(session.step(read("a.py")), Reuse)
+    session.step(read("c.py"), output=FOUR_BYTES)
+    assert [(o.command.target.key, o.retained) for o in session.state.observations] == [  # type: ignore[union-attr]
+        ("a.py", True),
+        ("b.py", False),
+        ("c.py", True),
+    ]
+    assert isinstance(govern(session.state, read("a.py"), session.policy), Reuse)
+    assert isinstance(govern(session.state, read("c.py"), session.policy), Reuse)
+    assert not isinstance(govern(session.state, read("b.py"), session.policy), Reuse)
+
+
+@pytest.mark.parametrize(("recorded", "now"), [("fp-1", "fp-2"), ("fp-2", "fp-1")])
+def test_a_read_is_not_reused_under_another_fingerprint_in_either_order(recorded: str, now: str) -> None:
+    state = advance(INITIAL, read(), Allow(), FOUR_BYTES, 0, NO_CHANGES, fingerprint=recorded)
+    assert isinstance(govern(state, read(), Policy(), fingerprint=recorded), Reuse)
+    assert not isinstance(govern(state, read(), Policy(), fingerprint=now), Reuse)
+
+
+def test_a_repeated_test_is_nudged_when_the_only_real_change_came_before_its_first_run() -> None:
+    session = Session()
+    session.step(command(Category.EDIT), changes=changed("a.py"))
+    session.step(command(Category.TEST))
+    assert isinstance(session.step(command(Category.TEST)), Nudge)
+
+
+def test_a_test_that_overlapped_a_real_edit_is_not_nudged_when_repeated() -> None:
+    # The edit was recorded while the test ran, before the test's own step was closed: it
+    # happened after the test started, so the test's result may predate it.
+    state = start(INITIAL, "test", command(Category.TEST), Allow())
+    state = start(state, "edit", command(Category.EDIT), Allow())
+    state = finish(state, "edit", "", 0, changed("a.py"))
+    state = finish(state, "test", "ok\n", 0, NO_CHANGES)
+    assert [record.started_at for record in state.history] == [0, 0]
+    assert isinstance(govern(state, command(Category.TEST), Policy()), Allow)
+
+
+@pytest.mark.parametrize("calls", [("a", "b", "c"), ("c", "b", "a")])
+def test_commands_in_flight_are_told_apart_by_call_whatever_their_order(calls: tuple[str, ...]) -> None:
+    state = INITIAL
+    for call in calls:
+        state = start(state, call, read(f"{call}.py"), Allow())
+    assert [pending.call for pending in state.pending] == list(calls)
+    with pytest.raises(ValueError, match="already running"):
+        start(state, calls[1], read(), Allow())
+    finishing = (calls[1], calls[2], calls[0])  # the middle one first: a call is found by name
+    for call in finishing:
+        state = finish(state, call, FOUR_BYTES, 0, NO_CHANGES)
+    assert state.pending == ()
+    assert [o.command.target.key for o in state.observations] == [f"{call}.py" for call in finishing]  # type: ignore[union-attr]
+
+
+def test_abandoning_one_call_leaves_the_others_running() -> None:
+    state = start(INITIAL, "lost", command(Category.RUN), Allow())
+    state = start(state, "read", read(), Allow())
+    state = abandon(state, "lost")
+    assert [pending.call for pending in state.pending] == ["read"]
+    state = finish(state, "read", FOUR_BYTES, 0, NO_CHANGES)
+    # The abandoned call may have changed a.py while the read ran: its result is not reusable.
+    assert state.pending == () and isinstance(govern(state, read(), Policy()), Allow)
+
+
+def test_an_unknown_change_recorded_at_a_tests_own_step_before_it_started_blocks_its_nudge() -> None:
+    # `abandon` records a change without closing a step, so it shares the next command's step.
+    # Only changes from *earlier* steps that also came before the start are left out.
+    state = abandon(start(INITIAL, "lost", command(Category.RUN), Allow()), "lost")
+    state = advance(state, command(Category.TEST), Allow(), "ok\n", 0, NO_CHANGES)
+    assert (state.history[-1].step, state.modifications[-1].step) == (0, 0)
+    assert isinstance(govern(state, command(Category.TEST), Policy()), Allow)
+
+
+def test_a_real_edit_recorded_while_a_test_ran_blocks_its_nudge_even_after_a_transient_one() -> None:
+    state = start(INITIAL, "test", command(Category.TEST), Allow())
+    state = advance(state, command(Category.RUN, "compile"), Allow(), "", 0, changed("__pycache__/a.pyc"))
+    state = advance(state, command(Category.EDIT), Allow(), "", 0, changed("a.py"))
+    state = finish(state, "test", "ok\n", 0, NO_CHANGES)
+    assert isinstance(govern(state, command(Category.TEST), Policy()), Allow)
+
+
+def test_reuse_looks_past_a_newer_stale_observation_of_another_file() -> None:
+    session = Session()
+    session.step(read("a.py"), output=FOUR_BYTES)
+    session.step(read("b.py"), output=FOUR_BYTES)
+    session.step(command(Category.EDIT), changes=changed("b.py"))
+    decision = session.step(read("a.py"))
+    assert isinstance(decision, Reuse) and decision.output == FOUR_BYTES
+
+
+def test_a_read_is_stamped_at_its_start_so_an_edit_recorded_while_it_ran_makes_it_stale() -> None:
+    state = start(INITIAL, "read", read("a.py"), Allow())
+    state = advance(state, command(Category.EDIT), Allow(), "", 0, changed("a.py"))
+    state = finish(state, "read", FOUR_BYTES, 0, NO_CHANGES)
+    assert [(o.total, o.local, o.retained) for o in state.observations] == [(0, 0, False)]
+    assert not isinstance(govern(state, read("a.py"), Policy()), Reuse)
+
+
+def test_run_folds_advance_over_the_steps() -> None:
+    edit = (command(Category.EDIT), Allow(), "", 0, changed("a.py"))
+    state = run([(read("a.py"), Allow(), FOUR_BYTES, 0, NO_CHANGES), edit])
+    assert (state.step, state.total, [o.retained for o in state.observations]) == (2, 1, [False])

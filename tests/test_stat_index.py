@@ -9,9 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from ledger_impl.detectors.stat_index import StatIndexDetector, changes_since, decode, encode, make
+from ledger_impl.detectors.stat_index import StatIndexDetector, changes_since, decode, encode
 from ledger_impl.tree_snapshot import take_snapshot
-from properties.hunt import run_hunt
 
 
 @pytest.fixture
@@ -132,10 +131,3 @@ def test_the_state_dir_may_not_be_inside_the_root(tree: Path) -> None:
     detector = StatIndexDetector(tree / ".state")
     with pytest.raises(ValueError, match="inside the workspace"):
         detector.before(tree, ":")
-
-
-def test_the_stat_index_detector_passes_the_ci_hunt(tmp_path: Path) -> None:
-    report = run_hunt(make, "ci", seed=5, out_dir=tmp_path, detector="ledger_impl.detectors.stat_index:make")
-    print(f"\nstat-index: {report.examples} runs, {report.steps} steps, {report.steps_per_second:.1f} steps/s")
-    assert not report.found, report.counterexamples
-    assert report.steps > 0

@@ -2,6 +2,7 @@
 
 A detector has `name`, `before(root, command)` and `after(root, command, exit_code) -> Changes`
 (see DESIGN.md, "Edit detector"). `default_detector()` is the one the runtime uses unless told
+otherwise; `session_detector()` is the one a `DurableSession` (the hooks) uses unless told
 otherwise.
 
 The detector classes are loaded on first use (PEP 562): importing one detector module, as the
@@ -11,9 +12,12 @@ hook's session does with `stat_index`, must not load inotify (ctypes) or the rul
 from __future__ import annotations
 
 import importlib
+import os
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from ledger_impl.detectors.stat_index import StatIndex
+    from ledger_impl.detectors.watchman import WatchmanIndex
     from ledger_impl.detectors.events import EventDetector
     from ledger_impl.detectors.rules import RulesDetector
     from ledger_impl.detectors.snapshot import SnapshotDetector
@@ -48,4 +52,24 @@ def default_detector() -> EventDetector | SnapshotDetector:
     return events.EventDetector()
 
 
-__all__ = ["EventDetector", "RulesDetector", "SnapshotDetector", "default_detector"]
+SESSION_DETECTOR_VARIABLE = "LEDGER_SESSION_DETECTOR"
+SESSION_DETECTORS = ("stat-index", "watchman")
+
+
+def session_detector(state_dir: str | os.PathLike[str] | None = None) -> StatIndex | WatchmanIndex:
+    """The detector of a durable session: Watchman when a `watchman` binary is on PATH (its
+    daemon's files under `state_dir`), else the persisted stat index, which needs no daemon.
+    `$LEDGER_SESSION_DETECTOR` (`stat-index` or `watchman`) forces one; any other value is an
+    error, not a silent default."""
+    from ledger_impl.detectors import watchman
+    from ledger_impl.detectors.stat_index import StatIndex
+
+    forced = os.environ.get(SESSION_DETECTOR_VARIABLE) or None
+    if forced is not None and forced not in SESSION_DETECTORS:
+        raise ValueError(f"{SESSION_DETECTOR_VARIABLE}={forced!r}: choose one of {', '.join(SESSION_DETECTORS)}")
+    if forced == "watchman" or (forced is None and watchman.available()):
+        return watchman.WatchmanIndex(state_dir)
+    return StatIndex()
+
+
+__all__ = ["EventDetector", "RulesDetector", "SnapshotDetector", "default_detector", "session_detector"]

@@ -188,8 +188,10 @@ class StatIndexDetector:
 
     def after(self, root: pathlib.Path, command: str, exit_code: int) -> Changes:
         root_s = os.path.abspath(root)
-        changes, blob, _ = changes_since(root_s, self._load(root_s), racy_window_ns=self.racy_window_ns)
-        self._store(root_s, blob)
+        stored = self._load(root_s)
+        changes, blob, _ = changes_since(root_s, stored, racy_window_ns=self.racy_window_ns)
+        if blob is not stored:  # `changes_since` hands back the stored bytes when nothing changed
+            self._store(root_s, blob)
         return changes
 
 

@@ -19,6 +19,9 @@ Reuse for each within the `ci` profile; the counterexamples it found are stored 
                      the inotify detector as it was before inode watches: directories only,
                      so a file written through a hard link made outside the root (after the
                      session started) raises no event the detector sees
+  watchman_by_name   the Watchman detector trusting the names Watchman gives, as first
+                     written: `ln` raises an event for the new name only, so the old name's
+                     link count and ctime change unreported
 """
 
 from __future__ import annotations
@@ -40,6 +43,13 @@ def events_by_name() -> EventDetector:
 def events_by_directory() -> EventDetector:
     """The inotify detector with directory watches only, no watch on any file's inode."""
     return EventDetector(watch_inodes=False)
+
+
+def watchman_by_name() -> object:
+    """The Watchman detector without its hard-link tracking (needs a `watchman` binary)."""
+    from .watchman import make
+
+    return make(track_links=False)
 
 
 def optimistic_rules() -> RulesDetector:
