@@ -119,12 +119,14 @@ def detector_from_json(value: Any, where: str) -> Detector | None:
     raise BadInput(f"{where}: unknown detector kind {sorted(value)}")
 
 
+def _plain(value: object, *names: str) -> dict[str, Any]:
+    """The attributes `names` of `value`, stored as they are and in that order."""
+    return {name: getattr(value, name) for name in names}
+
+
 def definition_to_json(definition: SkillDefinition) -> dict[str, Any]:
     return {
-        "id": definition.id,
-        "claim": definition.claim,
-        "injection": definition.injection,
-        "high_stakes": definition.high_stakes,
+        **_plain(definition, "id", "claim", "injection", "high_stakes"),
         "detector": {role: detector_to_json(getattr(definition, role)) for role in ("scope", "confirm", "contradict", "need")},
         "cite": list(definition.citations),
     }
@@ -178,11 +180,7 @@ def proposals_from_json(text: str, where: str) -> tuple[SkillDefinition, ...]:
 
 def record_to_json(record: TaskRecord) -> dict[str, Any]:
     return {
-        "index": record.index,
-        "task_id": record.task_id,
-        "passed": record.passed,
-        "turns": record.turns,
-        "manual": record.manual,
+        **_plain(record, "index", "task_id", "passed", "turns", "manual"),
         "injected": list(record.injected),
         "mask": sorted(record.mask),
         "budget": record.budget,

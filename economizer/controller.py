@@ -199,18 +199,16 @@ class Controller:
             skill.status, skill.confirmed_at = Status.CONFIRMED, task
 
     def _admit(self, proposals: Sequence[SkillDefinition], task: int) -> list[Rejection]:
+        # The incremental twin of `economizer_spec.skills.admit`, kept apart on purpose: the
+        # spec recomputes evidence over its logs, this keeps running aggregates and bounds
+        # detector time; the differential holds the two together. The screening rules keep
+        # no state, so both call the spec's `screening_error`.
         p = self.params
         rejected: list[Rejection] = []
         seen: set[str] = set()
         for position, definition in enumerate(proposals):
-            name = getattr(definition, "id", "?")
-            name = name if isinstance(name, str) else "?"
-            if position >= p.max_proposals:
-                rejected.append(Rejection(task, name, f"over the limit of {p.max_proposals} proposals per call"))
-                continue
-            error = spec_skills.definition_error(definition)
-            if error is None and name in seen:
-                error = "proposed twice in one call"
+            name = spec_skills.proposal_name(definition)
+            error = spec_skills.screening_error(position, definition, seen, p)
             if error:
                 rejected.append(Rejection(task, name, error))
                 continue

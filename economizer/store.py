@@ -17,6 +17,7 @@ Tables: `meta(key, value)` holds the controller state as one JSON document (smal
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import pathlib
@@ -53,7 +54,7 @@ def database_path(repository: str, state_dir: pathlib.Path | None = None) -> pat
     return (state_dir or default_state_dir()) / (repository.replace("/", "__") + ".sqlite3")
 
 
-class Store:
+class Store(contextlib.AbstractContextManager["Store"]):
     def __init__(self, repository: str, state_dir: pathlib.Path | None = None, busy_timeout_ms: int = BUSY_TIMEOUT_MS) -> None:
         self.repository = repository
         self.path = database_path(repository, state_dir)
@@ -70,10 +71,7 @@ class Store:
     def close(self) -> None:
         self.connection.close()
 
-    def __enter__(self) -> "Store":
-        return self
-
-    def __exit__(self, *exc: object) -> None:
+    def __exit__(self, *exc: object) -> None:  # `with Store(...)`: AbstractContextManager enters
         self.close()
 
     def load(self, catalog: tuple[str, ...] = ("bash",), core: tuple[str, ...] = ("bash",), params: Params | None = None) -> Controller:

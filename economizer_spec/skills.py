@@ -56,10 +56,12 @@ MAX_INJECTION = 200
 """Characters of one manual line; the paper asks for one declarative sentence."""
 
 
-class Status(enum.Enum):
-    CANDIDATE = "candidate"
-    CONFIRMED = "confirmed"
-    RETIRED = "retired"
+class Status(enum.StrEnum):
+    """Where a skill is in its life; each value is its member's name in lower case."""
+
+    CANDIDATE = enum.auto()
+    CONFIRMED = enum.auto()
+    RETIRED = enum.auto()
 
 
 @attrs.frozen
@@ -199,6 +201,28 @@ WindowTask = tuple[int, str, tuple[Step, ...]]
 """(stream index, task id, steps) of one task in the proposer's window."""
 
 
+def proposal_name(definition: object) -> str:
+    """The id a proposal is known by in its rejection ('?' when it has no string id)."""
+    name = getattr(definition, "id", "?")
+    return name if isinstance(name, str) else "?"
+
+
+def screening_error(position: int, definition: object, seen: set[str], params: Params) -> str | None:
+    """Why the proposal at `position` of one call is rejected before any skill is looked up:
+    past the per-call limit, malformed, or an id already `seen` in the call (None: it is not).
+
+    The incremental controller screens with this same function: these rules keep no state
+    worth optimizing, so the spec's wording and order are used, not copied."""
+    if position >= params.max_proposals:
+        return f"over the limit of {params.max_proposals} proposals per call"
+    error = definition_error(definition)
+    if error:
+        return error
+    if proposal_name(definition) in seen:
+        return "proposed twice in one call"
+    return None
+
+
 def admit(
     skills: tuple[SkillState, ...],
     proposals: Iterable[SkillDefinition],
@@ -212,17 +236,10 @@ def admit(
     rejections: list[Rejection] = []
     seen: set[str] = set()
     for position, definition in enumerate(proposals):
-        name = getattr(definition, "id", "?")
-        name = name if isinstance(name, str) else "?"
-        if position >= params.max_proposals:
-            rejections.append(Rejection(task, name, f"over the limit of {params.max_proposals} proposals per call"))
-            continue
-        error = definition_error(definition)
+        name = proposal_name(definition)
+        error = screening_error(position, definition, seen, params)
         if error:
             rejections.append(Rejection(task, name, error))
-            continue
-        if name in seen:
-            rejections.append(Rejection(task, name, "proposed twice in one call"))
             continue
         seen.add(name)
         existing = by_id.get(name)

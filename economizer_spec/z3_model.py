@@ -13,14 +13,17 @@ What is encoded
   ever called, streak, whether the task is a re-audit, whether the judge answered and said
   drop; and its update after the task (called during it or not).
 
-`Variant` names each rule; `SPEC` is the specification and each entry of `BROKEN` changes
-exactly one rule, so each theorem is shown to constrain the rule it is about
+`Fault` names each rule that can be broken; `SPEC` is the specification and each entry of
+`BROKEN` breaks exactly one rule, so each theorem is shown to constrain the rule it is about
 (tests/test_economizer_z3.py). The conformance test evaluates these terms on random concrete
 inputs and compares them with `guard.guard_step` and `tools.mask`: a proof about a different
 machine would prove nothing.
 """
 
 from __future__ import annotations
+
+import enum
+from typing import Callable, TypeVar
 
 import attrs
 import z3
@@ -29,49 +32,65 @@ ACTION, (CONTINUE, REDIRECT, STOP) = z3.EnumSort("GuardAction", ["continue", "re
 ACTION_NAME = {"continue": CONTINUE, "redirect": REDIRECT, "stop": STOP}
 
 
+class Fault(enum.Enum):
+    """One rule of the encoding broken on purpose (the value names the broken variant)."""
+
+    JUDGE_BEFORE_FORCED = "judge-before-forced"  # the judge is asked first: 'productive' vetoes the forced rule
+    STOP_WITHOUT_REDIRECT = "stop-without-redirect"  # the forced rule stops at once, with no redirect first
+    REDIRECT_TWICE = "redirect-twice"  # a stuck verdict after a redirect redirects again instead of stopping
+    MASK_CORE = "mask-core"  # the unused-streak rule forgets that core tools are protected
+    JUDGE_MASKS_CALLED = "judge-masks-called"  # the judge's 'drop' applies to tools that were called before
+    FORGET_CALLED = "forget-called"  # `ever_called` holds only for the last task's calls
+    REAUDIT_KEEPS_MASK = "reaudit-keeps-mask"  # a re-audit still applies the unused-streak mask
+    STREAK_OFF_BY_ONE = "streak-off-by-one"  # a tool is masked only once its streak exceeds the threshold
+
+
 @attrs.frozen
 class Variant:
+    """The encoding with the rules in `broken` changed; `SPEC` changes none."""
+
     name: str = "spec"
-    judge_before_forced: bool = False
-    """Broken: the judge is asked before the forced rule, so a 'productive' verdict vetoes it."""
-    stop_without_redirect: bool = False
-    """Broken: the forced rule stops at once, with no redirect first."""
-    redirect_twice: bool = False
-    """Broken: a stuck verdict after a redirect redirects again instead of stopping."""
-    mask_core: bool = False
-    """Broken: the unused-streak rule forgets that core tools are protected."""
-    judge_masks_called: bool = False
-    """Broken: the judge's 'drop' applies to tools that were called before."""
-    forget_called: bool = False
-    """Broken: `ever_called` holds only for the last task's calls."""
-    reaudit_keeps_mask: bool = False
-    """Broken: a re-audit still applies the unused-streak mask."""
-    streak_off_by_one: bool = False
-    """Broken: a tool is masked only once its streak exceeds the threshold."""
+    broken: frozenset[Fault] = frozenset()
+
+    def breaks(self, fault: Fault) -> bool:
+        return fault in self.broken
 
 
 SPEC = Variant()
-BROKEN: tuple[Variant, ...] = (
-    Variant("judge-before-forced", judge_before_forced=True),
-    Variant("stop-without-redirect", stop_without_redirect=True),
-    Variant("redirect-twice", redirect_twice=True),
-    Variant("mask-core", mask_core=True),
-    Variant("judge-masks-called", judge_masks_called=True),
-    Variant("forget-called", forget_called=True),
-    Variant("reaudit-keeps-mask", reaudit_keeps_mask=True),
-    Variant("streak-off-by-one", streak_off_by_one=True),
-)
+BROKEN: tuple[Variant, ...] = tuple(Variant(fault.value, frozenset({fault})) for fault in Fault)
+
+
+# --- free inputs ------------------------------------------------------------------------------
+
+Real = z3.ArithRef
+"""A real-valued input (z3 has one term class for integers and reals; the name tells `_fresh`)."""
+
+# The Z3 constant an input field is declared as, by its annotation (a string under
+# `from __future__ import annotations`).
+_DECLARE: dict[str, Callable[[str], z3.ExprRef]] = {"z3.BoolRef": z3.Bool, "z3.ArithRef": z3.Int, "Real": z3.Real}
+
+InputsT = TypeVar("InputsT", bound="_Inputs")
+
+
+class _Inputs:
+    """Free inputs of a rule: one Z3 constant per attrs field."""
+
+    @classmethod
+    def fresh(cls: type[InputsT], prefix: str) -> InputsT:
+        """Each field a fresh constant named `prefix` + the field's name."""
+        fields = attrs.fields(cls)  # type: ignore[arg-type]
+        return cls(*(_DECLARE[str(field.type)](prefix + field.name) for field in fields))
 
 
 # --- the guard -----------------------------------------------------------------------------------
 
 
 @attrs.frozen
-class GuardInputs:
+class GuardInputs(_Inputs):
     t: z3.ArithRef
     budget: z3.ArithRef
     has_budget: z3.BoolRef
-    kappa: z3.ArithRef
+    kappa: Real
     stall: z3.BoolRef
     trigger: z3.BoolRef
     due: z3.BoolRef
@@ -81,15 +100,6 @@ class GuardInputs:
     redirected: z3.BoolRef
     redirect_turn: z3.ArithRef
     grace: z3.ArithRef
-
-    @staticmethod
-    def fresh(prefix: str) -> "GuardInputs":
-        return GuardInputs(
-            z3.Int(f"{prefix}t"), z3.Int(f"{prefix}B"), z3.Bool(f"{prefix}has_B"), z3.Real(f"{prefix}kappa"),
-            z3.Bool(f"{prefix}stall"), z3.Bool(f"{prefix}trigger"), z3.Bool(f"{prefix}due"), z3.Bool(f"{prefix}stuck"),
-            z3.Bool(f"{prefix}confident"), z3.Bool(f"{prefix}stopped"), z3.Bool(f"{prefix}redirected"),
-            z3.Int(f"{prefix}redirect_turn"), z3.Int(f"{prefix}grace"),
-        )
 
     def well_formed(self) -> z3.BoolRef:
         return z3.And(self.t >= 1, self.grace >= 1, self.kappa >= 0, self.budget >= 0,
@@ -108,12 +118,12 @@ def guard_action(g: GuardInputs, variant: Variant = SPEC) -> z3.ExprRef:
     stuck = z3.And(g.stuck, g.confident)
     judged = z3.If(
         stuck,
-        z3.If(z3.Or(z3.Not(g.redirected), variant.redirect_twice), REDIRECT, STOP),
+        z3.If(z3.Or(z3.Not(g.redirected), variant.breaks(Fault.REDIRECT_TWICE)), REDIRECT, STOP),
         CONTINUE,
     )
     ask_judge = z3.And(g.trigger, g.due)
-    forced_answer = z3.If(z3.Or(g.redirected, variant.stop_without_redirect), STOP, REDIRECT)
-    if variant.judge_before_forced:
+    forced_answer = z3.If(z3.Or(g.redirected, variant.breaks(Fault.STOP_WITHOUT_REDIRECT)), STOP, REDIRECT)
+    if variant.breaks(Fault.JUDGE_BEFORE_FORCED):
         body = z3.If(ask_judge, judged, z3.If(forced(g), forced_answer, CONTINUE))
     else:
         body = z3.If(forced(g), forced_answer, z3.If(ask_judge, judged, CONTINUE))
@@ -133,7 +143,7 @@ def guard_post(g: GuardInputs, action: z3.ExprRef) -> tuple[z3.BoolRef, z3.BoolR
 
 
 @attrs.frozen
-class ToolInputs:
+class ToolInputs(_Inputs):
     core: z3.BoolRef
     ever_called: z3.BoolRef
     streak: z3.ArithRef
@@ -143,30 +153,22 @@ class ToolInputs:
     judge_drop: z3.BoolRef
     called_now: z3.BoolRef
 
-    @staticmethod
-    def fresh(prefix: str) -> "ToolInputs":
-        return ToolInputs(
-            z3.Bool(f"{prefix}core"), z3.Bool(f"{prefix}ever_called"), z3.Int(f"{prefix}streak"), z3.Int(f"{prefix}unused"),
-            z3.Bool(f"{prefix}reaudit"), z3.Bool(f"{prefix}judge_answered"), z3.Bool(f"{prefix}judge_drop"),
-            z3.Bool(f"{prefix}called_now"),
-        )
-
     def well_formed(self) -> z3.BoolRef:
         return z3.And(self.streak >= 0, self.unused >= 1)
 
 
 def masked(x: ToolInputs, variant: Variant = SPEC) -> z3.BoolRef:
-    threshold = x.streak > x.unused if variant.streak_off_by_one else x.streak >= x.unused
-    protected = z3.BoolVal(False) if variant.mask_core else x.core
+    threshold = x.streak > x.unused if variant.breaks(Fault.STREAK_OFF_BY_ONE) else x.streak >= x.unused
+    protected = z3.BoolVal(False) if variant.breaks(Fault.MASK_CORE) else x.core
     by_streak = z3.And(z3.Not(protected), z3.Not(x.ever_called), threshold)
-    judge_called_ok = z3.BoolVal(True) if variant.judge_masks_called else z3.Not(x.ever_called)
+    judge_called_ok = z3.BoolVal(True) if variant.breaks(Fault.JUDGE_MASKS_CALLED) else z3.Not(x.ever_called)
     by_judge = z3.And(z3.Not(x.core), judge_called_ok, z3.Not(threshold), x.judge_answered, x.judge_drop)
-    if variant.reaudit_keeps_mask:
+    if variant.breaks(Fault.REAUDIT_KEEPS_MASK):
         return z3.Or(by_streak, z3.And(z3.Not(x.reaudit), by_judge))
     return z3.And(z3.Not(x.reaudit), z3.Or(by_streak, by_judge))
 
 
 def tool_post(x: ToolInputs, variant: Variant = SPEC) -> tuple[z3.BoolRef, z3.ArithRef]:
     """(ever_called, streak) after the task."""
-    called = x.called_now if variant.forget_called else z3.Or(x.ever_called, x.called_now)
+    called = x.called_now if variant.breaks(Fault.FORGET_CALLED) else z3.Or(x.ever_called, x.called_now)
     return called, z3.If(x.called_now, 0, x.streak + 1)

@@ -26,7 +26,10 @@ govern, advance and render cost O(1) amortized in the number of observations:
                 omission marker; bisection for stale reasons; bucketed repeat counts.
 
 `properties/differential.py` checks, on generated sessions, that every decision, counter,
-view and snapshot equals the spec's.
+view and snapshot equals the spec's. The event methods (`modify`, `advance`, `start`, `finish`,
+`abandon`) take the spec functions' arguments in the same order on purpose, so that the
+differential feeds both sides the same calls; what holds no state worth indexing (the texts,
+`serve`, `check_startable`) is the spec's own function, called, not copied.
 """
 
 from __future__ import annotations
@@ -35,32 +38,11 @@ from collections import OrderedDict
 from typing import Hashable, Iterator
 
 from ledger_spec import Policy, State
-from ledger_spec.state import (
-    INTERVENING,
-    NUDGEABLE_ANY_TIME,
-    NUDGEABLE_IN_SHORT_LOOP,
-    REUSABLE,
-    WITHHOLDING,
-)
-from ledger_spec.state import SEQUENTIAL
+from ledger_spec.state import INTERVENING, NUDGEABLE_ANY_TIME, NUDGEABLE_IN_SHORT_LOOP, REUSABLE, SEQUENTIAL, WITHHOLDING
+from ledger_spec.state import check_startable
 from ledger_spec.state import serve as spec_serve
-from ledger_spec.values import (
-    Allow,
-    Changes,
-    Command,
-    CommandRecord,
-    Decision,
-    FileTarget,
-    Fingerprint,
-    Modification,
-    Nudge,
-    Observation,
-    Pending,
-    Reuse,
-    STEADY,
-    Verdict,
-    check_key,
-)
+from ledger_spec.values import STEADY, Allow, Changes, Command, CommandRecord, Decision, FileTarget, Fingerprint
+from ledger_spec.values import Modification, Nudge, Observation, Pending, Reuse, Verdict, check_key
 
 # The view's and the decisions' texts must be byte-identical to the spec's, so the spec's
 # wording is called, never copied.
@@ -185,12 +167,7 @@ class Ledger:
         self._modified_line_stale = True
 
     def advance(
-        self,
-        command: Command,
-        decision: Decision,
-        output: str,
-        exit_status: int,
-        changes: Changes,
+        self, command: Command, decision: Decision, output: str, exit_status: int, changes: Changes,
         fingerprint: Fingerprint | None = STEADY,
     ) -> None:
         """One whole step (spec `advance`). For a reused step `output`, `exit_status`, `changes`
@@ -209,20 +186,11 @@ class Ledger:
         self, call: Hashable, command: Command, decision: Decision, fingerprint: Fingerprint | None = STEADY
     ) -> None:
         """`command` begins to run under `decision` as `call` (spec `start`)."""
-        if isinstance(decision, Reuse):
-            raise ValueError("a Reuse runs nothing: record it with advance, never start it")
-        if call in self._pending:
-            raise ValueError(f"call {call!r} is already running")
+        check_startable(decision, call, call in self._pending)
         self._pending[call] = Pending(call, command, decision, self._modifications.total, fingerprint)
 
     def finish(
-        self,
-        call: Hashable,
-        output: str,
-        exit_status: int,
-        changes: Changes,
-        *,
-        exact: bool = True,
+        self, call: Hashable, output: str, exit_status: int, changes: Changes, *, exact: bool = True,
         fingerprint_moved: bool = False,
     ) -> None:
         """Call `call` ended (spec `finish`)."""
@@ -315,11 +283,7 @@ class Ledger:
             self._newest_shown[command.normalized] = (observation, texts.observation_line_prefix(observation))
 
     def _conclude(
-        self,
-        command: Command,
-        verdict: Verdict,
-        exit_status: int,
-        served_from: int | None = None,
+        self, command: Command, verdict: Verdict, exit_status: int, served_from: int | None = None,
         started_at: int | None = None,
     ) -> None:
         started_at = self._modifications.total if started_at is None else started_at

@@ -125,13 +125,11 @@ def make_entry(
     st: os.stat_result,
     previous: Entry | None,
     racy_threshold_ns: int,
-    hash_all: bool = False,
     hash_racy: bool = True,
 ) -> tuple[Entry, bool]:
     """Build the entry for `path` from its `lstat` result; also say whether it was readable.
 
-    A regular file is hashed when every file is (`hash_all`), when it is racy now and
-    `hash_racy` is set, or when its previous entry was racy and the stat data still match
+    A regular file is hashed when it is racy now and `hash_racy` is set, or when its previous entry was racy and the stat data still match
     (the digest is then the only proof that the content did not change).
     """
     mode = st.st_mode
@@ -145,14 +143,12 @@ def make_entry(
     sig = _signature(st, link_target)
     racy = max(st.st_mtime_ns, st.st_ctime_ns) >= racy_threshold_ns
     digest = None
-    if stat.S_ISREG(mode) and (
-        hash_all or (racy and hash_racy) or (previous is not None and previous.racy and previous.sig == sig)
-    ):
+    if stat.S_ISREG(mode) and ((racy and hash_racy) or (previous is not None and previous.racy and previous.sig == sig)):
         digest, after = _hash_file(path)
         if after is None or after.st_ino != st.st_ino or after.st_dev != st.st_dev:
             # Replaced or unreadable while hashing: no proof either way, so the next
             # comparison must report it (racy with no digest never compares equal).
-            return Entry(sig, True, None), not hash_all
+            return Entry(sig, True, None), True
         sig = _signature(after, None)
         racy = racy or max(after.st_mtime_ns, after.st_ctime_ns) >= racy_threshold_ns
     return Entry(sig, racy, digest), readable
@@ -167,7 +163,6 @@ def scan_into(
     unreadable: set[str],
     racy_threshold_ns: int,
     on_directory: DirectoryHook | None = None,
-    hash_all: bool = False,
     hash_racy: bool = True,
 ) -> None:
     """Record the directory `start_key` (whose own entry is already in `entries`) and all below.
@@ -232,7 +227,6 @@ def scan_into(
             if (
                 previous_entry is not None
                 and not previous_entry.racy
-                and not hash_all
                 and mode & 0o170000 != link_kind
                 and previous_entry.sig
                 == (
@@ -244,9 +238,7 @@ def scan_into(
             ):
                 entries[child_key] = previous_entry
             else:
-                entry, readable = make_entry(
-                    base + name, st, previous_entry, racy_threshold_ns, hash_all, hash_racy
-                )
+                entry, readable = make_entry(base + name, st, previous_entry, racy_threshold_ns, hash_racy)
                 if not readable:
                     unreadable.add(child_key)
                 entries[child_key] = entry
@@ -259,7 +251,6 @@ def take_snapshot(
     previous: Snapshot | None = None,
     *,
     on_directory: DirectoryHook | None = None,
-    hash_all: bool = False,
     hash_racy: bool = True,
     racy_window_ns: int = RACY_WINDOW_NS,
 ) -> Snapshot:
@@ -282,9 +273,7 @@ def take_snapshot(
     if not stat.S_ISDIR(root_stat.st_mode):
         return Snapshot(root_s, entries, listings, frozenset({ROOT_KEY}), taken_at)
     entries[ROOT_KEY] = make_entry(root_s, root_stat, None, threshold)[0]
-    scan_into(
-        root_s, ROOT_KEY, previous, entries, listings, unreadable, threshold, on_directory, hash_all, hash_racy
-    )
+    scan_into(root_s, ROOT_KEY, previous, entries, listings, unreadable, threshold, on_directory, hash_racy)
     return Snapshot(root_s, entries, listings, frozenset(unreadable), taken_at)
 
 

@@ -69,27 +69,8 @@ import attrs
 
 from . import lines, texts
 from .policy import Policy
-from .values import (
-    READ_ONLY,
-    SLICEABLE_VIEWS,
-    Allow,
-    Category,
-    Changes,
-    Command,
-    CommandRecord,
-    Decision,
-    FileTarget,
-    Fingerprint,
-    Modification,
-    Nudge,
-    Observation,
-    Pending,
-    Reuse,
-    STEADY,
-    TreeTarget,
-    Verdict,
-    check_key,
-)
+from .values import READ_ONLY, SLICEABLE_VIEWS, Allow, Category, Changes, Command, CommandRecord, Decision, FileTarget
+from .values import Fingerprint, Modification, Nudge, Observation, Pending, Reuse, STEADY, TreeTarget, Verdict, check_key
 
 # Which categories each verdict may apply to. Reuse is further limited to commands with a
 # target and a current observation that serves it; Nudge to repeats with nothing but
@@ -159,11 +140,7 @@ def modify(state: State, changes: Changes) -> State:
 
 
 def observe(
-    state: State,
-    command: Command,
-    output: str,
-    exit_status: int,
-    fingerprint: Fingerprint | None = STEADY,
+    state: State, command: Command, output: str, exit_status: int, fingerprint: Fingerprint | None = STEADY,
     started_at: int | None = None,
 ) -> State:
     """Record the completed result of a read-only command, stamped with the counters at its
@@ -263,6 +240,16 @@ SEQUENTIAL: Final[str] = "<sequential step>"
 """The call name `advance` gives the command it starts and finishes at once."""
 
 
+def check_startable(decision: Decision, call: Hashable, already_running: bool) -> None:
+    """Raise ValueError unless a command may start as `call` under `decision`: a Reuse runs
+    nothing, and a call name is used by one running command at a time. The optimized ledger
+    calls this too, so both sides refuse the same events with the same words."""
+    if isinstance(decision, Reuse):
+        raise ValueError("a Reuse runs nothing: record it with advance, never start it")
+    if already_running:
+        raise ValueError(f"call {call!r} is already running")
+
+
 def start(
     state: State, call: Hashable, command: Command, decision: Allow | Nudge, fingerprint: Fingerprint | None = STEADY
 ) -> State:
@@ -272,10 +259,7 @@ def start(
 
     post: __return__.total == state.total
     """
-    if isinstance(decision, Reuse):
-        raise ValueError("a Reuse runs nothing: record it with advance, never start it")
-    if any(pending.call == call for pending in state.pending):
-        raise ValueError(f"call {call!r} is already running")
+    check_startable(decision, call, any(pending.call == call for pending in state.pending))
     running = Pending(call, command, decision, state.total, fingerprint)
     return attrs.evolve(state, pending=state.pending + (running,))
 

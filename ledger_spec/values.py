@@ -260,21 +260,11 @@ class Modification:
 
 
 class Verdict(enum.Enum):
+    """What govern decided for a command: run it, serve a stored result, or run it with a note."""
+
     ALLOW = "allow"
     REUSE = "reuse"
     NUDGE = "nudge"
-
-
-@attrs.frozen
-class CommandRecord:
-    """One governed command: what it was, the verdict, and its exit status."""
-
-    step: int
-    command: Command
-    verdict: Verdict
-    exit_status: int
-    served_from: int | None = None  # for a Reuse: the step of the observation it served
-    started_at: int = 0  # G when the command started (when it was decided, for a Reuse)
 
 
 @attrs.frozen
@@ -302,3 +292,15 @@ class Nudge:
 
 
 Decision = Allow | Reuse | Nudge
+
+
+@attrs.frozen
+class CommandRecord:
+    """One governed command: what it was, the verdict, and its exit status."""
+
+    step: int
+    command: Command
+    verdict: Verdict
+    exit_status: int
+    served_from: int | None = None  # for a Reuse: the step of the observation it served
+    started_at: int = 0  # G when the command started (when it was decided, for a Reuse)

@@ -25,10 +25,11 @@ after the read saw `k` and is reported before the read ends).
 from __future__ import annotations
 
 import time
+from typing import Callable
 
 import z3
 
-from .z3_theorems import CHECK_TIMEOUT_MS, TheoremResult
+from .z3_theorems import TheoremResult, solve
 
 _INT = z3.IntSort()
 
@@ -57,24 +58,27 @@ def _axioms(w: dict[str, z3.ExprRef], complete_detector: bool = True) -> list[z3
     return axioms
 
 
-def _check(goal_holds_when: z3.BoolRef, world: dict[str, z3.ExprRef], complete_detector: bool = True) -> tuple[str, str]:
-    solver = z3.Solver()
-    solver.set("timeout", CHECK_TIMEOUT_MS)
-    solver.add(*_axioms(world, complete_detector))
-    solver.add(goal_holds_when)
-    solver.add(world["V"](world["t"]) != world["V"](world["D"]))  # the served content is stale
-    result = solver.check()
+def _verdict(violation: list[z3.BoolRef], describe: Callable[[z3.ModelRef], str]) -> tuple[str, str]:
+    """'proved' when the constraints stating a violation are unsatisfiable; otherwise the
+    counterexample Z3 found, described by `describe`, or why the solver gave up."""
+    result, model, reason = solve(violation)
     if result == z3.unsat:
         return "proved", ""
-    if result == z3.sat:
-        model = solver.model()
-        terms = {name: world[name] for name in ("s", "t", "e", "D")}
-        for function in ("V", "L", "W"):
-            for moment in ("s", "t", "e", "D"):
-                terms[f"{function}({moment})"] = world[function](world[moment])
-        text = "\n".join(f"  {label} = {model.eval(term, model_completion=True)}" for label, term in terms.items())
-        return "counterexample", text
-    return "unknown", solver.reason_unknown()
+    if model is not None:
+        return "counterexample", describe(model)
+    return "unknown", reason
+
+
+def _check(goal_holds_when: z3.BoolRef, world: dict[str, z3.ExprRef], complete_detector: bool = True) -> tuple[str, str]:
+    terms = {name: world[name] for name in ("s", "t", "e", "D")}
+    for function in ("V", "L", "W"):
+        for moment in ("s", "t", "e", "D"):
+            terms[f"{function}({moment})"] = world[function](world[moment])
+    stale = world["V"](world["t"]) != world["V"](world["D"])  # the served content is stale
+    return _verdict(
+        [*_axioms(world, complete_detector), goal_holds_when, stale],
+        lambda model: "\n".join(f"  {label} = {model.eval(term, model_completion=True)}" for label, term in terms.items()),
+    )
 
 
 def _result(name: str, statement: str, kind: str, check: tuple[str, str], started: float) -> TheoremResult:
@@ -219,18 +223,13 @@ def _induction_initial(x: dict[str, z3.ExprRef]) -> z3.BoolRef:
                   z3.Not(x["read_done"]), z3.Not(x["exists"]))
 
 
+def _every_declaration(model: z3.ModelRef) -> str:
+    shown = sorted((str(d), str(model[d])) for d in model.decls())
+    return "\n".join(f"  {name} = {value}" for name, value in shown)
+
+
 def _unsat(constraints: list[z3.BoolRef]) -> tuple[str, str]:
-    solver = z3.Solver()
-    solver.set("timeout", CHECK_TIMEOUT_MS)
-    solver.add(*constraints)
-    result = solver.check()
-    if result == z3.unsat:
-        return "proved", ""
-    if result == z3.sat:
-        model = solver.model()
-        shown = sorted((str(d), str(model[d])) for d in model.decls())
-        return "counterexample", "\n".join(f"  {name} = {value}" for name, value in shown)
-    return "unknown", solver.reason_unknown()
+    return _verdict(constraints, _every_declaration)
 
 
 def check_overlap_induction(target: str = "file", stamp: str = "s") -> TheoremResult:

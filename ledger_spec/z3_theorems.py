@@ -116,8 +116,9 @@ class Theorem:
 # --- solver plumbing ----------------------------------------------------------------------
 
 
-def _solve(constraints: list[z3.BoolRef]) -> tuple[z3.CheckSatResult, z3.ModelRef | None, str]:
-    """Check `constraints`; return the result, the model if sat, the reason if unknown."""
+def solve(constraints: list[z3.BoolRef]) -> tuple[z3.CheckSatResult, z3.ModelRef | None, str]:
+    """Check `constraints` within `CHECK_TIMEOUT_MS`; the result, the model if sat, the reason
+    if unknown. Every theorem of `ledger_spec` (here and in `z3_overlap`) asks Z3 through this."""
     solver = z3.Solver()
     solver.set("timeout", CHECK_TIMEOUT_MS)
     solver.add(*constraints)
@@ -139,7 +140,7 @@ def _refute(
 ) -> tuple[Status, str, None]:
     """Each phase's constraints state a violation; the theorem is proved if none is satisfiable."""
     for phase, constraints, watch in phases:
-        result, model, reason = _solve(constraints)
+        result, model, reason = solve(constraints)
         if result == z3.sat:
             assert model is not None
             return "counterexample", f"{phase} fails:\n{_render(model, watch)}", None
@@ -550,7 +551,7 @@ def stale_reuse_search(variant: Variant, aim: Callable[[Event], z3.BoolRef] | No
         decide(variant, last, final) == VERDICT_TERM[Verdict.REUSE],
         last.version[stored.key] != stored.version,
     ]
-    result, model, reason = _solve(constraints)
+    result, model, reason = solve(constraints)
     if result == z3.unsat:
         return "proved", f"no stale reuse within {NEGATIVE_TRACE_LENGTH} steps", None
     if result == z3.unknown:

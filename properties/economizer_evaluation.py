@@ -136,18 +136,15 @@ def guard_figures(streams: dict[str, list[tuple[Trajectory, float]]], params: Pa
             else:
                 figures["failed_runs"] += 1
                 figures["failed_cost"] += cost
-                if first is not None:
-                    figures["failed_with_intervention"] += 1
-                    figures["turns_after_intervention"] += trajectory.turns - first
-                    even, weighted = cost_after(trajectory, cost, first)
-                    figures["cost_after_intervention_even"] += even
-                    figures["cost_after_intervention_weighted"] += weighted
-                if stop is not None:
-                    figures["failed_stopped"] += 1
-                    figures["turns_after_stop"] += trajectory.turns - stop
-                    even, weighted = cost_after(trajectory, cost, stop)
-                    figures["cost_after_stop_even"] += even
-                    figures["cost_after_stop_weighted"] += weighted
+                # What a failed run spent after the guard first spoke, and after it stopped.
+                for turn, counted, suffix in ((first, "failed_with_intervention", "intervention"), (stop, "failed_stopped", "stop")):
+                    if turn is None:
+                        continue
+                    figures[counted] += 1
+                    figures[f"turns_after_{suffix}"] += trajectory.turns - turn
+                    even, weighted = cost_after(trajectory, cost, turn)
+                    figures[f"cost_after_{suffix}_even"] += even
+                    figures[f"cost_after_{suffix}_weighted"] += weighted
             if detail and first is not None:
                 events.append({"repository": repository, "task_id": trajectory.task_id, "passed": trajectory.passed,
                                "turns": trajectory.turns, "budget": b, "first_intervention": first, "stop": stop})

@@ -36,12 +36,13 @@ import attrs
 import ledger_spec
 from ledger_impl.execution import command_environment, run_command
 from ledger_impl.runtime import Runtime
+from ledger_impl.runtime import Step as RuntimeStep
 from ledger_spec import Policy
 
 from . import ground_truth
 from .ground_truth import HashCache, Tree, owed_by_key
 from .shell_strategies import OUTSIDE_PLACEHOLDER, ROOT_PLACEHOLDER, WorkspaceSetup
-from .spec_driver import take_step
+from .spec_driver import drive_step
 from .strategies import Step
 
 REUSE_IS_FRESH = "reuse-is-fresh"
@@ -258,43 +259,48 @@ class CheckedSession:
         self.records.append(record)
         return record
 
-    def _check_spec(self, index: int, command: str, step: object, launched: frozenset[int]) -> Violation | None:
-        state = self.spec_state
-        for changes in step.changes_before:  # type: ignore[attr-defined]
-            state = ledger_spec.modify(state, changes)
-        decision = ledger_spec.govern(state, step.command, self.policy, step.fingerprint)  # type: ignore[attr-defined]
+    def _check_spec(self, index: int, command: str, step: RuntimeStep, launched: frozenset[int]) -> Violation | None:
+        def recorded(_proposal: RuntimeStep, _decision: ledger_spec.Decision) -> Step:
+            # The Runtime records an incomplete result (never launched, timed out, truncated,
+            # left a background job) without its target, so that it is never served; the spec
+            # is fed the same, with the fingerprint the Runtime recorded.
+            incomplete = bool(launched) or "\n[ledger] timed out after" in step.output or "\n[ledger] output truncated:" in step.output
+            recorded_command = attrs.evolve(step.command, target=None) if incomplete else step.command
+            if step.recorded is not None and step.recorded.target is None:
+                recorded_command = step.recorded
+            return Step(recorded_command, step.output, step.exit_code, step.changes)
+
+        transition = drive_step(
+            self.spec_state,
+            step,
+            self.policy,
+            recorded,
+            fingerprint=step.fingerprint,
+            recorded_fingerprint=step.recorded_fingerprint,
+            changes_before=step.changes_before,
+        )
+        decision = transition.decision
         expected: dict[str, object] = {"verdict": decision.verdict.value}
-        observed: dict[str, object] = {"verdict": step.verdict}  # type: ignore[attr-defined]
-        if isinstance(decision, ledger_spec.Reuse) and step.verdict == "reuse":  # type: ignore[attr-defined]
+        observed: dict[str, object] = {"verdict": step.verdict}
+        if isinstance(decision, ledger_spec.Reuse) and step.verdict == "reuse":
             expected.update(output=decision.output, exit_code=decision.exit_status)
-            observed.update(output=step.output, exit_code=step.exit_code)  # type: ignore[attr-defined]
+            observed.update(output=step.output, exit_code=step.exit_code)
         if expected != observed:
             return Violation(SPEC_AGREES, index, command, expected, observed, f"spec says {expected}, runtime did {observed}")
-        # The Runtime records an incomplete result (never launched, timed out, truncated, left
-        # a background job) without its target, so that it is never served; the spec is fed
-        # the same, with the fingerprint the Runtime recorded.
-        incomplete = bool(launched) or "\n[ledger] timed out after" in step.output or "\n[ledger] output truncated:" in step.output  # type: ignore[attr-defined]
-        recorded = attrs.evolve(step.command, target=None) if incomplete else step.command  # type: ignore[attr-defined]
-        if step.recorded is not None and step.recorded.target is None:  # type: ignore[attr-defined]
-            recorded = step.recorded  # type: ignore[attr-defined]
-        ran = Step(recorded, step.output, step.exit_code, step.changes)  # type: ignore[attr-defined]
-        state = take_step(
-            state, ran, self.policy, decision=decision, recorded_fingerprint=step.recorded_fingerprint  # type: ignore[attr-defined]
-        ).after
-        self.spec_state = state
+        self.spec_state = transition.after
         ledger_state = self.runtime.ledger.snapshot()
-        if ledger_state != state:
+        if ledger_state != transition.after:
             return Violation(
                 SPEC_AGREES,
                 index,
                 command,
-                {"state": _state_summary(state)},
+                {"state": _state_summary(transition.after)},
                 {"state": _state_summary(ledger_state)},
                 "the runtime's ledger and the spec fed the same events hold different states",
             )
         return None
 
-    def _check_reuse(self, index: int, command: str, step: object) -> Violation | None:
+    def _check_reuse(self, index: int, command: str, step: RuntimeStep) -> Violation | None:
         before = self._look()
         fresh = run_command(
             command, self.placement.root, STEP_TIMEOUT, OUTPUT_LIMIT, command_environment(self.environment)
@@ -308,26 +314,26 @@ class CheckedSession:
                 index,
                 command,
                 {"changed": []},
-                {"changed": sorted(changed), "category": step.command.category.value},  # type: ignore[attr-defined]
+                {"changed": sorted(changed), "category": step.command.category.value},
                 f"running the reused command {command!r} for real changed {sorted(changed)}",
             )
-        if fresh.output != step.output or fresh.exit_code != step.exit_code:  # type: ignore[attr-defined]
+        if fresh.output != step.output or fresh.exit_code != step.exit_code:
             return Violation(
                 REUSE_IS_FRESH,
                 index,
                 command,
                 {"output": fresh.output, "exit_code": fresh.exit_code},
-                {"output": step.output, "exit_code": step.exit_code},  # type: ignore[attr-defined]
-                f"{command!r} was reused ({step.note}) but running it now prints something else",  # type: ignore[attr-defined]
+                {"output": step.output, "exit_code": step.exit_code},
+                f"{command!r} was reused ({step.note}) but running it now prints something else",
             )
         return None
 
     def _check_coverage(
-        self, index: int, command: str, step: object, changed: frozenset[str], owed: frozenset[str], writer_around: bool
+        self, index: int, command: str, step: RuntimeStep, changed: frozenset[str], owed: frozenset[str], writer_around: bool
     ) -> Violation | None:
         self._owed |= owed
         self._changed_any |= changed
-        for report in (*step.changes_before, step.changes):  # type: ignore[attr-defined]
+        for report in (*step.changes_before, step.changes):
             self._reported |= report.paths
             self._unknown = self._unknown or report.unknown
         if writer_around:
@@ -343,7 +349,7 @@ class CheckedSession:
                 index,
                 command,
                 {"changed": sorted(changed | missing)},
-                {"reported": sorted(step.changes.paths), "unknown": False, "missing": sorted(missing)},  # type: ignore[attr-defined]
+                {"reported": sorted(step.changes.paths), "unknown": False, "missing": sorted(missing)},
                 f"after {command!r} the detector did not report {sorted(missing)}",
             )
         return None

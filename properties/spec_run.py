@@ -27,14 +27,13 @@ from ledger_spec import (
     State,
     TreeTarget,
     current,
-    govern,
     interventions,
     render,
 )
 
-from .spec_driver import Transition, replay_spec, take_step
+from .spec_driver import Transition, drive, replay_spec, take_step
 from .strategies import DEFAULT_KEYS, Step, policies, sessions
-from .world_model import Detector, FileSystem, WorldStep, apply_writes, complete_detector, model_run, world_sessions
+from .world_model import Detector, FileSystem, ModelWorld, WorldStep, complete_detector, world_sessions
 
 
 @attrs.frozen
@@ -172,26 +171,16 @@ def _reordered(changes: Changes) -> Changes:
 def first_stale_reuse(
     files: FileSystem, script: Sequence[WorldStep], policy: Policy, detector: Detector
 ) -> str | None:
-    """Drive govern over `script` against the model file system; describe the first Reuse whose
-    output or exit status differs from what running the command now would print."""
-    state = INITIAL
-    for number, step in enumerate(script):
-        decision = govern(state, step.command, policy)
-        if isinstance(decision, Reuse):
-            fresh = model_run(files, step.command)
-            if (decision.output, decision.exit_status) != fresh:
-                return (
-                    f"step {number}: {step.command.text!r} reused step {decision.observation.step} "
-                    f"({decision.output!r}, exit {decision.exit_status}) but running it prints "
-                    f"({fresh[0]!r}, exit {fresh[1]})"
-                )
-            ran = Step(step.command, "", 0, Changes())  # nothing ran
-        else:
-            after = apply_writes(files, step)
-            output, status = model_run(after, step.command) if step.command.read_only else ("", 0)
-            ran = Step(step.command, output, status, detector(files, after, step))
-            files = after
-        state = take_step(state, ran, policy, decision=decision).after
+    """Drive the spec over `script` against the model file system; describe the first Reuse
+    whose output or exit status differs from what running the command now would print."""
+    world = ModelWorld(files, detector)
+    for number, (_, ran, decision, _) in enumerate(drive(script, policy, world.execute)):
+        if isinstance(decision, Reuse) and (decision.output, decision.exit_status) != (ran.output, ran.exit_status):
+            return (
+                f"step {number}: {ran.command.text!r} reused step {decision.observation.step} "
+                f"({decision.output!r}, exit {decision.exit_status}) but running it prints "
+                f"({ran.output!r}, exit {ran.exit_status})"
+            )
     return None
 
 

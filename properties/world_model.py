@@ -19,12 +19,14 @@ from ledger_spec import (
     Category,
     Changes,
     Command,
+    Decision,
     FileTarget,
     LineRange,
+    Reuse,
     TreeTarget,
 )
 
-from .strategies import line_ranges
+from .strategies import Step, line_ranges
 
 FileSystem = Mapping[str, str]  # key -> content; an absent key is a missing file
 Detector = Callable[[FileSystem, FileSystem, "WorldStep"], Changes]
@@ -126,6 +128,27 @@ def blind_to_scripts_detector(before: FileSystem, after: FileSystem, step: World
     if step.opaque:
         return Changes()
     return Changes(changed_keys(before, after))
+
+
+@attrs.define
+class ModelWorld:
+    """The model file system a world script runs in, as the session driver's `execute`:
+    each step that runs applies its writes and reports what `detector` makes of them."""
+
+    files: FileSystem
+    detector: Detector
+
+    def execute(self, step: WorldStep, decision: Decision) -> Step:
+        if isinstance(decision, Reuse):
+            # Nothing runs and the spec ignores a reused step's result; the step carries what
+            # running the command now would print, for the caller to compare with the Reuse.
+            output, status = model_run(self.files, step.command)
+            return Step(step.command, output, status, Changes())
+        after = apply_writes(self.files, step)
+        output, status = model_run(after, step.command) if step.command.read_only else ("", 0)
+        ran = Step(step.command, output, status, self.detector(self.files, after, step))
+        self.files = after
+        return ran
 
 
 # --- generators ---------------------------------------------------------------------------

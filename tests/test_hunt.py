@@ -241,6 +241,18 @@ def test_oracle_flags_a_runtime_that_disagrees_with_the_spec(monkeypatch: pytest
     assert records[1].violation is not None and records[1].violation.property == SPEC_AGREES
 
 
+def test_oracle_flags_a_ledger_that_governs_alike_but_holds_another_state(monkeypatch: pytest.MonkeyPatch) -> None:
+    # A deliberately broken ledger that drops every detector report: the write is Allowed as
+    # the spec says, but the counters it should move stay put, which the state check sees.
+    from ledger_impl.ledger import Ledger
+
+    monkeypatch.setattr(Ledger, "modify", lambda self, changes: None)
+    records = run_checked(SETUP, ["cat a.txt", "echo more >> a.txt", "cat a.txt"], default_detector())
+    assert records[0].violation is None
+    assert records[1].verdict == "allow" and records[1].violation is not None
+    assert records[1].violation.property == SPEC_AGREES and "different states" in records[1].violation.message
+
+
 def test_a_crash_inside_the_hunt_is_raised_not_reported_as_no_violation(monkeypatch) -> None:
     # Found in review: exception groups and Flaky were swallowed, so a hunt whose own code
     # crashed reported "no violation" and check-detector exited 0.

@@ -51,6 +51,18 @@ def test_the_complete_detector_reruns_the_same_read_after_a_script() -> None:
     assert first_stale_reuse(files, script, Policy(), complete_detector) is None
 
 
+def test_a_spec_whose_currentness_ignores_changes_serves_a_stale_read(monkeypatch: pytest.MonkeyPatch) -> None:
+    # A deliberately broken ledger semantics, driven through the session driver: with a
+    # complete detector, only the spec's own fault can make the repeated read stale.
+    from ledger_spec import state
+
+    files = {"a.py": "x\n"}
+    script = [_read("a.py"), SCRIPT_EDIT, _read("a.py")]
+    monkeypatch.setattr(state, "current", lambda observation, now: True)
+    stale = first_stale_reuse(files, script, Policy(), complete_detector)
+    assert stale is not None and stale.startswith("step 2:") and "'y\\n'" in stale
+
+
 def test_hypothesis_finds_stale_reuse_when_the_detector_omits_changes() -> None:
     # The safety property has teeth: the same search, with a wrong detector, must fail it.
     # Generation only: the first stale Reuse found is proof enough, shrinking it is not needed.

@@ -36,15 +36,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _as_json(result: TheoremResult) -> dict[str, object]:
-    return {
-        "name": result.name,
-        "kind": result.kind,
-        "statement": result.statement,
-        "status": result.status,
-        "as_expected": result.as_expected,
-        "seconds": round(result.seconds, 4),
-        "model": result.model_text,
-    }
+    shown = {name: getattr(result, name) for name in ("name", "kind", "statement", "status", "as_expected")}
+    return {**shown, "seconds": round(result.seconds, 4), "model": result.model_text}
 
 
 def _write_counterexamples(results: list[TheoremResult], directory: pathlib.Path) -> list[pathlib.Path]:

@@ -59,6 +59,16 @@ DOT = Word(((".", False),))
 STDIN = Word((("-", False),))
 
 
+def _argument(args: list[Word], i: int, attached: str | None) -> tuple[str, int] | None:
+    """The argument of the option at `args[i]` and where the scan stands: the text `attached`
+    to it (`-n5`, `--lines=5`, `--lines=`), else the next word. None: there is none."""
+    if attached is not None:
+        return attached, i
+    if i + 1 >= len(args):
+        return None
+    return args[i + 1].text, i + 1
+
+
 class Options:
     """A getopt-like scan of GNU-style options that permutes operands, as GNU tools do.
 
@@ -95,12 +105,11 @@ class Options:
             if text.startswith("--"):
                 name, eq, value = text[2:].partition("=")
                 if name in long_arg:
-                    if not eq:
-                        if i + 1 >= len(args):
-                            self.ok = False
-                            return
-                        value = args[i + 1].text
-                        i += 1
+                    taken = _argument(args, i, value if eq else None)
+                    if taken is None:
+                        self.ok = False
+                        return
+                    value, i = taken
                     self.flags.append((name, value))
                 elif name in long and not eq:
                     self.flags.append((name, None))
@@ -118,13 +127,11 @@ class Options:
             while j < len(body):
                 c = body[j]
                 if c in short_arg:
-                    value = body[j + 1 :]
-                    if not value:
-                        if i + 1 >= len(args):
-                            self.ok = False
-                            return
-                        value = args[i + 1].text
-                        i += 1
+                    taken = _argument(args, i, body[j + 1 :] or None)
+                    if taken is None:
+                        self.ok = False
+                        return
+                    value, i = taken
                     self.flags.append((c, value))
                     break
                 if c in short:
