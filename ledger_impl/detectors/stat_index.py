@@ -22,6 +22,7 @@ import pathlib
 import shutil
 import tempfile
 
+from ledger_impl.detectors.baseline import read_stored
 from ledger_impl.tree_snapshot import RACY_WINDOW_NS, Entry, Snapshot, diff, take_snapshot
 from ledger_spec.values import Changes
 
@@ -98,18 +99,9 @@ def changes_since(
     With no stored index there is nothing to compare against: the report is unknown scope and
     the caller decides whether that matters (it does not for a session with no history)."""
     root_s = os.path.abspath(os.fspath(root))
-    baseline: Snapshot | None = None
-    problem: str | None = None
-    if blob is None:
-        problem = "no stored stat index"
-    else:
-        try:
-            baseline = decode(blob)
-        except IndexDamaged as error:
-            problem = str(error)
-        else:
-            if baseline.root != root_s:
-                problem, baseline = f"stat index is for {baseline.root!r}, not {root_s!r}", None
+    baseline, problem = read_stored(blob, decode, "no stored stat index", IndexDamaged)
+    if baseline is not None and baseline.root != root_s:
+        problem, baseline = f"stat index is for {baseline.root!r}, not {root_s!r}", None
     current = take_snapshot(root_s, baseline, racy_window_ns=racy_window_ns)
     if baseline is None:
         return Changes(unknown=True), encode(current), problem

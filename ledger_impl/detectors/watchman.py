@@ -51,6 +51,7 @@ import attrs
 
 from ledger_spec.values import Changes
 
+from .baseline import read_stored
 from .stat_index import check_outside, default_state_dir
 
 BINARY = "watchman"
@@ -298,15 +299,7 @@ class WatchmanIndex:
         if watched == root_s:
             return Changes(unknown=True), None, "the root has no parent directory to watch"
         check_outside(root_s, self.state_dir)
-        stored: Baseline | None = None
-        problem: str | None = None
-        if blob is None:
-            problem = "no stored Watchman clock"
-        else:
-            try:
-                stored = Baseline.decode(blob, root_s)
-            except ValueError as error:
-                problem = str(error)
+        stored, problem = read_stored(blob, lambda data: Baseline.decode(data, root_s), "no stored Watchman clock")
         try:
             # Looked at before the query: a change after these looks is seen at the next call,
             # never absorbed into this baseline unreported.
