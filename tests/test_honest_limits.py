@@ -1,0 +1,77 @@
+"""The limits the README's "What the guarantee assumes" keeps, each shown happening.
+
+These tests pass while a limit holds: each demonstrates the README's sentence on a real
+filesystem with the default detector and the fingerprint on, as shipped. One that starts to
+fail means the limit was closed (or moved): update the README's list with it.
+"""
+
+from __future__ import annotations
+
+import mmap
+import os
+import pathlib
+import time
+
+from ledger_impl import Runtime
+from ledger_impl.detectors import default_detector
+from ledger_impl.execution import command_environment, run_command
+
+# GNU ls prints a time for files modified within half a Gregorian year, and a year beyond it.
+HALF_YEAR_SECONDS = 31556952 // 2
+
+
+def fresh(root: pathlib.Path, command: str) -> str:
+    return run_command(command, root, 30, 1 << 20, command_environment()).output
+
+
+def test_a_listing_taken_just_before_a_file_turns_six_months_old_is_served_stale(tmp_path: pathlib.Path) -> None:
+    """The accepted clock dependence: nothing on disk changes, but `ls -l` prints the file's age."""
+    old = tmp_path / "old.txt"
+    old.write_text("x\n")
+    crossing = time.time() - HALF_YEAR_SECONDS + 2  # turns "six months old" in 2 s
+    os.utime(old, (crossing, crossing))
+    with Runtime(tmp_path, default_detector()) as runtime:
+        first = runtime.step("ls -l old.txt")
+        time.sleep(3)
+        again = runtime.step("ls -l old.txt")
+        now = fresh(tmp_path, "ls -l old.txt")
+    assert first.output != now, "the listing's format did not change across the half-year line"
+    assert again.verdict == "reuse" and again.output == first.output != now
+
+
+def test_a_setsid_job_escapes_the_background_tracking_but_its_write_is_seen_once_it_lands(tmp_path: pathlib.Path) -> None:
+    """A job in a session of its own is not tracked (a tracked one refuses every Reuse while it
+    lives); its write is still caught by the detector poll before the next Reuse."""
+    (tmp_path / "a.txt").write_text("before\n")
+    with Runtime(tmp_path, default_detector()) as runtime:
+        runtime.step("cat a.txt")
+        runtime.step("setsid sh -c 'sleep 1.5; echo late >> a.txt' > /dev/null 2>&1 < /dev/null &")
+        assert not runtime.background_jobs, "setsid left the process group the Runtime tracks"
+        while_alive = runtime.step("cat a.txt")
+        assert while_alive.verdict == "reuse", "an untracked job does not refuse Reuse"
+        time.sleep(2.5)
+        after = runtime.step("cat a.txt")
+        assert after.verdict != "reuse" and after.output == "before\nlate\n"
+    with Runtime(tmp_path, default_detector()) as tracked:
+        tracked.step("cat a.txt")
+        tracked.step("(sleep 1.5; echo later >> a.txt) > /dev/null 2>&1 &")
+        assert tracked.background_jobs
+        assert tracked.step("cat a.txt").verdict != "reuse", "a tracked job refuses Reuse while it lives"
+        tracked.stop_background()
+
+
+def test_a_write_through_an_open_shared_map_raises_no_event(tmp_path: pathlib.Path) -> None:
+    """A store into a page of a shared mapping that is already writable is no system call: no
+    inotify event, and (until writeback) no timestamp moves. The Reuse is stale."""
+    target = tmp_path / "a.txt"
+    target.write_bytes(b"alpha\n")
+    with open(target, "r+b") as handle, mmap.mmap(handle.fileno(), 0) as mapped:
+        mapped[0:1] = b"A"  # the first store makes the page writable (and may move mtime)
+        with Runtime(tmp_path, default_detector()) as runtime:
+            first = runtime.step("cat a.txt")
+            assert first.output == "Alpha\n"
+            mapped[1:2] = b"L"  # a plain store into the mapped page
+            again = runtime.step("cat a.txt")
+            now = fresh(tmp_path, "cat a.txt")
+    assert now == "ALpha\n"
+    assert again.verdict == "reuse" and again.output == "Alpha\n"
