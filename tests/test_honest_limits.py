@@ -28,33 +28,50 @@ def test_a_listing_taken_just_before_a_file_turns_six_months_old_is_served_stale
     """The accepted clock dependence: nothing on disk changes, but `ls -l` prints the file's age."""
     old = tmp_path / "old.txt"
     old.write_text("x\n")
-    crossing = time.time() - HALF_YEAR_SECONDS + 2  # turns "six months old" in 2 s
-    os.utime(old, (crossing, crossing))
+    crossing_at = time.time() + 10  # the file turns "six months old" then
+    os.utime(old, (crossing_at - HALF_YEAR_SECONDS,) * 2)
     with Runtime(tmp_path, default_detector()) as runtime:
         first = runtime.step("ls -l old.txt")
-        time.sleep(3)
+        assert time.time() < crossing_at, "the first listing came too late to show a time"
+        time.sleep(max(0.0, crossing_at - time.time()) + 1)
         again = runtime.step("ls -l old.txt")
         now = fresh(tmp_path, "ls -l old.txt")
     assert first.output != now, "the listing's format did not change across the half-year line"
     assert again.verdict == "reuse" and again.output == first.output != now
 
 
+def _wait_for(condition, seconds: float = 20) -> None:
+    deadline = time.monotonic() + seconds
+    while not condition():
+        assert time.monotonic() < deadline, "the background job never wrote"
+        time.sleep(0.05)
+
+
 def test_a_setsid_job_escapes_the_background_tracking_but_its_write_is_seen_once_it_lands(tmp_path: pathlib.Path) -> None:
     """A job in a session of its own is not tracked (a tracked one refuses every Reuse while it
-    lives); its write is still caught by the detector poll before the next Reuse."""
-    (tmp_path / "a.txt").write_text("before\n")
-    with Runtime(tmp_path, default_detector()) as runtime:
+    lives); its write is still caught by the detector poll before the next Reuse. The job waits
+    for a file outside the root, so the order does not depend on the machine's speed."""
+    root, outside = tmp_path / "root", tmp_path / "outside"
+    root.mkdir()
+    outside.mkdir()
+    target = root / "a.txt"
+    target.write_text("before\n")
+    def wait(name: str) -> str:
+        return f"while [ ! -e {outside}/{name} ]; do sleep 0.05; done"
+
+    with Runtime(root, default_detector()) as runtime:
         runtime.step("cat a.txt")
-        runtime.step("setsid sh -c 'sleep 1.5; echo late >> a.txt' > /dev/null 2>&1 < /dev/null &")
+        runtime.step(f"setsid sh -c '{wait('go')}; echo late >> a.txt' > /dev/null 2>&1 < /dev/null &")
         assert not runtime.background_jobs, "setsid left the process group the Runtime tracks"
         while_alive = runtime.step("cat a.txt")
         assert while_alive.verdict == "reuse", "an untracked job does not refuse Reuse"
-        time.sleep(2.5)
+        (outside / "go").touch()
+        _wait_for(lambda: target.read_text() == "before\nlate\n")
         after = runtime.step("cat a.txt")
         assert after.verdict != "reuse" and after.output == "before\nlate\n"
-    with Runtime(tmp_path, default_detector()) as tracked:
+    with Runtime(root, default_detector()) as tracked:
         tracked.step("cat a.txt")
-        tracked.step("(sleep 1.5; echo later >> a.txt) > /dev/null 2>&1 &")
+        tracked.step(f"({wait('never')}; echo later >> a.txt) > /dev/null 2>&1 &")
         assert tracked.background_jobs
         assert tracked.step("cat a.txt").verdict != "reuse", "a tracked job refuses Reuse while it lives"
         tracked.stop_background()
