@@ -22,6 +22,7 @@ single-process hunt does.
 from __future__ import annotations
 
 import collections
+import gc
 import multiprocessing
 import multiprocessing.connection
 import multiprocessing.context
@@ -33,6 +34,7 @@ import signal
 import tempfile
 import threading
 import time
+import types
 from typing import Callable
 
 import attrs
@@ -233,9 +235,12 @@ def _worker_main(
     except BaseException as error:  # the parent re-raises it, as a pool would
         answer = ("raised", error)
     try:
-        sender.send(answer)
-    except Exception as unpicklable:
-        sender.send(("raised", RuntimeError(f"hunt worker {index} failed: {answer[1]!r} ({unpicklable})")))
+        try:
+            sender.send(answer)
+        except Exception as unpicklable:
+            sender.send(("raised", RuntimeError(f"hunt worker {index} failed: {answer[1]!r} ({unpicklable})")))
+    except KeyboardInterrupt:
+        pass  # stopped while answering: the parent is no longer waiting for the answer
     finally:
         sender.close()
 
@@ -244,10 +249,20 @@ def _stop_cleanly_on_terminate() -> None:
     """SIGTERM from `_stop`, raised as KeyboardInterrupt, unwinds the worker's hunt the way
     Ctrl-C does: the running command's process group killed, its workspace removed."""
 
-    def interrupt(signum: int, frame: object) -> None:
+    def interrupt(signum: int, frame: types.FrameType | None) -> None:
+        # Raised inside a garbage-collector callback (Hypothesis keeps one), the exception could
+        # not propagate: Python would print it as "ignored" and the worker would run on. Raise
+        # it again just after the callback instead.
+        callbacks = {getattr(callback, "__code__", None) for callback in gc.callbacks}
+        while frame is not None:
+            if frame.f_code in callbacks:
+                signal.setitimer(signal.ITIMER_REAL, 0.01)
+                return
+            frame = frame.f_back
         raise KeyboardInterrupt
 
     signal.signal(signal.SIGTERM, interrupt)
+    signal.signal(signal.SIGALRM, interrupt)
 
 
 def run_worker(job: HuntJob, index: int, shared: pathlib.Path, examples_dir: pathlib.Path) -> WorkerResult:
