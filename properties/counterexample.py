@@ -263,7 +263,8 @@ class Counterexample:
 
     def mismatch(self, records: "list[StepRecord] | tuple[StepRecord, ...]") -> str | None:
         """Why a replay's `records` do not reproduce this counterexample exactly, or None if
-        they do: the same property fails first at the recorded step, with the recorded outcomes."""
+        they do: the same property fails first at the recorded step, with the recorded outcomes
+        (a long listing's file times aside)."""
         found = next((r for r in records if r.violation is not None and r.violation.property == self.property), None)
         if found is None:
             return f"no {self.property} violation in {len(records)} steps"
@@ -272,10 +273,20 @@ class Counterexample:
             return f"{self.property} failed at step {found.index + 1}, not at the recorded step {self.violation.step + 1}"
         expected, observed = outcomes(found, found.violation)
         for label, recorded, seen in (("expected", self.expected, expected), ("observed", self.observed, observed)):
-            if recorded != seen:
+            if _clock_free(recorded) != _clock_free(seen):
                 fields = [f for f in ("output", "exit_code", "verdict", "evidence") if getattr(recorded, f) != getattr(seen, f)]
                 return f"{self.property} failed at step {found.index + 1}, but its {label} {'/'.join(fields)} differ from the file"
         return None
+
+
+# A long listing prints each file's modification time, and a replay makes its files when it
+# runs, not when the counterexample was found: such a listing reproduces with every other byte
+# the same. (Git's dates are pinned for every run by the oracle's environment.)
+_LISTING_TIME = re.compile(r"\b(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) +\d{1,2} +(?:\d{1,2}:\d{2}|\d{4})\b")
+
+
+def _clock_free(outcome: Outcome) -> Outcome:
+    return attrs.evolve(outcome, output=_LISTING_TIME.sub("<time>", outcome.output))
 
 
 # --- from a run -------------------------------------------------------------------------------

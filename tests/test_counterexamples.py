@@ -10,12 +10,13 @@ reproduces against the default means a real bug is open.
 from __future__ import annotations
 
 import pathlib
+import re
 
 import attrs
 import pytest
 
 from ledger_impl.detectors import watchman
-from properties.counterexample import Outcome, load
+from properties.counterexample import Outcome, load, outcomes
 from properties.replay import load_factory, replay
 
 COUNTEREXAMPLES = sorted((pathlib.Path(__file__).parent.parent / "counterexamples").glob("*.json"))
@@ -70,3 +71,35 @@ def test_does_not_reproduce_against_the_default_detector(path: pathlib.Path) -> 
         return
     assert not result.reproduced, f"{path.name}: the default detector shows {result.violation}"
     assert all(record.violation is None for record in result.records), [r.violation for r in result.records if r.violation]
+
+
+def _ls_long_counterexample() -> "tuple[object, Outcome, Outcome]":
+    """A stale `ls -l .` (optimistic rules miss a write made by Python), with the outcomes
+    of a replay just now: its output holds each file's modification time."""
+    stored = load(next(p for p in REPRODUCIBLE if p.name.startswith("optimistic-rules-reuse-is-fresh")))
+    listing = attrs.evolve(stored.steps[0], command="ls -l .")
+    steps = (listing, stored.steps[1], attrs.evolve(stored.steps[2], command="ls -l ."))
+    draft = attrs.evolve(stored, steps=steps, violation=attrs.evolve(stored.violation, command="ls -l ."))
+    found = replay(draft, load_factory(draft.detector)).records[2]
+    assert found.violation is not None and found.violation.property == "reuse-is-fresh", found
+    expected, observed = outcomes(found, found.violation)
+    return draft, expected, observed
+
+
+def _at_another_time(outcome: Outcome) -> Outcome:
+    return attrs.evolve(outcome, output=re.sub(r"[A-Z][a-z]{2} +\d+ +\d\d:\d\d", "Jan  1  2020", outcome.output))
+
+
+def test_a_listing_replayed_at_another_minute_still_reproduces() -> None:
+    """`ls -l` prints modification times, and a replay makes its files at a later time: the
+    comparison leaves the clock out, and nothing else."""
+    draft, expected, observed = _ls_long_counterexample()
+    assert _at_another_time(observed) != observed  # the listing does show a time
+    earlier = attrs.evolve(
+        draft, violation=attrs.evolve(draft.violation, expected=_at_another_time(expected), observed=_at_another_time(observed))
+    )
+    assert replay(earlier, load_factory(earlier.detector)).reproduced
+    grown = attrs.evolve(expected, output=re.sub(r"^total \d+", "total 999", expected.output))
+    assert grown != expected
+    other = attrs.evolve(earlier, violation=attrs.evolve(earlier.violation, expected=grown))
+    assert "expected output differ" in str(replay(other, load_factory(other.detector)).mismatch)
