@@ -460,3 +460,18 @@ def test_a_read_killed_by_a_signal_is_no_success_for_other_spellings() -> None:
     assert not isinstance(ledger.govern(read("a.py", spelling=" ")), Reuse)
     decision = ledger.govern(read("a.py"))
     assert isinstance(decision, Reuse) and decision.exit_status == -9
+
+
+# --- govern --------------------------------------------------------------------------------
+# Written against mutants of ledger.py that the generated sessions did not catch at the
+# suite's example count (`mutation-survivors.md`).
+
+
+def test_interventions_that_overshoot_the_cap_still_allow_everything() -> None:
+    # Two test runs are nudged before either finishes, so the count jumps past the cap of one
+    # instead of landing on it; the read that could be reused must still be allowed.
+    first, second = started("t1", TEST), started("t2", TEST)
+    events = [ran(read("a.py"), "x\n"), ran(TEST), first, second, finished(first), finished(second)]
+    ledger = drive(Policy(intervention_cap=1), events)
+    assert ledger.interventions == 2
+    assert isinstance(ledger.govern(read("a.py")), Allow)
