@@ -194,3 +194,42 @@ def test_a_degraded_detector_is_reported_in_the_step_and_the_view(workspace: Pat
         assert "degraded" not in healthy.view()
     finally:
         healthy.close()
+
+
+def test_stop_background_kills_the_jobs_and_forgets_them(workspace: Path) -> None:
+    # A harness ending a session without closing the Runtime (its detector stays open).
+    runtime = Runtime(workspace)
+    try:
+        runtime.step("sleep 60 &")
+        groups = set(runtime.background_jobs)
+        assert groups and all(group_alive(group) for group in groups)
+        runtime.stop_background()
+        assert not runtime.background_jobs
+        deadline = time.monotonic() + 5
+        while any(group_alive(group) for group in groups) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not any(group_alive(group) for group in groups), "stop_background left a job running"
+    finally:
+        runtime.close()
+
+
+class _NamedFailingDetector:
+    """Fails in `before`, so that the Step names it in its error."""
+
+    name = "named-detector"
+
+    def before(self, root: str, command: str) -> None:
+        raise OSError("cannot start")
+
+    def after(self, root: str, command: str, exit_code: int) -> Changes:
+        return Changes()
+
+
+def test_a_detector_error_names_the_detector_and_the_hook(workspace: Path) -> None:
+    runtime = Runtime(workspace, _NamedFailingDetector())
+    try:
+        step = runtime.step("cat a.txt")
+        assert step.changes.unknown
+        assert (step.detector_error or "").startswith("named-detector.before: OSError('cannot start')"), step.detector_error
+    finally:
+        runtime.close()
