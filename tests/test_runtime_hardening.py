@@ -233,3 +233,23 @@ def test_a_detector_error_names_the_detector_and_the_hook(workspace: Path) -> No
         assert (step.detector_error or "").startswith("named-detector.before: OSError('cannot start')"), step.detector_error
     finally:
         runtime.close()
+
+
+class _DegradingDetector(_DegradedDetector):
+    """Falls back to a degraded mode while a command runs (its event queue overflows)."""
+
+    degraded = None  # type: ignore[assignment]
+
+    def after(self, root: str, command: str, exit_code: int) -> Changes:
+        self.degraded = "event queue overflowed: every command runs a full snapshot diff"
+        return Changes()
+
+
+def test_a_detector_degraded_by_the_command_is_reported_in_that_step(workspace: Path) -> None:
+    detector = _DegradingDetector()
+    runtime = Runtime(workspace, detector)
+    try:
+        step = runtime.step("cat a.txt")
+        assert step.degraded == detector.degraded, "the step that degraded the detector says so"
+    finally:
+        runtime.close()
