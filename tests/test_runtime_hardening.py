@@ -253,3 +253,28 @@ def test_a_detector_degraded_by_the_command_is_reported_in_that_step(workspace: 
         assert step.degraded == detector.degraded, "the step that degraded the detector says so"
     finally:
         runtime.close()
+
+
+class _RecordingDetector(_DegradedDetector):
+    """Records every `after` call, to see what the Runtime tells a detector."""
+
+    degraded = None  # type: ignore[assignment]
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, int]] = []
+
+    def after(self, root: str, command: str, exit_code: int) -> Changes:
+        self.calls.append((command, exit_code))
+        return Changes()
+
+
+def test_the_poll_before_a_reuse_is_shown_as_a_no_op_that_succeeded(workspace: Path) -> None:
+    # A detector may weigh the exit code; the poll runs nothing, so it must not look like a failure.
+    detector = _RecordingDetector()
+    runtime = Runtime(workspace, detector)
+    try:
+        runtime.step("cat a.txt")
+        assert runtime.step("cat a.txt").verdict == "reuse"
+        assert detector.calls == [("cat a.txt", 0), (":", 0)]
+    finally:
+        runtime.close()

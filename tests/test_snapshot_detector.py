@@ -174,3 +174,36 @@ def test_a_new_top_level_file_explains_the_root_s_new_mtime(tmp_path):
     session = Session(SnapshotDetector(), tmp_path)
     changes, _ = session.step("echo x > new.txt")
     assert changes == Changes(frozenset({"new.txt"}))
+
+
+@pytest.mark.parametrize("order", ["a-then-b", "b-then-a"])
+def test_a_detector_moved_to_another_root_takes_that_root_s_baseline_in_before(tmp_path, order):
+    # One detector, two roots (a harness reusing it): `before` on the new root must start from
+    # that root, so a command that changes nothing there reports nothing, not "unknown".
+    roots = [tmp_path / "a", tmp_path / "b"]
+    for root in roots:
+        root.mkdir()
+        (root / "f.txt").write_text("f\n")
+    first, second = roots if order == "a-then-b" else roots[::-1]
+    detector = SnapshotDetector()
+    detector.before(first, "true")
+    assert detector.after(first, "true", 0) == Changes()
+    detector.before(second, "true")
+    assert detector.after(second, "true", 0) == Changes()
+    detector.before(second, "echo g >> f.txt")
+    (second / "f.txt").write_text("f\ng\n")
+    assert detector.after(second, "echo g >> f.txt", 0).paths == frozenset({"f.txt"})
+
+
+@pytest.mark.parametrize("order", ["a-then-b", "b-then-a"])
+def test_after_on_a_root_with_no_baseline_of_its_own_is_unknown(tmp_path, order):
+    # Comparing another root's baseline with this root would report a fiction.
+    roots = [tmp_path / "a", tmp_path / "b"]
+    for root in roots:
+        root.mkdir()
+        (root / "f.txt").write_text("f\n")
+    first, second = roots if order == "a-then-b" else roots[::-1]
+    detector = SnapshotDetector()
+    detector.before(first, "true")
+    assert detector.after(first, "true", 0) == Changes()
+    assert detector.after(second, "true", 0).unknown
