@@ -278,3 +278,17 @@ def test_the_poll_before_a_reuse_is_shown_as_a_no_op_that_succeeded(workspace: P
         assert detector.calls == [("cat a.txt", 0), (":", 0)]
     finally:
         runtime.close()
+
+
+def test_a_megabyte_file_is_reused_under_the_default_output_limit(workspace: Path) -> None:
+    # Large source files are the reads worth reusing; the default limit must not exclude them.
+    big = "".join(f"line {number:07d}\n" for number in range(1 << 16))  # 1 MiB
+    (workspace / "big.txt").write_text(big)
+    runtime = Runtime(workspace)
+    try:
+        first = runtime.step("cat big.txt")
+        assert first.complete and first.output == big
+        again = runtime.step("cat big.txt")
+        assert again.verdict == "reuse" and again.output == big
+    finally:
+        runtime.close()
