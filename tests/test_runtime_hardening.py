@@ -292,3 +292,18 @@ def test_a_megabyte_file_is_reused_under_the_default_output_limit(workspace: Pat
         assert again.verdict == "reuse" and again.output == big
     finally:
         runtime.close()
+
+
+def test_an_output_limit_of_zero_records_only_empty_outputs(workspace: Path) -> None:
+    # 0 is a valid limit (keep nothing but empty results); only a negative one is refused.
+    with pytest.raises(ValueError, match="output_limit must be non-negative"):
+        Runtime(workspace, output_limit=-1)
+    (workspace / "empty.txt").write_text("")
+    runtime = Runtime(workspace, output_limit=0)
+    try:
+        assert not runtime.step("cat a.txt").complete
+        assert runtime.step("cat a.txt").verdict != "reuse"
+        assert runtime.step("cat empty.txt").complete
+        assert runtime.step("cat empty.txt").verdict == "reuse"
+    finally:
+        runtime.close()
