@@ -9,7 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from ledger_impl.detectors.stat_index import StatIndexDetector, changes_since, decode, encode
+from ledger_impl.detectors.stat_index import (
+    IndexDamaged, StatIndexDetector, changes_since, check_outside, decode, encode, make,
+)
 from ledger_impl.tree_snapshot import take_snapshot
 
 
@@ -131,3 +133,53 @@ def test_the_state_dir_may_not_be_inside_the_root(tree: Path) -> None:
     detector = StatIndexDetector(tree / ".state")
     with pytest.raises(ValueError, match="inside the workspace"):
         detector.before(tree, ":")
+
+
+@pytest.mark.parametrize("forged", [bytes(32), b"\xff" * 32], ids=["low-checksum", "high-checksum"])
+def test_a_well_formed_body_under_a_wrong_checksum_is_damaged(tree: Path, forged: bytes) -> None:
+    # The body decodes perfectly; only the checksum says it is not what was written.
+    body = encode(take_snapshot(tree))[32:]
+    with pytest.raises(IndexDamaged, match="checksum"):
+        decode(forged + body)
+
+
+def test_an_index_that_settled_is_rewritten_though_nothing_changed(tree: Path) -> None:
+    # Taken with every file racy, then rescanned once none is: no change, but the entries now
+    # say "settled", so the index is stored again and the next scan need not hash the files.
+    _, racy, _ = changes_since(tree, None, racy_window_ns=10**18)
+    assert any(entry.racy for entry in decode(racy).entries.values())
+    unchanged, settled, _ = changes_since(tree, racy, racy_window_ns=0)
+    assert unchanged.empty
+    assert settled != racy and not any(entry.racy for entry in decode(settled).entries.values())
+
+
+def test_a_state_dir_beside_the_root_is_allowed(tmp_path: Path) -> None:
+    # Only the root and what is below it are refused, whatever sorts before or after it.
+    root = tmp_path / "m-root"
+    root.mkdir()
+    for name in ("a-state", "z-state", "m-root2"):
+        check_outside(root, tmp_path / name)
+    for inside in (root, root / "state"):
+        with pytest.raises(ValueError, match="inside the workspace"):
+            check_outside(root, inside)
+
+
+def test_the_default_state_dir_is_under_the_xdg_state_home(tree: Path, tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "xdg"))
+    detector = StatIndexDetector()
+    detector.before(tree, ":")
+    assert detector.after(tree, ":", 0).empty
+    assert list((tmp_path / "xdg" / "ledger").rglob("*.index"))
+
+
+def test_close_keeps_a_state_dir_the_caller_gave(tree: Path, tmp_path: Path) -> None:
+    # Only a detector from `make()` owns (and removes) its directory; a caller's stays.
+    state = tmp_path / "state"
+    detector = StatIndexDetector(state)
+    detector.before(tree, ":")
+    detector.close()
+    assert state.is_dir() and list(state.glob("*.index"))
+    owned = make()
+    owned.before(tree, ":")
+    owned.close()
+    assert not owned.state_dir.exists()
