@@ -16,6 +16,7 @@ from ledger_impl import Policy, Runtime
 from ledger_impl import execution
 from ledger_impl.execution import group_alive
 from ledger_impl.ledger import Ledger
+from ledger_impl.runtime import printable
 from ledger_spec import Allow, Category, Changes, Command, FileTarget, Reuse
 
 
@@ -307,3 +308,24 @@ def test_an_output_limit_of_zero_records_only_empty_outputs(workspace: Path) -> 
         assert runtime.step("cat empty.txt").verdict == "reuse"
     finally:
         runtime.close()
+
+
+@pytest.mark.parametrize("degraded", ["", True, 1])
+def test_only_a_non_empty_string_counts_as_a_degraded_account(workspace: Path, degraded: object) -> None:
+    class Odd(_DegradedDetector):
+        pass
+
+    Odd.degraded = degraded  # type: ignore[assignment]
+    runtime = Runtime(workspace, Odd())
+    try:
+        assert runtime.step("cat a.txt").degraded is None
+        assert "degraded" not in runtime.view()
+    finally:
+        runtime.close()
+
+
+def test_printable_escapes_a_lone_surrogate_that_is_not_a_smuggled_byte() -> None:
+    # \udc80-\udcff carry undecodable bytes (shown as \xNN); any other lone surrogate cannot be
+    # encoded that way and is shown as its code point.
+    assert printable("a\udcffb") == "a\\xffb"
+    assert printable("a\ud800b") == "a\\ud800b"

@@ -3,14 +3,17 @@ separate detector instances (as separate processes would be), and the ci hunt.""
 
 from __future__ import annotations
 
+import hashlib
+import marshal
 import os
 import time
 from pathlib import Path
 
 import pytest
 
+from ledger_impl.detectors import stat_index
 from ledger_impl.detectors.stat_index import (
-    IndexDamaged, StatIndexDetector, changes_since, check_outside, decode, encode, make,
+    INDEX_FORMAT, IndexDamaged, StatIndexDetector, changes_since, check_outside, decode, encode, make, same_snapshot,
 )
 from ledger_impl.tree_snapshot import take_snapshot
 
@@ -183,3 +186,55 @@ def test_close_keeps_a_state_dir_the_caller_gave(tree: Path, tmp_path: Path) -> 
     owned.before(tree, ":")
     owned.close()
     assert not owned.state_dir.exists()
+
+
+def _signed(body: bytes) -> bytes:
+    return hashlib.blake2b(body, digest_size=32).digest() + body
+
+
+@pytest.mark.parametrize(
+    "payload,reason",
+    [(5, "unreadable"), ((), "unreadable"), ((INDEX_FORMAT, "/root"), "malformed")],
+    ids=["not-a-tuple", "empty-tuple", "short-tuple"],
+)
+def test_a_checksummed_body_of_the_wrong_shape_is_damaged(payload: object, reason: str) -> None:
+    # Intact bytes that are not an index (another writer, a bug): refused, never a crash.
+    with pytest.raises(IndexDamaged, match=reason):
+        decode(_signed(marshal.dumps(payload)))
+
+
+def test_an_index_of_a_later_format_is_not_trusted(tree: Path) -> None:
+    # A newer Ledger may mean something else by the same fields: only this format is read.
+    snapshot = take_snapshot(tree)
+    fields = (snapshot.root, list(snapshot.entries), list(map(tuple, snapshot.entries.values())),
+              snapshot.listings, tuple(sorted(snapshot.unreadable)), snapshot.taken_at_ns)
+    assert decode(_signed(marshal.dumps((INDEX_FORMAT, *fields)))) == snapshot
+    with pytest.raises(IndexDamaged, match=f"format {INDEX_FORMAT + 1}"):
+        decode(_signed(marshal.dumps((INDEX_FORMAT + 1, *fields))))
+
+
+def test_snapshots_of_different_roots_are_never_the_same(tree: Path) -> None:
+    snapshot = take_snapshot(tree)
+    assert same_snapshot(snapshot, snapshot._replace(taken_at_ns=snapshot.taken_at_ns + 1))
+    for root in (snapshot.root + "2", snapshot.root[:-1]):
+        assert not same_snapshot(snapshot, snapshot._replace(root=root))
+
+
+def test_a_state_dir_whose_parents_do_not_exist_yet_is_made(tree: Path, tmp_path: Path) -> None:
+    state = tmp_path / "new" / "deeper" / "state"
+    detector = StatIndexDetector(state)
+    detector.before(tree, ":")
+    assert detector.after(tree, ":", 0).empty and list(state.glob("*.index"))
+
+
+def test_a_failed_store_leaves_no_temporary_file(tree: Path, tmp_path: Path, monkeypatch) -> None:
+    state = tmp_path / "state"
+    detector = StatIndexDetector(state)
+
+    def refuse(source: object, target: object) -> None:
+        raise OSError("disk full")
+
+    monkeypatch.setattr(stat_index.os, "replace", refuse)
+    with pytest.raises(OSError, match="disk full"):
+        detector.before(tree, ":")
+    assert list(state.iterdir()) == []
