@@ -49,3 +49,12 @@ def test_a_callable_that_returns_anything_but_str_and_int_is_refused(tmp_path: P
     with Runtime(tmp_path) as runtime:
         with pytest.raises(TypeError, match="run must return"):
             runtime.step("cat a.txt", run=lambda command: result)  # type: ignore[arg-type, return-value]
+
+
+def test_an_output_exactly_at_the_limit_is_whole(tmp_path: Path) -> None:
+    (tmp_path / "a.txt").write_text("abc")
+    (tmp_path / "b.txt").write_text("abcd")
+    with Runtime(tmp_path, output_limit=3) as runtime:
+        assert runtime.step("cat a.txt", run=lambda command: ("abc", 0)).complete
+        assert runtime.step("cat a.txt", run=lambda command: ("abc", 0)).verdict == "reuse"
+        assert not runtime.step("cat b.txt", run=lambda command: ("abcd", 0)).complete

@@ -290,7 +290,7 @@ def test_a_megabyte_file_is_reused_under_the_default_output_limit(workspace: Pat
         first = runtime.step("cat big.txt")
         assert first.complete and first.output == big
         again = runtime.step("cat big.txt")
-        assert again.verdict == "reuse" and again.output == big
+        assert again.verdict == "reuse" and again.output == big and again.complete
     finally:
         runtime.close()
 
@@ -329,3 +329,20 @@ def test_printable_escapes_a_lone_surrogate_that_is_not_a_smuggled_byte() -> Non
     # encoded that way and is shown as its code point.
     assert printable("a\udcffb") == "a\\xffb"
     assert printable("a\ud800b") == "a\\ud800b"
+
+
+def test_a_write_is_governed_without_a_fingerprint(workspace: Path) -> None:
+    # Only a read with a target is fingerprinted: a write or a read with no target is never
+    # served, so it needs none (and a fingerprint costs a PATH lookup per program).
+    runtime = Runtime(workspace)
+    try:
+        write = runtime.step("echo more >> a.txt")
+        assert write.fingerprint is None and write.recorded_fingerprint is None
+        read = runtime.step("cat a.txt")
+        assert read.fingerprint is not None and read.recorded_fingerprint == read.fingerprint
+        # A read outside the root has no target: it is never served either.
+        outside = runtime.step(f"cat {workspace.parent}/elsewhere.txt")
+        assert outside.command.read_only and outside.command.target is None
+        assert outside.fingerprint is None
+    finally:
+        runtime.close()

@@ -238,3 +238,22 @@ def test_a_failed_store_leaves_no_temporary_file(tree: Path, tmp_path: Path, mon
     with pytest.raises(OSError, match="disk full"):
         detector.before(tree, ":")
     assert list(state.iterdir()) == []
+
+
+def test_an_index_with_more_keys_than_entries_is_damaged(tree: Path) -> None:
+    # Pairing them up to the shorter list would silently drop keys from the baseline.
+    snapshot = take_snapshot(tree)
+    keys = list(snapshot.entries)
+    values = list(map(tuple, snapshot.entries.values()))[:-1]
+    body = marshal.dumps((INDEX_FORMAT, snapshot.root, keys, values, snapshot.listings, (), snapshot.taken_at_ns))
+    with pytest.raises(IndexDamaged, match="malformed"):
+        decode(_signed(body))
+
+
+def test_closing_an_owned_detector_whose_directory_is_gone_is_quiet(tree: Path) -> None:
+    import shutil
+
+    owned = make()
+    shutil.rmtree(owned.state_dir)
+    owned.close()
+    assert not owned.state_dir.exists()
