@@ -41,8 +41,9 @@ def test_a_damaged_index_gives_unknown_scope_and_a_reason(tree: Path, damage: ob
     assert changes_since(tree, fresh_blob)[0].empty  # the new index is sound again
 
 
-def test_an_index_of_another_root_is_not_used(tree: Path, tmp_path: Path) -> None:
-    other = tmp_path / "other"
+@pytest.mark.parametrize("name", ["other", "z-other"])  # sorting before and after "root"
+def test_an_index_of_another_root_is_not_used(tree: Path, tmp_path: Path, name: str) -> None:
+    other = tmp_path / name
     other.mkdir()
     _, blob, _ = changes_since(other, None)
     changes, _, problem = changes_since(tree, blob)
@@ -218,6 +219,8 @@ def test_snapshots_of_different_roots_are_never_the_same(tree: Path) -> None:
     assert same_snapshot(snapshot, snapshot._replace(taken_at_ns=snapshot.taken_at_ns + 1))
     for root in (snapshot.root + "2", snapshot.root[:-1]):
         assert not same_snapshot(snapshot, snapshot._replace(root=root))
+    more = snapshot._replace(unreadable=snapshot.unreadable | {"d/e"})
+    assert not same_snapshot(snapshot, more) and not same_snapshot(more, snapshot)
 
 
 def test_a_state_dir_whose_parents_do_not_exist_yet_is_made(tree: Path, tmp_path: Path) -> None:
@@ -257,3 +260,10 @@ def test_closing_an_owned_detector_whose_directory_is_gone_is_quiet(tree: Path) 
     shutil.rmtree(owned.state_dir)
     owned.close()
     assert not owned.state_dir.exists()
+
+
+def test_a_checksummed_truncated_body_is_damaged() -> None:
+    body = marshal.dumps((INDEX_FORMAT, "/root", [], [], {}, (), 0))
+    for cut in (body[:-3], b""):
+        with pytest.raises(IndexDamaged, match="unreadable"):
+            decode(_signed(cut))
