@@ -195,8 +195,11 @@ def _signed(body: bytes) -> bytes:
 
 @pytest.mark.parametrize(
     "payload,reason",
-    [(5, "unreadable"), ((), "unreadable"), ((INDEX_FORMAT, "/root"), "malformed")],
-    ids=["not-a-tuple", "empty-tuple", "short-tuple"],
+    [
+        (5, "unreadable"), ((), "unreadable"), ((INDEX_FORMAT, "/root"), "malformed"),
+        ((INDEX_FORMAT, "/root", ["a"], [5], {}, (), 0), "malformed"),
+    ],
+    ids=["not-a-tuple", "empty-tuple", "short-tuple", "entry-not-a-tuple"],
 )
 def test_a_checksummed_body_of_the_wrong_shape_is_damaged(payload: object, reason: str) -> None:
     # Intact bytes that are not an index (another writer, a bug): refused, never a crash.
