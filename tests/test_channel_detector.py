@@ -4,14 +4,17 @@ harness's `run`; anything short of a complete listing is unknown scope."""
 from __future__ import annotations
 
 import os
+import stat
 from pathlib import Path
 
 import pytest
 
 from ledger_impl import Runtime
-from ledger_impl.detectors.channel import ChannelDetector, ListingError, listing_script, local_run, parse_listing
+from ledger_impl.detectors.channel import (
+    END_MARKER, HASHES_MARKER, ChannelDetector, ListingError, listing_script, local_run, parse_listing,
+)
 from ledger_impl.detectors.snapshot import SnapshotDetector
-from ledger_impl.tree_snapshot import take_snapshot
+from ledger_impl.tree_snapshot import ROOT_KEY, take_snapshot
 
 
 @pytest.fixture
@@ -79,3 +82,69 @@ def test_the_channel_detector_reports_what_the_snapshot_detector_reports(tree: P
     (tree / "link").unlink()
     os.chmod(tree / "a.txt", 0o600)
     assert channel.after(tree, "", 0) == snapshot.after(tree, "", 0)
+
+
+CLOCK = 2_000_000_000_000_000_000
+DIGEST = "ab" * 32
+
+
+def listing(*records: tuple[str, str], hashes: tuple[str, ...] = (), clock: str = str(CLOCK)) -> str:
+    """A listing as the script prints it: the clock, (fields, link target) per path, the hashes
+    marker, the hash lines, the end marker; every item NUL-terminated."""
+    items = [clock, *(item for record in records for item in record), HASHES_MARKER, "", *hashes, END_MARKER]
+    return "".join(item + "\x00" for item in items)
+
+
+def record(kind: str, path: str, *, mtime: str = "1000000000.5", size: int = 1, target: str = "") -> tuple[str, str]:
+    return (f"{kind} 11 22 {size} {mtime} {mtime} 644 0 0 1 {path}", target)
+
+
+ROOT = record("d", ".")
+
+
+def test_a_hand_written_listing_is_parsed_field_by_field() -> None:
+    snapshot = parse_listing(
+        "/w",
+        listing(ROOT, record("f", "./a b.txt", mtime="1000000000.25", size=7), record("l", "./link", target="a b.txt"),
+                hashes=(f"{DIGEST}  ./a b.txt",)),
+    )
+    assert set(snapshot.entries) == {ROOT_KEY, "a b.txt", "link"}
+    assert snapshot.taken_at_ns == CLOCK
+    entry = snapshot.entries["a b.txt"]
+    assert entry.sig == (stat.S_IFREG, stat.S_IFREG | 0o644, 0, 0, 7, 1_000_000_000_250_000_000,
+                         1_000_000_000_250_000_000, 11, 22, 1, None)
+    assert entry.digest == bytes.fromhex(DIGEST) and not entry.racy
+    assert snapshot.entries["link"].sig[-1] == "a b.txt" and snapshot.entries["link"].digest is None
+
+
+@pytest.mark.parametrize("offset,racy", [(0, True), (-1, False), (1, True)])
+def test_an_entry_is_racy_from_exactly_the_window_before_the_clock(offset: int, racy: bool) -> None:
+    threshold = CLOCK - 1_000_000_000
+    mtime = threshold + offset
+    text = f"{mtime // 1_000_000_000}.{mtime % 1_000_000_000:09d}"
+    snapshot = parse_listing("/w", listing(ROOT, record("f", "./a", mtime=text)), racy_window_ns=1_000_000_000)
+    assert snapshot.entries["a"].racy is racy
+
+
+@pytest.mark.parametrize(
+    "output,reason",
+    [
+        (listing(ROOT, clock="soon"), "no clock reading"),
+        (listing(ROOT).replace(HASHES_MARKER, "ledger-hashed"), "no hashes marker"),
+        (listing(ROOT, hashes=(f"{DIGEST} ./a",)), "malformed hash line"),
+        (listing(ROOT, hashes=(f"{DIGEST[:-2]}  ./a",)), "malformed hash line"),
+        (listing(ROOT, hashes=(f"{DIGEST}  a",)), "unexpected path"),
+        (listing(ROOT, record("f", "./caf\ufffd")), "not valid UTF-8"),
+        (listing(ROOT, record("x", "./a")), "malformed record"),
+        (listing(ROOT, ("f 11 22 1 1.0 1.0 644 0 0 ./a", "")), "malformed record"),
+        (listing(ROOT, record("f", "./a", mtime="yesterday")), "malformed record"),
+        (listing(record("f", "./a")), "the root is not in the listing"),
+        (listing(ROOT)[: -len(END_MARKER) - 1], "incomplete"),
+        ("\x00".join(["1", END_MARKER, ""]), "incomplete"),
+    ],
+    ids=["clock", "no-marker", "one-space", "short-digest", "hash-path", "undecodable", "kind", "fields",
+         "time", "no-root", "no-end", "too-short"],
+)
+def test_a_malformed_listing_is_a_listing_error_naming_what_is_wrong(output: str, reason: str) -> None:
+    with pytest.raises(ListingError, match=reason):
+        parse_listing("/w", output)
