@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import os
 import stat
+import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -129,7 +131,7 @@ def test_an_entry_is_racy_from_exactly_the_window_before_the_clock(offset: int, 
 @pytest.mark.parametrize(
     "output,reason",
     [
-        (listing(ROOT, clock="soon"), "no clock reading"),
+        (listing(ROOT, clock="soon"), "no clock reading: 'soon'"),
         (listing(ROOT).replace(HASHES_MARKER, "ledger-hashed"), "no hashes marker"),
         (listing(ROOT, hashes=(f"{DIGEST} ./a",)), "malformed hash line"),
         (listing(ROOT, hashes=(f"{DIGEST[:-2]}  ./a",)), "malformed hash line"),
@@ -148,3 +150,31 @@ def test_an_entry_is_racy_from_exactly_the_window_before_the_clock(offset: int, 
 def test_a_malformed_listing_is_a_listing_error_naming_what_is_wrong(output: str, reason: str) -> None:
     with pytest.raises(ListingError, match=reason):
         parse_listing("/w", output)
+
+
+def test_files_older_than_the_hash_window_are_not_hashed(tree: Path, tmp_path: Path) -> None:
+    # Hashing is for files changed recently (racy now or at the last listing); an old file is
+    # proved unchanged by its stat data alone. A file's ctime cannot be set back, so the
+    # channel's clock is moved forward instead: a `date` on PATH that reads two hours ahead.
+    later_ns = time.time_ns() + 2 * 3600 * 1_000_000_000
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "date").write_text(f"#!/bin/sh\necho {later_ns}\n")
+    (bin_dir / "date").chmod(0o755)
+    environment = dict(os.environ, PATH=f"{bin_dir}:{os.environ.get('PATH', '')}")
+    completed = subprocess.run(["bash", "-c", listing_script(str(tree))], env=environment, capture_output=True)
+    assert completed.returncode == 0, completed.stdout
+    entries = parse_listing(str(tree), completed.stdout.decode("utf-8", "surrogateescape")).entries
+    assert entries[ROOT_KEY].sig and all(entry.digest is None for entry in entries.values())
+    assert local_run(listing_script(str(tree)))[0].count("  ./") == 2, "changed just now: both files hashed"
+
+
+def test_the_last_complete_listing_is_kept_and_a_failed_one_forgets_it(tree: Path) -> None:
+    answers = [local_run, lambda command: ("find: unknown primary", 1)]
+    detector = ChannelDetector(lambda command: answers[0](command), str(tree))
+    assert detector.last_snapshot is None
+    detector.before(None, "")
+    assert detector.last_snapshot is not None and "a.txt" in detector.last_snapshot.entries
+    answers.pop(0)
+    assert detector.after(None, "", 0).unknown
+    assert detector.last_snapshot is None
