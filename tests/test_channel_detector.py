@@ -14,6 +14,7 @@ import pytest
 from ledger_impl import Runtime
 from ledger_impl.detectors.channel import (
     END_MARKER, HASHES_MARKER, ChannelDetector, ListingError, listing_script, local_run, parse_listing,
+    take_channel_snapshot,
 )
 from ledger_impl.detectors.snapshot import SnapshotDetector
 from ledger_impl.tree_snapshot import ROOT_KEY, take_snapshot
@@ -143,9 +144,11 @@ def test_an_entry_is_racy_from_exactly_the_window_before_the_clock(offset: int, 
         (listing(record("f", "./a")), "the root is not in the listing"),
         (listing(ROOT)[: -len(END_MARKER) - 1], "incomplete"),
         ("\x00".join(["1", END_MARKER, ""]), "incomplete"),
+        (listing(), "the root is not in the listing"),
+        (listing(ROOT, hashes=(f"{DIGEST}00  ./a",)), "malformed hash line"),
     ],
     ids=["clock", "no-marker", "one-space", "short-digest", "hash-path", "undecodable", "kind", "fields",
-         "time", "no-root", "no-end", "too-short"],
+         "time", "no-root", "no-end", "too-short", "nothing-listed", "long-digest"],
 )
 def test_a_malformed_listing_is_a_listing_error_naming_what_is_wrong(output: str, reason: str) -> None:
     with pytest.raises(ListingError, match=reason):
@@ -178,3 +181,21 @@ def test_the_last_complete_listing_is_kept_and_a_failed_one_forgets_it(tree: Pat
     answers.pop(0)
     assert detector.after(None, "", 0).unknown
     assert detector.last_snapshot is None
+
+
+def test_records_of_every_kind_are_parsed_and_only_regular_files_hold_a_digest() -> None:
+    # A pipe's or socket's record sorts after the hashes marker; a path hashed as a file and
+    # listed as a link (replaced between the two finds) must not lend the link its digest.
+    kinds = {"p": "./fifo", "s": "./socket", "l": "./link", "f": "./file"}
+    snapshot = parse_listing(
+        "/w",
+        listing(ROOT, *(record(kind, path) for kind, path in kinds.items()),
+                hashes=tuple(f"{DIGEST}  {path}" for path in kinds.values())),
+    )
+    assert set(snapshot.entries) == {ROOT_KEY, "fifo", "socket", "link", "file"}
+    assert [key for key, entry in snapshot.entries.items() if entry.digest is not None] == ["file"]
+
+
+def test_a_failed_listing_command_shows_what_the_channel_said(tree: Path) -> None:
+    with pytest.raises(ListingError, match="exited 1: 'find: -printf: unknown primary"):
+        take_channel_snapshot(lambda command: ("find: -printf: unknown primary\n", 1), str(tree))
