@@ -146,9 +146,13 @@ def test_an_entry_is_racy_from_exactly_the_window_before_the_clock(offset: int, 
         ("\x00".join(["1", END_MARKER, ""]), "incomplete"),
         (listing(), "the root is not in the listing"),
         (listing(ROOT, hashes=(f"{DIGEST}00  ./a",)), "malformed hash line"),
+        (listing(ROOT, record("f", "+a")), "unexpected path"),
+        (listing(ROOT).replace(END_MARKER, "ledger-listing-fin"), "incomplete"),
+        (listing(ROOT).replace(f"{HASHES_MARKER}\x00\x00", f"{HASHES_MARKER}\x00x\x00"), "no hashes marker"),
     ],
     ids=["clock", "no-marker", "one-space", "short-digest", "hash-path", "undecodable", "kind", "fields",
-         "time", "no-root", "no-end", "too-short", "nothing-listed", "long-digest"],
+         "time", "no-root", "no-end", "too-short", "nothing-listed", "long-digest", "path-before-dot",
+         "wrong-end", "marker-with-target"],
 )
 def test_a_malformed_listing_is_a_listing_error_naming_what_is_wrong(output: str, reason: str) -> None:
     with pytest.raises(ListingError, match=reason):
@@ -194,6 +198,7 @@ def test_records_of_every_kind_are_parsed_and_only_regular_files_hold_a_digest()
     )
     assert set(snapshot.entries) == {ROOT_KEY, "fifo", "socket", "link", "file"}
     assert [key for key, entry in snapshot.entries.items() if entry.digest is not None] == ["file"]
+    assert [key for key, entry in snapshot.entries.items() if entry.sig[-1] is not None] == ["link"]
 
 
 def test_a_failed_listing_command_shows_what_the_channel_said(tree: Path) -> None:
