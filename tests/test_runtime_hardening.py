@@ -346,3 +346,35 @@ def test_a_write_is_governed_without_a_fingerprint(workspace: Path) -> None:
         assert outside.fingerprint is None
     finally:
         runtime.close()
+
+
+class _InterruptedAfterDetector(_DegradedDetector):
+    """Raises KeyboardInterrupt in `after`: the command has run and left its job behind."""
+
+    degraded = None  # type: ignore[assignment]
+
+    def after(self, root: str, command: str, exit_code: int) -> Changes:
+        raise KeyboardInterrupt
+
+
+def test_an_interrupt_in_the_detector_kills_the_job_the_command_left(workspace: Path, monkeypatch) -> None:
+    started: list[int] = []
+    real_popen = execution.subprocess.Popen
+
+    def recording_popen(*args, **kwargs):  # type: ignore[no-untyped-def]
+        process = real_popen(*args, **kwargs)
+        started.append(process.pid)
+        return process
+
+    monkeypatch.setattr(execution.subprocess, "Popen", recording_popen)
+    runtime = Runtime(workspace, _InterruptedAfterDetector())
+    with pytest.raises(KeyboardInterrupt):
+        runtime.step("sleep 60 &")
+    assert started and not runtime.background_jobs, "the interrupted step never reached the bookkeeping"
+    deadline = time.monotonic() + 5
+    while group_alive(started[0]) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    try:
+        assert not group_alive(started[0]), "the job outlived the interrupted step"
+    finally:
+        execution.kill_group(started[0])
