@@ -149,10 +149,12 @@ def test_an_entry_is_racy_from_exactly_the_window_before_the_clock(offset: int, 
         (listing(ROOT, record("f", "+a")), "unexpected path"),
         (listing(ROOT).replace(END_MARKER, "ledger-listing-fin"), "incomplete"),
         (listing(ROOT).replace(f"{HASHES_MARKER}\x00\x00", f"{HASHES_MARKER}\x00x\x00"), "no hashes marker"),
+        ("\x00".join(["1", "x", END_MARKER, ""]), "incomplete"),
+        (listing(ROOT, hashes=(f"{DIGEST}  ./a",)).replace(HASHES_MARKER, "ledger-hashed"), "no hashes marker"),
     ],
     ids=["clock", "no-marker", "one-space", "short-digest", "hash-path", "undecodable", "kind", "fields",
          "time", "no-root", "no-end", "too-short", "nothing-listed", "long-digest", "path-before-dot",
-         "wrong-end", "marker-with-target"],
+         "wrong-end", "marker-with-target", "four-items", "no-marker-even"],
 )
 def test_a_malformed_listing_is_a_listing_error_naming_what_is_wrong(output: str, reason: str) -> None:
     with pytest.raises(ListingError, match=reason):
@@ -201,6 +203,30 @@ def test_records_of_every_kind_are_parsed_and_only_regular_files_hold_a_digest()
     assert [key for key, entry in snapshot.entries.items() if entry.sig[-1] is not None] == ["link"]
 
 
-def test_a_failed_listing_command_shows_what_the_channel_said(tree: Path) -> None:
-    with pytest.raises(ListingError, match="exited 1: 'find: -printf: unknown primary"):
-        take_channel_snapshot(lambda command: ("find: -printf: unknown primary\n", 1), str(tree))
+@pytest.mark.parametrize("exit_code", [1, -9])  # -9: killed by a signal
+def test_a_failed_listing_command_shows_what_the_channel_said(tree: Path, exit_code: int) -> None:
+    output, _ = local_run(listing_script(str(tree)))
+    with pytest.raises(ListingError, match=f"exited {exit_code}: 'find: -printf: unknown primary"):
+        take_channel_snapshot(lambda command: ("find: -printf: unknown primary\n", exit_code), str(tree))
+    with pytest.raises(ListingError, match=f"exited {exit_code}"):
+        take_channel_snapshot(lambda command: (output, exit_code), str(tree))  # whole, yet not trusted
+
+
+def test_a_detector_whose_first_listing_failed_reports_unknown_once_listings_work(tree: Path) -> None:
+    answers = [lambda command: ("", 1), local_run]
+    detector = ChannelDetector(lambda command: answers[0](command), str(tree))
+    detector.before(None, "")
+    answers.pop(0)
+    assert detector.after(None, "", 0).unknown, "no baseline: nothing proves what the command did"
+    assert detector.after(None, "", 0).empty
+
+
+def test_a_file_racy_at_the_last_listing_is_hashed_again_a_while_later(tree: Path) -> None:
+    # Its baseline entry is racy, so only a digest proves it unchanged: the next listing, more
+    # than two seconds later but within the hash window, must hash it again.
+    (tree / "a.txt").write_text("fresh\n")
+    detector = ChannelDetector(local_run, str(tree))
+    detector.before(None, "")
+    assert detector.last_snapshot is not None and detector.last_snapshot.entries["a.txt"].racy
+    time.sleep(2.5)  # the script's clock is in whole seconds
+    assert detector.after(None, "", 0).empty
