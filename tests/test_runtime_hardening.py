@@ -4,8 +4,10 @@ and what it hands the harness is always well-formed."""
 
 from __future__ import annotations
 
+import inspect
 import math
 import os
+import re
 import shutil
 import time
 from pathlib import Path
@@ -378,3 +380,14 @@ def test_an_interrupt_in_the_detector_kills_the_job_the_command_left(workspace: 
         assert not group_alive(started[0]), "the job outlived the interrupted step"
     finally:
         execution.kill_group(started[0])
+
+
+def test_the_readme_states_the_runtime_s_defaults() -> None:
+    # Users size their harness by these numbers (a 4 MiB output is kept whole, a 2-minute
+    # command is not cut off); the README's signature is where they read them.
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+    stated = re.search(r"`Runtime\(root, detector, policy, \*, timeout=([0-9.]+), output_limit=([0-9_]+),", readme)
+    assert stated, "the README no longer shows Runtime's signature"
+    defaults = inspect.signature(Runtime).parameters
+    assert float(stated[1]) == defaults["timeout"].default
+    assert int(stated[2]) == defaults["output_limit"].default
