@@ -116,3 +116,39 @@ def test_the_user_s_own_git_config_variables_are_kept(tmp_path: Path, monkeypatc
     monkeypatch.setenv("GIT_CONFIG_VALUE_0", "someone")
     output = run_command("git config user.name; git config diff.autoRefreshIndex", tmp_path, 30, 1000).output
     assert output == "someone\nfalse\n"
+
+
+def test_a_group_left_with_only_a_zombie_is_not_alive() -> None:
+    # An orphan that PID 1 never reaps stays a zombie in its group: a signal probe finds the
+    # group, yet nothing in it can write any more. Here the test process is the parent that
+    # does not reap (yet).
+    import os
+    import subprocess
+
+    process = subprocess.Popen(["true"], start_new_session=True)
+    deadline = time.monotonic() + 10
+    while _state(process.pid) != "Z" and time.monotonic() < deadline:
+        time.sleep(0.01)
+    try:
+        assert _state(process.pid) == "Z"
+        os.killpg(process.pid, 0)  # the group still exists
+        assert not group_alive(process.pid)
+    finally:
+        process.wait()
+    assert not group_alive(process.pid)
+
+
+def test_a_group_with_a_live_process_is_alive() -> None:
+    import subprocess
+
+    process = subprocess.Popen(["sleep", "30"], start_new_session=True)
+    try:
+        assert group_alive(process.pid)
+    finally:
+        process.kill()
+        process.wait()
+
+
+def _state(pid: int) -> str:
+    stat = Path(f"/proc/{pid}/stat").read_text()
+    return stat[stat.rfind(")") + 2 :].split()[0]
