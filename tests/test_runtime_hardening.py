@@ -10,6 +10,7 @@ import os
 import re
 import shutil
 import time
+from collections.abc import Collection
 from pathlib import Path
 
 import pytest
@@ -77,7 +78,8 @@ class _InterruptingDetector:
         return Changes()
 
 
-def test_an_interrupt_inside_a_step_kills_the_command_s_process_group(workspace: Path, monkeypatch) -> None:
+def _record_started(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The pids of the processes the Runtime starts from now on (each leads its own group)."""
     started: list[int] = []
     real_popen = execution.subprocess.Popen
 
@@ -86,11 +88,16 @@ def test_an_interrupt_inside_a_step_kills_the_command_s_process_group(workspace:
         started.append(process.pid)
         return process
 
+    monkeypatch.setattr(execution.subprocess, "Popen", recording_popen)
+    return started
+
+
+def test_an_interrupt_inside_a_step_kills_the_command_s_process_group(workspace: Path, monkeypatch) -> None:
+    started = _record_started(monkeypatch)
     def interrupted_select(self, timeout=None):  # type: ignore[no-untyped-def]
         time.sleep(0.2)  # the command is running by now
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(execution.subprocess, "Popen", recording_popen)
     monkeypatch.setattr(execution.selectors.DefaultSelector, "select", interrupted_select)
     runtime = Runtime(workspace, _InterruptingDetector())
     try:
@@ -199,21 +206,23 @@ def test_a_degraded_detector_is_reported_in_the_step_and_the_view(workspace: Pat
         healthy.close()
 
 
+def _all_gone(groups: Collection[int], seconds: float = 5.0) -> bool:
+    """Whether every process group is gone within `seconds` (a kill is not instantaneous)."""
+    deadline = time.monotonic() + seconds
+    while any(group_alive(group) for group in groups) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return not any(group_alive(group) for group in groups)
+
+
 def test_stop_background_kills_the_jobs_and_forgets_them(workspace: Path) -> None:
     # A harness ending a session without closing the Runtime (its detector stays open).
-    runtime = Runtime(workspace)
-    try:
+    with Runtime(workspace) as runtime:
         runtime.step("sleep 60 &")
         groups = set(runtime.background_jobs)
         assert groups and all(group_alive(group) for group in groups)
         runtime.stop_background()
         assert not runtime.background_jobs
-        deadline = time.monotonic() + 5
-        while any(group_alive(group) for group in groups) and time.monotonic() < deadline:
-            time.sleep(0.05)
-        assert not any(group_alive(group) for group in groups), "stop_background left a job running"
-    finally:
-        runtime.close()
+        assert _all_gone(groups), "stop_background left a job running"
 
 
 class _NamedFailingDetector:
@@ -229,13 +238,10 @@ class _NamedFailingDetector:
 
 
 def test_a_detector_error_names_the_detector_and_the_hook(workspace: Path) -> None:
-    runtime = Runtime(workspace, _NamedFailingDetector())
-    try:
+    with Runtime(workspace, _NamedFailingDetector()) as runtime:
         step = runtime.step("cat a.txt")
         assert step.changes.unknown
         assert (step.detector_error or "").startswith("named-detector.before: OSError('cannot start')"), step.detector_error
-    finally:
-        runtime.close()
 
 
 class _DegradingDetector(_DegradedDetector):
@@ -250,12 +256,9 @@ class _DegradingDetector(_DegradedDetector):
 
 def test_a_detector_degraded_by_the_command_is_reported_in_that_step(workspace: Path) -> None:
     detector = _DegradingDetector()
-    runtime = Runtime(workspace, detector)
-    try:
+    with Runtime(workspace, detector) as runtime:
         step = runtime.step("cat a.txt")
         assert step.degraded == detector.degraded, "the step that degraded the detector says so"
-    finally:
-        runtime.close()
 
 
 class _RecordingDetector(_DegradedDetector):
@@ -274,27 +277,21 @@ class _RecordingDetector(_DegradedDetector):
 def test_the_poll_before_a_reuse_is_shown_as_a_no_op_that_succeeded(workspace: Path) -> None:
     # A detector may weigh the exit code; the poll runs nothing, so it must not look like a failure.
     detector = _RecordingDetector()
-    runtime = Runtime(workspace, detector)
-    try:
+    with Runtime(workspace, detector) as runtime:
         runtime.step("cat a.txt")
         assert runtime.step("cat a.txt").verdict == "reuse"
         assert detector.calls == [("cat a.txt", 0), (":", 0)]
-    finally:
-        runtime.close()
 
 
 def test_a_megabyte_file_is_reused_under_the_default_output_limit(workspace: Path) -> None:
     # Large source files are the reads worth reusing; the default limit must not exclude them.
     big = "".join(f"line {number:07d}\n" for number in range(1 << 16))  # 1 MiB
     (workspace / "big.txt").write_text(big)
-    runtime = Runtime(workspace)
-    try:
+    with Runtime(workspace) as runtime:
         first = runtime.step("cat big.txt")
         assert first.complete and first.output == big
         again = runtime.step("cat big.txt")
         assert again.verdict == "reuse" and again.output == big and again.complete
-    finally:
-        runtime.close()
 
 
 def test_an_output_limit_of_zero_records_only_empty_outputs(workspace: Path) -> None:
@@ -302,14 +299,11 @@ def test_an_output_limit_of_zero_records_only_empty_outputs(workspace: Path) -> 
     with pytest.raises(ValueError, match="output_limit must be non-negative"):
         Runtime(workspace, output_limit=-1)
     (workspace / "empty.txt").write_text("")
-    runtime = Runtime(workspace, output_limit=0)
-    try:
+    with Runtime(workspace, output_limit=0) as runtime:
         assert not runtime.step("cat a.txt").complete
         assert runtime.step("cat a.txt").verdict != "reuse"
         assert runtime.step("cat empty.txt").complete
         assert runtime.step("cat empty.txt").verdict == "reuse"
-    finally:
-        runtime.close()
 
 
 @pytest.mark.parametrize("degraded", ["", True, 1])
@@ -318,12 +312,9 @@ def test_only_a_non_empty_string_counts_as_a_degraded_account(workspace: Path, d
         pass
 
     Odd.degraded = degraded  # type: ignore[assignment]
-    runtime = Runtime(workspace, Odd())
-    try:
+    with Runtime(workspace, Odd()) as runtime:
         assert runtime.step("cat a.txt").degraded is None
         assert "degraded" not in runtime.view()
-    finally:
-        runtime.close()
 
 
 def test_printable_escapes_a_lone_surrogate_that_is_not_a_smuggled_byte() -> None:
@@ -336,8 +327,7 @@ def test_printable_escapes_a_lone_surrogate_that_is_not_a_smuggled_byte() -> Non
 def test_a_write_is_governed_without_a_fingerprint(workspace: Path) -> None:
     # Only a read with a target is fingerprinted: a write or a read with no target is never
     # served, so it needs none (and a fingerprint costs a PATH lookup per program).
-    runtime = Runtime(workspace)
-    try:
+    with Runtime(workspace) as runtime:
         write = runtime.step("echo more >> a.txt")
         assert write.fingerprint is None and write.recorded_fingerprint is None
         read = runtime.step("cat a.txt")
@@ -346,8 +336,6 @@ def test_a_write_is_governed_without_a_fingerprint(workspace: Path) -> None:
         outside = runtime.step(f"cat {workspace.parent}/elsewhere.txt")
         assert outside.command.read_only and outside.command.target is None
         assert outside.fingerprint is None
-    finally:
-        runtime.close()
 
 
 class _InterruptedAfterDetector(_DegradedDetector):
@@ -360,24 +348,13 @@ class _InterruptedAfterDetector(_DegradedDetector):
 
 
 def test_an_interrupt_in_the_detector_kills_the_job_the_command_left(workspace: Path, monkeypatch) -> None:
-    started: list[int] = []
-    real_popen = execution.subprocess.Popen
-
-    def recording_popen(*args, **kwargs):  # type: ignore[no-untyped-def]
-        process = real_popen(*args, **kwargs)
-        started.append(process.pid)
-        return process
-
-    monkeypatch.setattr(execution.subprocess, "Popen", recording_popen)
+    started = _record_started(monkeypatch)
     runtime = Runtime(workspace, _InterruptedAfterDetector())
     with pytest.raises(KeyboardInterrupt):
         runtime.step("sleep 60 &")
     assert started and not runtime.background_jobs, "the interrupted step never reached the bookkeeping"
-    deadline = time.monotonic() + 5
-    while group_alive(started[0]) and time.monotonic() < deadline:
-        time.sleep(0.05)
     try:
-        assert not group_alive(started[0]), "the job outlived the interrupted step"
+        assert _all_gone(started[:1]), "the job outlived the interrupted step"
     finally:
         execution.kill_group(started[0])
 
