@@ -161,21 +161,41 @@ def test_a_malformed_listing_is_a_listing_error_naming_what_is_wrong(output: str
         parse_listing("/w", output)
 
 
-def test_files_older_than_the_hash_window_are_not_hashed(tree: Path, tmp_path: Path) -> None:
-    # Hashing is for files changed recently (racy now or at the last listing); an old file is
-    # proved unchanged by its stat data alone. A file's ctime cannot be set back, so the
-    # channel's clock is moved forward instead: a `date` on PATH that reads two hours ahead.
-    later_ns = time.time_ns() + 2 * 3600 * 1_000_000_000
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
-    (bin_dir / "date").write_text(f"#!/bin/sh\necho {later_ns}\n")
+def listed_at(root: Path, clock_ns: int, bin_dir: Path) -> dict:
+    """The entries of a listing whose clock reads `clock_ns`: a `date` on PATH that prints it
+    (a file's ctime cannot be set back, so the channel's clock is moved instead)."""
+    bin_dir.mkdir(exist_ok=True)
+    (bin_dir / "date").write_text(f"#!/bin/sh\necho {clock_ns}\n")
     (bin_dir / "date").chmod(0o755)
     environment = dict(os.environ, PATH=f"{bin_dir}:{os.environ.get('PATH', '')}")
-    completed = subprocess.run(["bash", "-c", listing_script(str(tree))], env=environment, capture_output=True)
+    completed = subprocess.run(["bash", "-c", listing_script(str(root))], env=environment, capture_output=True)
     assert completed.returncode == 0, completed.stdout
-    entries = parse_listing(str(tree), completed.stdout.decode("utf-8", "surrogateescape")).entries
+    return parse_listing(str(root), completed.stdout.decode("utf-8", "surrogateescape")).entries
+
+
+def test_files_older_than_the_hash_window_are_not_hashed(tree: Path, tmp_path: Path) -> None:
+    # Hashing is for files changed recently (racy now or at the last listing); an old file is
+    # proved unchanged by its stat data alone, so hashing it at every step would only cost.
+    entries = listed_at(tree, time.time_ns() + 2 * 3600 * 1_000_000_000, tmp_path / "bin")
     assert entries[ROOT_KEY].sig and all(entry.digest is None for entry in entries.values())
     assert local_run(listing_script(str(tree)))[0].count("  ./") == 2, "changed just now: both files hashed"
+
+
+def test_the_hash_window_is_the_ten_minutes_the_readme_states(tmp_path: Path) -> None:
+    # The script compares whole seconds: a file changed at second S (and a fraction) is hashed
+    # by a listing at second S + 600, and not by one at S + 601.
+    root = tmp_path / "root"
+    root.mkdir()
+    (root / "f.txt").write_text("f\n")
+    status = os.stat(root / "f.txt")
+    changed_s = max(status.st_mtime_ns, status.st_ctime_ns) // 1_000_000_000
+    if not max(status.st_mtime_ns, status.st_ctime_ns) % 1_000_000_000:
+        pytest.skip("the file system keeps whole seconds: the window's edge cannot be placed")
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+    assert "SHA-256 of files changed in the last ten minutes" in " ".join(readme.split())
+    at_window = listed_at(root, (changed_s + 600) * 1_000_000_000, tmp_path / "bin")
+    past_window = listed_at(root, (changed_s + 601) * 1_000_000_000, tmp_path / "bin")
+    assert at_window["f.txt"].digest is not None and past_window["f.txt"].digest is None
 
 
 def test_the_last_complete_listing_is_kept_and_a_failed_one_forgets_it(tree: Path) -> None:
