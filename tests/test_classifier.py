@@ -60,7 +60,11 @@ def test_single_file_reads_name_their_file_lines_and_view(command, target):
 @pytest.mark.parametrize(
     "command,view",
     [("tail -n 20 a.py", "tail-20"), ("wc -l a.py", "wc-l"), ("head -c 100 a.py", None), ("grep -n x a.py", "grep"),
-     ("awk 'NR>=3 && NR<=5' a.py", "awk-lines"), ("grep -n x a.py | head", "pipeline")],
+     ("awk 'NR>=3 && NR<=5' a.py", "awk-lines"), ("grep -n x a.py | head", "pipeline"),
+     # Issue 13 (mutation run of views.py): options that change what is printed, each once.
+     ("cat -b a.py", "cat-b"), ("cat -v a.py", "cat-v"), ("cat -A a.py", "cat-A"), ("head -n 1K a.py", "head:n=1K"),
+     ("head -n -12 a.py", "head-all-but-12"), ("tail -c 100 a.py", "tail:c=100"), ("tail -20 a.py", "tail-20"),
+     ("nl a.py", "nl"), ("wc --lines a.py", "wc-l")],
 )
 def test_other_single_file_reads_have_views_that_are_never_sliced(command, view):
     result = c(command)
@@ -113,6 +117,12 @@ def test_od_reads_one_file_in_a_view_of_its_own(command, view):
     assert result.target == FileTarget("a.py", WHOLE_FILE, view)
 
 
+@pytest.mark.parametrize("command", ["nl -bt a.py", "nl -b n a.py", "nl -bA a.py", "nl -ba -bt a.py"])
+def test_nl_numbering_other_than_every_line_is_not_reusable(command):
+    # `-bt` numbers only non-empty lines and `-bA` is refused by nl: neither is the nl-numbered view.
+    assert c(command).target is None
+
+
 @pytest.mark.parametrize("command", ["od -w8 a.py", "od a.py +10", "od +10", "od --traditional a.py"])
 def test_od_forms_it_does_not_know_are_not_reusable(command):
     assert c(command).target is None or c(command).target == TreeTarget(".")
@@ -126,6 +136,8 @@ EQUIVALENT = [
     ("cat -n a.py | sed -n '3,4p'", "cat -n ./a.py|sed -n 3,4p"),
     ("grep -rn foo src", "grep  -rn 'foo' src", "cd /testbed && grep -rn foo src"),
     ("cd src && ls", "cd ./src && ls", "cd /testbed/src && ls", "cd /testbed && cd src && ls"),
+    ("head a.py", "head ./a.py"),  # head prints no path without -v
+    ("nl -ba a.py", "nl -ba ./a.py"), ("od -c a.py", "od -c ./a.py"),  # nor do nl and od
 ]
 
 
@@ -145,6 +157,8 @@ DISTINCT = [
     ("grep -rn foo --include=*.py .", "grep -rn foo '--include=*.py' ."),  # only one is a glob
     ("cat a.py", "cat -n a.py"),
     ("ls src", "ls -la src"),
+    ("head -v ./a.py", "head -v a.py"),  # `==> ./a.py <==` names the path as typed
+    ("tail -v ./a.py", "tail -v a.py"),
 ]
 
 
@@ -370,6 +384,10 @@ VIEW_COMMANDS = [
     "sed -n '10,+5p' a.txt", "sed -n '28,+5p' a.txt", "cat -n a.txt | sed -n '4,+2p'",
     "cat -n a.txt | sed -n '3,6p'", "cat -n a.txt | head -n 4", "nl -ba a.txt | sed -n '27,35p'",
     "nl -ba a.txt | head -n 2", "sed -n '5,20p' a.txt | head -n 3", "cat a.txt | head -n 3", "cat a.txt | tail -n +29",
+    # Issue 13 (mutation run of views.py): the edges of head and tail counts, repeated options
+    # (the last one counts), and cat's long and ignored options.
+    "head -n 1 a.txt", "tail -n +1 a.txt", "tail -n +0 a.txt", "head -n 5 -n 7 a.txt", "tail -n 5 -n +3 a.txt",
+    "cat --number a.txt", "cat -u a.txt", "cat -un a.txt",
 ]
 
 
