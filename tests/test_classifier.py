@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import pathlib
 import subprocess
+import sys
 
 import pytest
 
@@ -198,7 +199,8 @@ def test_commands_that_can_write_or_execute_are_not_read_only(command):
 @pytest.mark.parametrize(
     "command,category",
     [
-        ("sed -i 's/a/b/' a.py", Category.EDIT), ("cat > f.py <<'EOF'\nx=1\nEOF", Category.EDIT),
+        ("sed -i 's/a/b/' a.py", Category.EDIT), ("sed -i.bak 's/a/b/' a.py", Category.EDIT),
+        ("sed --no-such-option p a.py", Category.RUN), ("cat > f.py <<'EOF'\nx=1\nEOF", Category.EDIT),
         ("mv a b", Category.EDIT), ("git checkout a.py", Category.EDIT), ("find . -delete", Category.EDIT),
         ("pytest tests/ -x", Category.TEST), ("python -m pytest -q", Category.TEST), ("tox -e py", Category.TEST),
         ("python -m unittest discover", Category.TEST), ("./runtests.py", Category.TEST),
@@ -501,15 +503,31 @@ def test_commands_classified_read_only_change_nothing(tmp_path):
 
 
 @pytest.mark.parametrize("script", ["1,5p", "$p", "/foo/p", "s/a/b/g", "s|a|b|gp", "/x/,/y/{p;=}", "y/ab/cd/", "10q",
-                                    "s/w/e/", "/[w]/p", "\\,w,p", "1~2p", ":a;N;ba", "/a/a text w here"])
+                                    "s/w/e/", "/[w]/p", "\\,w,p", "1~2p", ":a;N;ba", "/a/a text w here",
+                                    # Issue 13 (mutation run of sed.py): each form once.
+                                    "s/a\\/b/c/", "1a w out", "1a x\\\nw out", "# w here\np", "s/a/b/I", "s/a/b/2",
+                                    "//p", "/x/Ip"])
 def test_sed_scripts_that_only_print_are_safe(script):
     assert sed_script_is_safe(script)
 
 
 @pytest.mark.parametrize("script", ["w out", "1,5w out", "s/a/b/w out", "s/a/b/gw out", "s/a/b/e", "e date", "r x",
-                                    "R x", "W x", "F", "1e", "/x/!w y", "s/a/b", "v;w x", "{w x\n}"])
+                                    "R x", "W x", "F", "1e", "/x/!w y", "s/a/b", "v;w x", "{w x\n}",
+                                    # Issue 13: `a` text ends at the newline, after which `w` is a command.
+                                    "1a xy\nw out",
+                                    # sed refuses these (unterminated, no command): not "only prints" either.
+                                    "s/gp", "s/a\n/b/", "1,", "1", "\\", "/x/"])
 def test_sed_scripts_that_write_read_or_execute_are_unsafe(script):
     assert not sed_script_is_safe(script)
+
+
+@pytest.mark.parametrize("script,safe", [("q5", True), ("p;/abcI", False)])
+def test_sed_scanning_ends(script, safe):
+    # Issue 13: mutants of the scanner's loops that stop advancing hung here; a subprocess with a
+    # timeout turns a hang into a failure instead of a stuck suite.
+    code = f"from ledger_impl.classifier import sed_script_is_safe; print(sed_script_is_safe({script!r}))"
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert result.stdout.strip() == str(safe)
 
 
 @pytest.mark.parametrize("program,safe", [("NR>=1 && NR<=5", True), ("{print $1}", True), ("/x/ {print NR\": \"$0}", True),
