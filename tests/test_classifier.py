@@ -65,7 +65,9 @@ def test_single_file_reads_name_their_file_lines_and_view(command, target):
      # Issue 13 (mutation run of views.py): options that change what is printed, each once.
      ("cat -b a.py", "cat-b"), ("cat -v a.py", "cat-v"), ("cat -A a.py", "cat-A"), ("head -n 1K a.py", "head:n=1K"),
      ("head -n -12 a.py", "head-all-but-12"), ("tail -c 100 a.py", "tail:c=100"), ("tail -20 a.py", "tail-20"),
-     ("nl a.py", "nl"), ("wc --lines a.py", "wc-l")],
+     ("nl a.py", "nl"), ("wc --lines a.py", "wc-l"),
+     # sed without -n prints every line and the range again: never the range's lines alone.
+     ("sed '5,10p' a.py", "sed")],
 )
 def test_other_single_file_reads_have_views_that_are_never_sliced(command, view):
     result = c(command)
@@ -506,7 +508,7 @@ def test_commands_classified_read_only_change_nothing(tmp_path):
                                     "s/w/e/", "/[w]/p", "\\,w,p", "1~2p", ":a;N;ba", "/a/a text w here",
                                     # Issue 13 (mutation run of sed.py): each form once.
                                     "s/a\\/b/c/", "1a w out", "1a x\\\nw out", "# w here\np", "s/a/b/I", "s/a/b/2",
-                                    "//p", "/x/Ip"])
+                                    "//p", "/x/Ip", "\\%x%p", "1!p", "1 p", "/x/bw;p;:w"])
 def test_sed_scripts_that_only_print_are_safe(script):
     assert sed_script_is_safe(script)
 
@@ -516,12 +518,12 @@ def test_sed_scripts_that_only_print_are_safe(script):
                                     # Issue 13: `a` text ends at the newline, after which `w` is a command.
                                     "1a xy\nw out",
                                     # sed refuses these (unterminated, no command): not "only prints" either.
-                                    "s/gp", "s/a\n/b/", "1,", "1", "\\", "/x/"])
+                                    "s/gp", "s/a\n/b/", "1,", "1", "\\", "/x/", "s/a\\", '" w out'])
 def test_sed_scripts_that_write_read_or_execute_are_unsafe(script):
     assert not sed_script_is_safe(script)
 
 
-@pytest.mark.parametrize("script,safe", [("q5", True), ("p;/abcI", False)])
+@pytest.mark.parametrize("script,safe", [("q5", True), ("p;/abcI", False), ("p;\\", False), ("/abcp", False)])
 def test_sed_scanning_ends(script, safe):
     # Issue 13: mutants of the scanner's loops that stop advancing hung here; a subprocess with a
     # timeout turns a hang into a failure instead of a stuck suite.
