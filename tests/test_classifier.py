@@ -518,7 +518,9 @@ def test_sed_scripts_that_only_print_are_safe(script):
                                     # Issue 13: `a` text ends at the newline, after which `w` is a command.
                                     "1a xy\nw out",
                                     # sed refuses these (unterminated, no command): not "only prints" either.
-                                    "s/gp", "s/a\n/b/", "1,", "1", "\\", "/x/", "s/a\\", '" w out'])
+                                    "s/gp", "s/a\n/b/", "1,", "1", "\\", "/x/", "s/a\\", '" w out', "y/a/b", "1,/abc",
+                                    # a comment ends at the newline too
+                                    "# x\nw out"])
 def test_sed_scripts_that_write_read_or_execute_are_unsafe(script):
     assert not sed_script_is_safe(script)
 
