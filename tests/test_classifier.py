@@ -525,7 +525,7 @@ def test_sed_scripts_that_write_read_or_execute_are_unsafe(script):
     assert not sed_script_is_safe(script)
 
 
-@pytest.mark.parametrize("script,safe", [("q5", True), ("p;/abcI", False), ("p;\\", False), ("/abcp", False)])
+@pytest.mark.parametrize("script,safe", [("q5", True), ("p;/abcI", False), ("p;\\", False), ("/abcp", False), ("p;/a\n/p", False)])
 def test_sed_scanning_ends(script, safe):
     # Issue 13: mutants of the scanner's loops that stop advancing hung here; a subprocess with a
     # timeout turns a hang into a failure instead of a stuck suite.
