@@ -508,7 +508,7 @@ def test_commands_classified_read_only_change_nothing(tmp_path):
                                     "s/w/e/", "/[w]/p", "\\,w,p", "1~2p", ":a;N;ba", "/a/a text w here",
                                     # Issue 13 (mutation run of sed.py): each form once.
                                     "s/a\\/b/c/", "1a w out", "1a x\\\nw out", "# w here\np", "s/a/b/I", "s/a/b/2",
-                                    "//p", "/x/Ip", "\\%x%p", "1!p", "1 p", "/x/bw;p;:w"])
+                                    "//p", "/x/Ip", "\\%x%p", "1!p", "1 p", "/x/bw;p;:w", "s/a\tb/c/"])
 def test_sed_scripts_that_only_print_are_safe(script):
     assert sed_script_is_safe(script)
 
