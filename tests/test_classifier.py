@@ -518,14 +518,14 @@ def test_sed_scripts_that_only_print_are_safe(script):
                                     # Issue 13: `a` text ends at the newline, after which `w` is a command.
                                     "1a xy\nw out",
                                     # sed refuses these (unterminated, no command): not "only prints" either.
-                                    "s/gp", "s/a\n/b/", "1,", "1", "\\", "/x/", "s/a\\", '" w out', "y/a/b", "1,/abc",
+                                    "s/gp", "s/a\n/b/", "1,", "1", "\\", "/x/", "s/a\\", '" w out', "y/a/b", "1,/abc", "1+3p",
                                     # a comment ends at the newline too
                                     "# x\nw out"])
 def test_sed_scripts_that_write_read_or_execute_are_unsafe(script):
     assert not sed_script_is_safe(script)
 
 
-@pytest.mark.parametrize("script,safe", [("q5", True), ("p;/abcI", False), ("p;\\", False), ("/abcp", False), ("p;/a\n/p", False)])
+@pytest.mark.parametrize("script,safe", [("q5", True), ("p;/abcI", False), ("p;\\", False), ("/abcp", False), ("p;/a\n/p", False), ("y/a/b;", False)])
 def test_sed_scanning_ends(script, safe):
     # Issue 13: mutants of the scanner's loops that stop advancing hung here; a subprocess with a
     # timeout turns a hang into a failure instead of a stuck suite.
