@@ -207,3 +207,51 @@ def test_a_prediction_is_used_once_for_its_own_command_and_root(workspace):
     detector.before(workspace, "touch a.py")
     assert detector.after(workspace / "src", "touch a.py", 0).unknown, "another root is another command"
     assert detector.after(workspace, "touch a.py", 0).unknown, "a prediction is used once"
+
+
+# --- Issue 13, mutation run of rules.py: unsound reports found while reading its survivors ---
+
+
+@pytest.mark.parametrize(
+    "linked, command",
+    [
+        ("a.py", "rm a.py"),
+        ("a.py", "rm -f a.py"),
+        ("a.py", "unlink a.py"),
+        ("a.py", "mv b.py a.py"),
+        ("a.py", "cp b.py a.py"),
+        ("a.py", "ln -f b.py a.py"),
+        ("src/c.py", "cp b.py link.py"),
+        ("src/c.py", "echo x | tee link.py"),
+        ("src/a.py", "cp a.py src"),
+        ("src/c.py", "rm -r src"),
+        ("src/c.py", "rm -rf src"),
+        ("src/c.py", "chmod -R 600 src"),
+        ("src/c.py", "mkdir other && echo q > other/c.py && cp -r other/. src"),
+    ],
+)
+def test_a_file_with_another_hard_link_makes_a_write_or_removal_of_it_unknown(workspace, linked, command):
+    # Removing or replacing one name of a file changes the link count every other name shows
+    # (`ls -l`, `stat`), and writing it changes their contents: names the text does not give.
+    # `rm`, `mv` over it, and a file below a directory that `rm -r`/`chmod -R`/`cp -r` reach
+    # were reported as that name alone.
+    if not (workspace / linked).exists():
+        (workspace / linked).write_text("old\n")
+    os.link(workspace / linked, workspace / "hard.py")
+    changes, truth = _run(RulesDetector(), workspace, command)
+    assert "hard.py" in truth, "the other name must change, or the test proves nothing"
+    assert changes.unknown or truth <= changes.paths, (truth - changes.paths)
+
+
+@pytest.mark.parametrize(
+    "command",
+    ["cp -tsrc a.py", "mv -tsrc a.py", "cp -vtsrc a.py", "cp --targ=src a.py", "mv --target=src a.py",
+     "cp --back b.py a.py", "cp --suf=.orig b.py a.py", "mv --backup b.py a.py"],
+)
+def test_a_target_directory_or_backup_named_in_any_spelling_getopt_accepts_is_covered(workspace, command):
+    # `-tsrc` (the directory joined to its option, or in a cluster) and long options cut to a
+    # prefix GNU getopt accepts (`--targ=`, `--back`, `--suf=`) were not recognised: the copy
+    # into src/ or the backup copy went unreported.
+    changes, truth = _run(RulesDetector(), workspace, command)
+    assert truth, "the command must change something"
+    assert changes.unknown or truth <= changes.paths, (truth - changes.paths)
