@@ -168,7 +168,8 @@ class RulesDetector:
                 dest = operands[-1]
                 for source in operands[:-1]:
                     inside = Word(((dest.text.rstrip("/") + "/" + os.path.basename(source.text.rstrip("/")), False),))
-                    paths.update(self._keys(workspace, cwd, inside, follow=False))
+                    # cp writes through a link already there (mv and ln replace it: over-reported).
+                    paths.update(self._keys(workspace, cwd, inside, follow=True))
             return cwd
         if name == "patch":
             raise _Unknown  # the files a patch touches are named inside the patch, not the command
