@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
 import time
 from pathlib import Path
 
-from ledger_impl.execution import LAUNCH_FAILURE_EXIT_CODE, TIMEOUT_EXIT_CODE, group_alive, run_command
+from ledger_impl import execution
+from ledger_impl.execution import LAUNCH_FAILURE_EXIT_CODE, TIMEOUT_EXIT_CODE, group_alive, kill_group, run_command
 
 
 def test_stdout_and_stderr_interleave_in_one_text_with_the_exit_code(tmp_path: Path) -> None:
@@ -74,6 +77,9 @@ def test_a_nul_byte_cannot_be_passed_to_bash_and_says_so(tmp_path: Path) -> None
     completed = run_command("echo a\0b", tmp_path, 10, 100)
     assert completed.exit_code == LAUNCH_FAILURE_EXIT_CODE
     assert "could not start bash" in completed.output
+    # Nothing ran: no timeout, no truncation, no job left, and never complete.
+    assert (completed.launched, completed.timed_out, completed.truncated, completed.background_group) == (False, False, False, None)
+    assert not completed.complete
 
 
 def test_a_syntax_error_is_bash_s_answer_not_a_crash(tmp_path: Path) -> None:
@@ -116,3 +122,152 @@ def test_the_user_s_own_git_config_variables_are_kept(tmp_path: Path, monkeypatc
     monkeypatch.setenv("GIT_CONFIG_VALUE_0", "someone")
     output = run_command("git config user.name; git config diff.autoRefreshIndex", tmp_path, 30, 1000).output
     assert output == "someone\nfalse\n"
+
+
+# --- Issue 13: tests written for the mutation survivors of execution.py ---
+
+
+def test_a_timed_out_command_exits_with_the_code_coreutils_timeout_gives(tmp_path: Path) -> None:
+    # Agents recognise a timeout by the code `timeout` returns; the oracle is `timeout` itself.
+    expected = int(run_command("timeout 0.1 sleep 5; echo $?", tmp_path, 30, 100).output)
+    assert run_command("sleep 5", tmp_path, 0.2, 100).exit_code == expected
+
+
+def test_a_launch_failure_exits_with_the_code_a_shell_gives_a_command_it_cannot_run(tmp_path: Path) -> None:
+    expected = run_command("ledger-test-no-such-program", tmp_path, 30, 1000).exit_code
+    assert run_command("echo a\0b", tmp_path, 30, 1000).exit_code == expected
+
+
+def test_a_group_whose_only_process_is_a_zombie_is_not_alive(tmp_path: Path) -> None:
+    # An exited child nobody has reaped yet still owns its process group; /proc shows it as
+    # state Z, and a step must not wait on it as a running background job.
+    child = subprocess.Popen(["true"], start_new_session=True)
+    try:
+        stat = Path(f"/proc/{child.pid}/stat")
+        deadline = time.monotonic() + 10
+        while stat.read_text().split(") ", 1)[1][0] != "Z" and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert not group_alive(child.pid)
+    finally:
+        child.wait()
+
+
+def test_a_process_gone_during_the_proc_scan_does_not_end_it(tmp_path: Path, monkeypatch) -> None:
+    # A process can exit between the listing of /proc and the read of its stat file; the scan
+    # goes on to the others, so a live group is still found.
+    live = subprocess.Popen(["sleep", "30"], start_new_session=True)
+    real_proc = Path("/proc")
+
+    class ScanWithAVanishedProcess:
+        def __init__(self, path: str) -> None:
+            assert path == "/proc"
+
+        def is_dir(self) -> bool:
+            return True
+
+        def iterdir(self):
+            yield tmp_path / "999999999"  # a "process" whose stat file is gone
+            yield from real_proc.iterdir()
+
+    monkeypatch.setattr(execution, "Path", ScanWithAVanishedProcess)
+    try:
+        assert group_alive(live.pid)
+    finally:
+        live.kill()
+        live.wait()
+
+
+def test_an_unreadable_git_config_count_is_replaced_not_fatal(tmp_path: Path, monkeypatch) -> None:
+    # git refuses a bogus GIT_CONFIG_COUNT; the environment still turns the index refresh off.
+    monkeypatch.setenv("GIT_CONFIG_COUNT", "several")
+    assert run_command("git config diff.autoRefreshIndex", tmp_path, 30, 1000).output == "false\n"
+
+
+def test_a_command_that_pauses_then_prints_more_than_a_pipe_holds_completes(tmp_path: Path) -> None:
+    # While the pipe is open it is read, never left full while waiting for bash to exit.
+    completed = run_command("sleep 0.3; head -c 200000 /dev/zero | tr '\\0' x", tmp_path, 20, 1 << 20)
+    assert (completed.output, completed.timed_out) == ("x" * 200000, False)
+
+
+def test_a_command_that_closed_its_output_is_still_stopped_at_its_timeout(tmp_path: Path) -> None:
+    # With the pipe closed the wait is for the process alone, and it must end at the deadline:
+    # here the command would exit by itself 0.7 s after it.
+    completed = run_command("exec 1>&- 2>&-; sleep 0.9; exit 4", tmp_path, 0.2, 100)
+    assert completed.timed_out and completed.exit_code != 4
+
+
+def test_a_group_is_found_by_its_process_group_not_its_session(tmp_path: Path) -> None:
+    # A job started under job control has a group of its own inside the caller's session.
+    child = subprocess.Popen(["sleep", "30"], process_group=0)
+    try:
+        assert group_alive(child.pid)
+    finally:
+        child.kill()
+        child.wait()
+
+
+def test_a_group_that_may_not_be_signalled_is_looked_up_in_proc(tmp_path: Path, monkeypatch) -> None:
+    # Another user's group answers the probe with EPERM: it exists, so /proc decides.
+    child = subprocess.Popen(["sleep", "30"], start_new_session=True)
+
+    def refused(group: int, signal: int) -> None:
+        raise PermissionError(1, "Operation not permitted")
+
+    try:
+        monkeypatch.setattr(execution.os, "killpg", refused)
+        assert group_alive(child.pid)
+        kill_group(child.pid)  # refused too, and said nothing
+    finally:
+        monkeypatch.undo()
+        child.kill()
+        child.wait()
+
+
+def test_killing_a_group_that_is_already_gone_is_no_error(tmp_path: Path) -> None:
+    child = subprocess.Popen(["true"], start_new_session=True)
+    child.wait()
+    kill_group(child.pid)
+    assert not group_alive(child.pid)
+
+
+def test_a_command_that_ends_within_its_timeout_is_not_cut_short(tmp_path: Path) -> None:
+    completed = run_command("sleep 0.7; echo done", tmp_path, 1.5, 100)
+    assert (completed.output, completed.timed_out) == ("done\n", False)
+
+
+def test_reading_an_empty_pipe_that_is_still_open_gives_nothing_yet(tmp_path: Path) -> None:
+    read_end, write_end = os.pipe()
+    os.set_blocking(read_end, False)
+    with os.fdopen(read_end, "rb") as pipe, os.fdopen(write_end, "wb"):
+        assert execution._read_available(pipe) is None
+
+
+def test_without_proc_a_group_that_answers_the_probe_is_taken_as_alive(tmp_path: Path, monkeypatch) -> None:
+    # Off Linux there is no /proc to tell zombies apart: a group that exists may still run.
+    child = subprocess.Popen(["sleep", "30"], start_new_session=True)
+
+    class NoProc:
+        def __init__(self, path: str) -> None:
+            pass
+
+        def is_dir(self) -> bool:
+            return False
+
+    monkeypatch.setattr(execution, "Path", NoProc)
+    try:
+        assert group_alive(child.pid)
+    finally:
+        child.kill()
+        child.wait()
+
+
+def test_the_step_ends_when_bash_does_not_when_a_job_it_left_prints(tmp_path: Path) -> None:
+    # bash exits at 0.2 s while its job keeps the pipe open and prints at 0.6 s: the step is
+    # over before that, so the job's line is not part of it (and the job is reported).
+    completed = run_command("(sleep 0.6; echo late) & sleep 0.2", tmp_path, 20, 100)
+    try:
+        assert completed.output == ""
+        assert completed.background_group is not None
+    finally:
+        if completed.background_group is not None:
+            kill_group(completed.background_group)

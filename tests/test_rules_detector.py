@@ -165,11 +165,16 @@ def test_optimistic_mode_misses_a_script_edit(workspace):
     "command",
     ["cp -b b.py a.py", "cp --backup=numbered b.py a.py", "mv -b b.py a.py", "cp -S .orig -b b.py a.py",
      "ln -f -b b.py a.py", "cd nonexistent; rm a.py", "cd src | touch made.py",
-     "cd nonexistent || touch made.py", "cd sr* && touch made.py", "sed -i'*.orig' 's/1/10/' a.py"],
+     "cd nonexistent || touch made.py", "cd sr* && touch made.py", "sed -i'*.orig' 's/1/10/' a.py",
+     "cp -tsrc a.py", "mv -tsrc a.py", "cp -vtsrc a.py", "cp --targ=src a.py", "mv --target=src a.py",
+     "cp --back b.py a.py", "cp --suf=.orig b.py a.py", "mv --backup b.py a.py"],
 )
 def test_backups_and_cd_across_other_operators_are_covered(workspace, command):
     # Found in review: backup copies (a.py~, a.py.~1~, a.py.orig) went unreported, and `cd`
-    # was followed across `;`, `||` and `|`, where it may fail or run in a subshell.
+    # was followed across `;`, `||` and `|`, where it may fail or run in a subshell. Issue 13
+    # (mutation run): `-tsrc` (the directory joined to its option, or in a cluster) and long
+    # options cut to a prefix GNU getopt accepts (`--targ=`, `--back`, `--suf=`) were not
+    # recognised, so the copy into src/ or the backup went unreported.
     changes, truth = _run(RulesDetector(), workspace, command)
     assert truth, "the command must change something"
     assert changes.unknown or truth <= changes.paths, (truth - changes.paths)
@@ -261,20 +266,6 @@ def test_a_file_with_another_hard_link_makes_a_write_or_removal_of_it_unknown(wo
 
 
 @pytest.mark.parametrize(
-    "command",
-    ["cp -tsrc a.py", "mv -tsrc a.py", "cp -vtsrc a.py", "cp --targ=src a.py", "mv --target=src a.py",
-     "cp --back b.py a.py", "cp --suf=.orig b.py a.py", "mv --backup b.py a.py"],
-)
-def test_a_target_directory_or_backup_named_in_any_spelling_getopt_accepts_is_covered(workspace, command):
-    # `-tsrc` (the directory joined to its option, or in a cluster) and long options cut to a
-    # prefix GNU getopt accepts (`--targ=`, `--back`, `--suf=`) were not recognised: the copy
-    # into src/ or the backup copy went unreported.
-    changes, truth = _run(RulesDetector(), workspace, command)
-    assert truth, "the command must change something"
-    assert changes.unknown or truth <= changes.paths, (truth - changes.paths)
-
-
-@pytest.mark.parametrize(
     "command, paths, unknown",
     [
         ("sed -E -i 's/1/10/' a.py", {"a.py"}, False),  # an option is neither the script nor a file
@@ -313,7 +304,7 @@ def test_the_report_names_exactly_the_keys_the_text_gives_and_is_unknown_only_be
 @pytest.mark.parametrize(
     "command, unknown",
     [("git init -q .", True), ("find . -name b.py -delete", True), ("git config user.name x", False),
-     ("dd if=b.py of=a.py", False), ("uniq a.py out.txt", False), ("make -s clean", False)],
+     ("dd if=b.py of=a.py", False), ("uniq a.py out.txt", False), ("make clean", False)],
 )
 def test_the_optimistic_mode_trusts_only_what_it_cannot_see_into(workspace, command, unknown):
     # `unknown_for_opaque=False` drops the unknown for every program it does not model (a
