@@ -460,3 +460,45 @@ def test_a_read_killed_by_a_signal_is_no_success_for_other_spellings() -> None:
     assert not isinstance(ledger.govern(read("a.py", spelling=" ")), Reuse)
     decision = ledger.govern(read("a.py"))
     assert isinstance(decision, Reuse) and decision.exit_status == -9
+
+
+# --- govern --------------------------------------------------------------------------------
+# Written against mutants of ledger.py that the generated sessions did not catch at the
+# suite's example count (`mutation-survivors.md`).
+
+
+def test_interventions_that_overshoot_the_cap_still_allow_everything() -> None:
+    # Two test runs are nudged before either finishes, so the count jumps past the cap of one
+    # instead of landing on it; the read that could be reused must still be allowed.
+    first, second = started("t1", TEST), started("t2", TEST)
+    events = [ran(read("a.py"), "x\n"), ran(TEST), first, second, finished(first), finished(second)]
+    ledger = drive(Policy(intervention_cap=1), events)
+    assert ledger.interventions == 2
+    assert isinstance(ledger.govern(read("a.py")), Allow)
+
+
+# --- range frontier (the rest of ledger_index.py's run) -------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("stored_end", "output", "request_start", "request_end", "served"),
+    [(10, lines_text(1, 10), 2, 10, lines_text(2, 10)), (None, lines_text(1, 5), 3, None, lines_text(3, 5))],
+    ids=["to-its-last-line", "to-end-of-file"],
+)
+def test_a_range_that_ends_where_the_stored_one_reaches_is_served(
+    stored_end: int | None, output: str, request_start: int, request_end: int | None, served: str
+) -> None:
+    # The request's last line is the stored read's last line (10), or both run to the end of
+    # the file: the stored output holds every line asked for.
+    ledger = drive(Policy(), [ran(read("a.py", 1, stored_end), output)])
+    decision = ledger.govern(read("a.py", request_start, request_end))
+    assert reused_from(decision) == 0 and decision.output == served
+
+
+def test_an_empty_range_asked_of_a_file_whose_only_range_was_evicted_is_allowed() -> None:
+    # a.py's output is evicted, which leaves its range index empty but in place; an empty
+    # request (awk 'NR>=5 && NR<=4') then finds no entry to serve from and runs.
+    reads = [ran(read(key), "out\n") for key in ("a.py", "b.py", "c.py")]
+    ledger = drive(Policy(stored_output_limit=8), [*reads, ran(read("a.py", 5, 4))])
+    assert [observation.retained for observation in ledger.snapshot().observations][0] is False
+    assert ledger.snapshot().history[-1].verdict is Verdict.ALLOW

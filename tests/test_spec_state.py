@@ -542,9 +542,50 @@ def test_malformed_keys_are_rejected_everywhere_with_a_clear_message(key: str) -
         INITIAL.local(key)
 
 
-@pytest.mark.parametrize("key", ["a.py", "src/deep/x.py", ".hidden", "a..b", "...", "a b/c"])
+# Names that sort before "." and ".." (an editor's autosave and lock files, a file named like
+# an option) are ordinary keys: only "." and ".." themselves are not.
+@pytest.mark.parametrize("key", ["a.py", "src/deep/x.py", ".hidden", "a..b", "...", "a b/c", "#a.py#", ".#a.py", "-n"])
 def test_well_formed_keys_are_accepted(key: str) -> None:
     assert check_key(key) == key
+    assert FileTarget(key).key == key
+
+
+@pytest.mark.parametrize("key", [None, 5, b"a.py"])
+def test_a_key_that_is_not_a_string_is_a_value_error_naming_it(key: object) -> None:
+    with pytest.raises(ValueError, match="non-empty string"):
+        check_key(key)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("scope", ["", "/etc", "../x", "a/", "./src"])
+def test_a_malformed_tree_scope_is_rejected(scope: str) -> None:
+    with pytest.raises(ValueError, match="key"):
+        TreeTarget(scope)
+
+
+@pytest.mark.parametrize("scope", [".", "src", "#tmp#", "-n"])
+def test_a_tree_scope_is_the_root_or_a_well_formed_key(scope: str) -> None:
+    assert TreeTarget(scope).scope == scope
+
+
+def test_a_decision_cannot_be_built_with_another_kinds_verdict() -> None:
+    # The verdict is fixed by the kind of decision, so a history record can never disagree
+    # with the decision it was run under.
+    observation = advance(INITIAL, read(), Allow(), FOUR_BYTES, 0, NO_CHANGES).observations[0]
+    builds = {
+        Allow: lambda verdict: Allow(verdict=verdict),  # type: ignore[call-arg]
+        Nudge: lambda verdict: Nudge("note", verdict=verdict),  # type: ignore[call-arg]
+        Reuse: lambda verdict: Reuse(observation, FOUR_BYTES, 0, "note", verdict=verdict),  # type: ignore[call-arg]
+    }
+    for kind, build in builds.items():
+        with pytest.raises(TypeError, match="verdict"):
+            build(Verdict.REUSE if kind is Allow else Verdict.ALLOW)
+
+
+def test_a_command_run_under_allow_is_recorded_with_the_allow_verdict() -> None:
+    session = Session()
+    session.step(command(Category.RUN))
+    assert [record.verdict for record in session.state.history] == [Verdict.ALLOW]
+    assert Allow() == Allow()
 
 
 def test_a_key_never_seen_has_local_counter_zero() -> None:
@@ -726,6 +767,18 @@ def test_a_stale_output_takes_no_room_from_the_outputs_that_are_still_current() 
     session.step(command(Category.EDIT), changes=changed("a.py"))
     session.step(read("c.py"), output=FOUR_BYTES)
     assert isinstance(session.step(read("b.py")), Reuse)
+
+
+def test_a_stale_output_counts_zero_bytes_not_less() -> None:
+    # Room for one byte less than two outputs, so the third read must evict b.py's output;
+    # a stale output counted below zero would make room for it.
+    session = Session(Policy(stored_output_limit=2 * len(FOUR_BYTES) - 1))
+    session.step(read("a.py"), output=FOUR_BYTES)
+    session.step(command(Category.EDIT), changes=changed("a.py"))
+    session.step(read("b.py"), output=FOUR_BYTES)
+    session.step(read("c.py"), output=FOUR_BYTES)
+    assert not isinstance(govern(session.state, read("b.py"), session.policy), Reuse)
+    assert isinstance(govern(session.state, read("c.py"), session.policy), Reuse)
 
 
 def test_past_the_limit_the_least_recently_used_output_is_dropped_and_only_it() -> None:
