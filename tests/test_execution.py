@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 from ledger_impl import execution
@@ -127,6 +129,18 @@ def test_the_user_s_own_git_config_variables_are_kept(tmp_path: Path, monkeypatc
 # --- Issue 13: tests written for the mutation survivors of execution.py ---
 
 
+@contextlib.contextmanager
+def _running_group(**popen_options: object) -> Iterator[int]:
+    """The group of a `sleep 30` started in a session of its own (or as `popen_options` say),
+    killed on the way out."""
+    child = subprocess.Popen(["sleep", "30"], **(popen_options or {"start_new_session": True}))
+    try:
+        yield child.pid
+    finally:
+        child.kill()
+        child.wait()
+
+
 def test_a_timed_out_command_exits_with_the_code_coreutils_timeout_gives(tmp_path: Path) -> None:
     # Agents recognise a timeout by the code `timeout` returns; the oracle is `timeout` itself.
     expected = int(run_command("timeout 0.1 sleep 5; echo $?", tmp_path, 30, 100).output)
@@ -155,7 +169,6 @@ def test_a_group_whose_only_process_is_a_zombie_is_not_alive(tmp_path: Path) -> 
 def test_a_process_gone_during_the_proc_scan_does_not_end_it(tmp_path: Path, monkeypatch) -> None:
     # A process can exit between the listing of /proc and the read of its stat file; the scan
     # goes on to the others, so a live group is still found.
-    live = subprocess.Popen(["sleep", "30"], start_new_session=True)
     real_proc = Path("/proc")
 
     class ScanWithAVanishedProcess:
@@ -169,12 +182,9 @@ def test_a_process_gone_during_the_proc_scan_does_not_end_it(tmp_path: Path, mon
             yield tmp_path / "999999999"  # a "process" whose stat file is gone
             yield from real_proc.iterdir()
 
-    monkeypatch.setattr(execution, "Path", ScanWithAVanishedProcess)
-    try:
-        assert group_alive(live.pid)
-    finally:
-        live.kill()
-        live.wait()
+    with _running_group() as group:
+        monkeypatch.setattr(execution, "Path", ScanWithAVanishedProcess)
+        assert group_alive(group)
 
 
 def test_an_unreadable_git_config_count_is_replaced_not_fatal(tmp_path: Path, monkeypatch) -> None:
@@ -198,29 +208,19 @@ def test_a_command_that_closed_its_output_is_still_stopped_at_its_timeout(tmp_pa
 
 def test_a_group_is_found_by_its_process_group_not_its_session(tmp_path: Path) -> None:
     # A job started under job control has a group of its own inside the caller's session.
-    child = subprocess.Popen(["sleep", "30"], process_group=0)
-    try:
-        assert group_alive(child.pid)
-    finally:
-        child.kill()
-        child.wait()
+    with _running_group(process_group=0) as group:
+        assert group_alive(group)
 
 
 def test_a_group_that_may_not_be_signalled_is_looked_up_in_proc(tmp_path: Path, monkeypatch) -> None:
     # Another user's group answers the probe with EPERM: it exists, so /proc decides.
-    child = subprocess.Popen(["sleep", "30"], start_new_session=True)
-
     def refused(group: int, signal: int) -> None:
         raise PermissionError(1, "Operation not permitted")
 
-    try:
+    with _running_group() as group:
         monkeypatch.setattr(execution.os, "killpg", refused)
-        assert group_alive(child.pid)
-        kill_group(child.pid)  # refused too, and said nothing
-    finally:
-        monkeypatch.undo()
-        child.kill()
-        child.wait()
+        assert group_alive(group)
+        kill_group(group)  # refused too, and said nothing
 
 
 def test_killing_a_group_that_is_already_gone_is_no_error(tmp_path: Path) -> None:
@@ -244,8 +244,6 @@ def test_reading_an_empty_pipe_that_is_still_open_gives_nothing_yet(tmp_path: Pa
 
 def test_without_proc_a_group_that_answers_the_probe_is_taken_as_alive(tmp_path: Path, monkeypatch) -> None:
     # Off Linux there is no /proc to tell zombies apart: a group that exists may still run.
-    child = subprocess.Popen(["sleep", "30"], start_new_session=True)
-
     class NoProc:
         def __init__(self, path: str) -> None:
             pass
@@ -253,12 +251,9 @@ def test_without_proc_a_group_that_answers_the_probe_is_taken_as_alive(tmp_path:
         def is_dir(self) -> bool:
             return False
 
-    monkeypatch.setattr(execution, "Path", NoProc)
-    try:
-        assert group_alive(child.pid)
-    finally:
-        child.kill()
-        child.wait()
+    with _running_group() as group:
+        monkeypatch.setattr(execution, "Path", NoProc)
+        assert group_alive(group)
 
 
 def test_the_step_ends_when_bash_does_not_when_a_job_it_left_prints(tmp_path: Path) -> None:
