@@ -303,7 +303,7 @@ def test_the_report_names_exactly_the_keys_the_text_gives_and_is_unknown_only_be
 
 @pytest.mark.parametrize(
     "command, unknown",
-    [("git init -q .", True), ("find . -name b.py -delete", True), ("git config user.name x", False),
+    [("git init -q .", True), ("find . -name b.py -delete", True), ("git config --file cfg.txt user.name x", False),
      ("dd if=b.py of=a.py", False), ("uniq a.py out.txt", False), ("make clean", False)],
 )
 def test_the_optimistic_mode_trusts_only_what_it_cannot_see_into(workspace, command, unknown):
