@@ -62,19 +62,26 @@ def group_alive(group: int) -> bool:
         return False
     except PermissionError:
         pass
-    proc = Path("/proc")
-    if not proc.is_dir():  # pragma: no cover - non-Linux
+    # Plain os calls and bytes: five times cheaper than pathlib and text (0.6 ms against 2.9 ms
+    # for 140 processes), and the runtime scans at every step while a background job lives.
+    try:
+        names = os.listdir("/proc")
+    except OSError:  # pragma: no cover - non-Linux
         return True
-    for entry in proc.iterdir():
-        if not entry.name.isdigit():
+    for name in names:
+        if not name.isdigit():
             continue
         try:
-            stat = (entry / "stat").read_text()
+            descriptor = os.open(f"/proc/{name}/stat", os.O_RDONLY)
+            try:
+                stat = os.read(descriptor, 4096)
+            finally:
+                os.close(descriptor)
         except OSError:
             continue
-        # Fields after the parenthesised name: state, ppid, pgrp, ...
-        fields = stat[stat.rfind(")") + 2 :].split()
-        if len(fields) > 2 and int(fields[2]) == group and fields[0] not in ("Z", "X"):
+        # Fields after the parenthesised name (which may itself hold ")"): state, ppid, pgrp, ...
+        fields = stat[stat.rfind(b")") + 2 :].split(maxsplit=3)
+        if len(fields) > 2 and int(fields[2]) == group and fields[0] not in (b"Z", b"X"):
             return True
     return False
 
@@ -137,6 +144,12 @@ def run_command(
         raise
 
 
+# Without a descriptor that wakes the wait when bash exits (`os.pidfd_open`, Linux 5.3+), the
+# wait for output is cut into slices this long, so that an exit is noticed while a background
+# job holds the pipe open.
+POLL_SLICE = 0.05
+
+
 def _collect(process: subprocess.Popen[bytes], timeout: float, output_limit: int) -> Completed:
     assert process.stdout is not None
     group = process.pid
@@ -147,9 +160,15 @@ def _collect(process: subprocess.Popen[bytes], timeout: float, output_limit: int
     dropped = 0
     deadline = time.monotonic() + timeout
     timed_out = False
+    # Readable once bash has exited: the wait ends then, not at the end of a slice (a step that
+    # leaves a job in the background cost up to a whole slice), nor after the sleeps of
+    # `Popen.wait(timeout)` once the pipe is closed.
+    exit_descriptor = _exit_descriptor(process.pid)
     try:
         with selectors.DefaultSelector() as selector:
             selector.register(pipe, selectors.EVENT_READ)
+            if exit_descriptor is not None:
+                selector.register(exit_descriptor, selectors.EVENT_READ)
             open_pipe = True
             while True:
                 exited = process.poll() is not None
@@ -160,8 +179,10 @@ def _collect(process: subprocess.Popen[bytes], timeout: float, output_limit: int
                     process.wait()
                     exited = True
                 if open_pipe:
-                    events = selector.select(timeout=0 if exited else min(0.05, max(remaining, 0)))
-                    data = _read_available(pipe) if events else None
+                    wait = max(remaining, 0) if exit_descriptor is not None else min(POLL_SLICE, max(remaining, 0))
+                    events = selector.select(timeout=0 if exited else wait)
+                    readable = any(key.fileobj is pipe for key, _ in events)
+                    data = _read_available(pipe) if readable else None
                     if data is not None:
                         if data == b"":
                             selector.unregister(pipe)
@@ -175,10 +196,13 @@ def _collect(process: subprocess.Popen[bytes], timeout: float, output_limit: int
                 if exited:
                     break
                 if not open_pipe:
-                    try:
-                        process.wait(timeout=max(remaining, 0.001))
-                    except subprocess.TimeoutExpired:
-                        pass
+                    if exit_descriptor is not None:
+                        selector.select(timeout=max(remaining, 0.001))  # only the exit is left to wait for
+                    else:
+                        try:
+                            process.wait(timeout=max(remaining, 0.001))
+                        except subprocess.TimeoutExpired:
+                            pass
     except BaseException:
         # Interrupted (Ctrl-C, SIGTERM turned into an exception): the command runs in a session
         # of its own, which the terminal's signal never reaches, so it is killed here.
@@ -186,6 +210,9 @@ def _collect(process: subprocess.Popen[bytes], timeout: float, output_limit: int
         process.wait()
         pipe.close()
         raise
+    finally:
+        if exit_descriptor is not None:
+            os.close(exit_descriptor)
     pipe.close()
     exit_code = process.returncode if not timed_out else TIMEOUT_EXIT_CODE
     text = decode(b"".join(chunks))
@@ -195,6 +222,17 @@ def _collect(process: subprocess.Popen[bytes], timeout: float, output_limit: int
         text += f"\n[ledger] timed out after {timeout:g} s; the command and its children were killed\n"
     background = group if not timed_out and group_alive(group) else None
     return Completed(text, exit_code, timed_out, bool(dropped), background)
+
+
+def _exit_descriptor(pid: int) -> int | None:
+    """A descriptor that becomes readable when process `pid` exits, where the system has one."""
+    opener = getattr(os, "pidfd_open", None)
+    if opener is None:  # pragma: no cover - not Linux
+        return None
+    try:
+        return int(opener(pid))
+    except OSError:  # a kernel before 5.3, or a sandbox that refuses it
+        return None
 
 
 def _read_available(pipe: object) -> bytes | None:

@@ -68,6 +68,7 @@ from .shell_strategies import (
     tool_scripts,
     workspaces,
 )
+from .sweeper import sweeping
 
 DetectorFactory = Callable[[], object]
 
@@ -520,7 +521,7 @@ def run_hunt(
     `fingerprint=False` runs the Runtime without the observation fingerprint, judging the
     detector and classifier alone.
     """
-    with fingerprint_line(fingerprint):
+    with fingerprint_line(fingerprint), sweeping():
         return _run_hunt(
             detector_factory, profile, seed, out_dir, detector=detector, grammar=grammar, command=command,
             on_step=on_step, max_examples=max_examples, stale_reads_only=stale_reads_only, workers=workers,
@@ -616,7 +617,7 @@ def run_machine(job: HuntJob, log: ViolationLog, database: object | None = None)
     machine = hypothesis.seed(job.seed)(
         make_hunt(job.detector_factory, job.profile, log=log, grammar=job.grammar, stale_reads_only=job.stale_reads_only)
     )
-    with hunt_environment(), fingerprint_line(job.fingerprint):
+    with hunt_environment(), fingerprint_line(job.fingerprint), sweeping():
         try:
             run_state_machine_as_test(
                 machine, settings=hunt_settings(job.profile, max_examples=job.max_examples, database=database)

@@ -24,7 +24,6 @@ import contextlib
 import contextvars
 import os
 import pathlib
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -39,7 +38,7 @@ from ledger_impl.runtime import Runtime
 from ledger_impl.runtime import Step as RuntimeStep
 from ledger_spec import Policy
 
-from . import ground_truth
+from . import ground_truth, sweeper
 from .ground_truth import HashCache, Tree, owed_by_key
 from .shell_strategies import OUTSIDE_PLACEHOLDER, ROOT_PLACEHOLDER, WorkspaceSetup
 from .spec_driver import drive_step
@@ -55,7 +54,8 @@ PROPERTIES: tuple[str, ...] = (REUSE_IS_FRESH, READ_ONLY_CHANGES_NOTHING, DETECT
 # command (a pager, a read from stdin) does not stall the hunt.
 STEP_TIMEOUT = 20.0
 OUTPUT_LIMIT = 1 << 20
-# A background writer the grammar draws sleeps 0.2 s; teardown waits this long for stragglers.
+# How long teardown waits for killed background jobs to be gone (SIGKILL takes effect at once,
+# unless a process is stuck in the kernel).
 BACKGROUND_GRACE = 2.0
 
 GIT_ENVIRONMENT: dict[str, str] = {
@@ -355,14 +355,22 @@ class CheckedSession:
         return None
 
     def close(self) -> None:
-        """Wait briefly for background jobs, then kill what is left, so no writer outlives us."""
+        """Kill the background jobs left, then wait briefly until they are gone, so that no
+        writer outlives us or writes into the workspace while it is removed.
+
+        They are not waited for first: every check of the run is done by the time it closes
+        (a step with a writer around defers only the coverage check, which a closing run never
+        makes), so letting a sleeping writer finish only cost time, up to its whole sleep.
+        """
         from ledger_impl.execution import group_alive, kill_group
 
-        deadline = time.monotonic() + BACKGROUND_GRACE
-        for group in self._background():
-            while group_alive(group) and time.monotonic() < deadline:
-                time.sleep(0.02)
+        groups = self._background()
+        for group in groups:
             kill_group(group)
+        deadline = time.monotonic() + BACKGROUND_GRACE
+        for group in groups:
+            while group_alive(group) and time.monotonic() < deadline:
+                time.sleep(0.002)
         self.runtime.close()
 
 
@@ -388,7 +396,7 @@ def checked_session(setup: WorkspaceSetup, detector: object, policy: Policy | No
     finally:
         if session is not None:
             session.close()
-        shutil.rmtree(parent, ignore_errors=True)
+        sweeper.remove(parent)  # in the background during a hunt: nothing looks at it again
 
 
 def run_checked(

@@ -152,38 +152,17 @@ def test_a_launch_failure_exits_with_the_code_a_shell_gives_a_command_it_cannot_
     assert run_command("echo a\0b", tmp_path, 30, 1000).exit_code == expected
 
 
-def test_a_group_whose_only_process_is_a_zombie_is_not_alive(tmp_path: Path) -> None:
-    # An exited child nobody has reaped yet still owns its process group; /proc shows it as
-    # state Z, and a step must not wait on it as a running background job.
-    child = subprocess.Popen(["true"], start_new_session=True)
-    try:
-        stat = Path(f"/proc/{child.pid}/stat")
-        deadline = time.monotonic() + 10
-        while stat.read_text().split(") ", 1)[1][0] != "Z" and time.monotonic() < deadline:
-            time.sleep(0.01)
-        assert not group_alive(child.pid)
-    finally:
-        child.wait()
-
-
 def test_a_process_gone_during_the_proc_scan_does_not_end_it(tmp_path: Path, monkeypatch) -> None:
     # A process can exit between the listing of /proc and the read of its stat file; the scan
     # goes on to the others, so a live group is still found.
-    real_proc = Path("/proc")
+    listdir = os.listdir
 
-    class ScanWithAVanishedProcess:
-        def __init__(self, path: str) -> None:
-            assert path == "/proc"
-
-        def is_dir(self) -> bool:
-            return True
-
-        def iterdir(self):
-            yield tmp_path / "999999999"  # a "process" whose stat file is gone
-            yield from real_proc.iterdir()
+    def listing_with_a_vanished_process(path: str) -> list[str]:
+        names = listdir(path)
+        return ["999999999", *names] if path == "/proc" else names  # a pid whose stat is gone
 
     with _running_group() as group:
-        monkeypatch.setattr(execution, "Path", ScanWithAVanishedProcess)
+        monkeypatch.setattr(execution.os, "listdir", listing_with_a_vanished_process)
         assert group_alive(group)
 
 
@@ -244,15 +223,15 @@ def test_reading_an_empty_pipe_that_is_still_open_gives_nothing_yet(tmp_path: Pa
 
 def test_without_proc_a_group_that_answers_the_probe_is_taken_as_alive(tmp_path: Path, monkeypatch) -> None:
     # Off Linux there is no /proc to tell zombies apart: a group that exists may still run.
-    class NoProc:
-        def __init__(self, path: str) -> None:
-            pass
+    listdir = os.listdir
 
-        def is_dir(self) -> bool:
-            return False
+    def no_proc(path: str) -> list[str]:
+        if path == "/proc":
+            raise FileNotFoundError(2, "No such file or directory", path)
+        return listdir(path)
 
     with _running_group() as group:
-        monkeypatch.setattr(execution, "Path", NoProc)
+        monkeypatch.setattr(execution.os, "listdir", no_proc)
         assert group_alive(group)
 
 
@@ -266,3 +245,34 @@ def test_the_step_ends_when_bash_does_not_when_a_job_it_left_prints(tmp_path: Pa
     finally:
         if completed.background_group is not None:
             kill_group(completed.background_group)
+
+
+def test_a_group_left_with_only_a_zombie_is_not_alive() -> None:
+    # An orphan that PID 1 never reaps stays a zombie in its group: a signal probe finds the
+    # group, yet nothing in it can write any more. Here the test process is the parent that
+    # does not reap (yet).
+    process = subprocess.Popen(["true"], start_new_session=True)
+    deadline = time.monotonic() + 10
+    while _state(process.pid) != "Z" and time.monotonic() < deadline:
+        time.sleep(0.01)
+    try:
+        assert _state(process.pid) == "Z"
+        os.killpg(process.pid, 0)  # the group still exists
+        assert not group_alive(process.pid)
+    finally:
+        process.wait()
+    assert not group_alive(process.pid)
+
+
+def test_a_group_with_a_live_process_is_alive() -> None:
+    process = subprocess.Popen(["sleep", "30"], start_new_session=True)
+    try:
+        assert group_alive(process.pid)
+    finally:
+        process.kill()
+        process.wait()
+
+
+def _state(pid: int) -> str:
+    stat = Path(f"/proc/{pid}/stat").read_text()
+    return stat[stat.rfind(")") + 2 :].split()[0]

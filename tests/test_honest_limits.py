@@ -61,7 +61,10 @@ def test_a_setsid_job_escapes_the_background_tracking_but_its_write_is_seen_once
 
     with Runtime(root, default_detector()) as runtime:
         runtime.step("cat a.txt")
-        runtime.step(f"setsid sh -c '{wait('go')}; echo late >> a.txt' > /dev/null 2>&1 < /dev/null &")
+        # bash exits only once the job has its own session: the Runtime looks at bash's group
+        # as soon as bash exits, which can be before `setsid` has left it (it would then be
+        # tracked, the safe side, and this limit not shown).
+        runtime.step(f"setsid sh -c 'touch {outside}/left; {wait('go')}; echo late >> a.txt' > /dev/null 2>&1 < /dev/null & {wait('left')}")
         assert not runtime.background_jobs, "setsid left the process group the Runtime tracks"
         while_alive = runtime.step("cat a.txt")
         assert while_alive.verdict == "reuse", "an untracked job does not refuse Reuse"

@@ -1,0 +1,122 @@
+"""The hunt's housekeeping, made cheaper without changing what a run checks: workspaces are
+removed in the background but never left behind, a closing run kills its background writers
+instead of waiting for them, and a worker's progress file is rewritten only as often as the
+parent reads it."""
+
+from __future__ import annotations
+
+import pathlib
+import tempfile
+import threading
+import time
+
+import pytest
+
+from ledger_impl.detectors import default_detector
+from properties import sweeper
+from properties.oracle import checked_session, hunt_environment
+from properties.parallel import PROGRESS_INTERVAL, ProgressFile
+from properties.shell_strategies import WorkspaceSetup
+
+SETUP = WorkspaceSetup({"a.txt": "alpha\n", "src/app.py": "x = 1\n"}, {"ext.txt": "out\n"})
+
+
+def _tree(parent: pathlib.Path, name: str) -> pathlib.Path:
+    root = parent / name
+    for index in range(5):
+        (root / f"d{index}" / "e").mkdir(parents=True)
+        (root / f"d{index}" / "e" / "f").write_text("x")
+    return root
+
+
+def test_outside_a_sweeping_block_a_directory_is_removed_at_once(tmp_path: pathlib.Path) -> None:
+    root = _tree(tmp_path, "w")
+    sweeper.remove(root)
+    assert not root.exists()
+
+
+def test_every_directory_handed_over_is_gone_when_the_block_ends(tmp_path: pathlib.Path) -> None:
+    roots = [_tree(tmp_path, f"w{index}") for index in range(6)]
+    with sweeper.sweeping():
+        for root in roots:
+            sweeper.remove(root)
+    assert not any(root.exists() for root in roots)
+
+
+def test_a_block_ended_by_an_exception_still_leaves_nothing(tmp_path: pathlib.Path) -> None:
+    roots = [_tree(tmp_path, f"w{index}") for index in range(6)]
+    with pytest.raises(KeyboardInterrupt):
+        with sweeper.sweeping():
+            for root in roots:
+                sweeper.remove(root)
+            raise KeyboardInterrupt
+    assert not any(root.exists() for root in roots)
+
+
+def test_an_interrupted_wait_removes_the_rest_itself(tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # The sweeping thread is held up and the wait for it is interrupted (a second Ctrl-C): the
+    # waiting thread removes what is left before the interruption goes on.
+    release = threading.Event()
+    monkeypatch.setattr(sweeper.Sweeper, "_run", lambda self: release.wait())
+    held = sweeper.Sweeper()
+    roots = [_tree(tmp_path, f"w{index}") for index in range(3)]
+    for root in roots:
+        held.remove(root)
+
+    def interrupted(timeout: float | None = None) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(held._thread, "join", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        held.finish()
+    release.set()
+    assert not any(root.exists() for root in roots)
+
+
+def test_a_hunt_workspace_is_removed_by_the_end_of_the_block(tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TMPDIR", str(tmp_path))
+    monkeypatch.setattr(tempfile, "tempdir", None)
+    with hunt_environment(), sweeper.sweeping():
+        for _ in range(3):
+            with checked_session(SETUP, default_detector()) as session:
+                session.step("cat a.txt")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_closing_a_run_kills_a_sleeping_writer_instead_of_waiting_for_it(tmp_path: pathlib.Path) -> None:
+    late = tmp_path / "late"
+    with hunt_environment(), checked_session(SETUP, default_detector()) as session:
+        session.step(f"(sleep 0.5; echo x > {late}) &")
+        groups = session._background()
+        assert groups, "the writer is tracked as a background job"
+    assert all(not _alive(group) for group in groups)
+    time.sleep(1.0)  # past the writer's sleep: it would have written by now had it lived
+    assert not late.exists()
+
+
+def _alive(group: int) -> bool:
+    from ledger_impl.execution import group_alive
+
+    return group_alive(group)
+
+
+class _Clock:
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_progress_is_rewritten_at_most_twice_per_read_interval_and_at_the_end(tmp_path: pathlib.Path) -> None:
+    clock = _Clock()
+    progress = ProgressFile(tmp_path / "progress-0", clock)
+    progress.write(1, 1)
+    assert (tmp_path / "progress-0").read_text() == "1 1", "the first step is written at once"
+    progress.write(1, 2)
+    assert (tmp_path / "progress-0").read_text() == "1 1"
+    clock.now += PROGRESS_INTERVAL / 2
+    progress.write(2, 30)
+    assert (tmp_path / "progress-0").read_text() == "2 30"
+    progress.write(2, 31, final=True)
+    assert (tmp_path / "progress-0").read_text() == "2 31"
