@@ -59,7 +59,9 @@ MODULES: dict[str, tuple[str, ...]] = {
     "ledger_impl/detectors/stat_index.py": ("tests/test_stat_index.py", "tests/test_snapshot_detector.py"),
     "ledger_impl/detectors/channel.py": ("tests/test_channel_detector.py",),
     "ledger_impl/runtime.py": ("tests/test_runtime.py",),
-    "ledger_impl/execution.py": ("tests/test_execution.py", "tests/test_runtime_executor.py", "tests/test_runtime_hardening.py"),
+    "ledger_impl/execution.py": (
+        "tests/test_execution.py", "tests/test_execution_wake.py", "tests/test_runtime_executor.py", "tests/test_runtime_hardening.py",
+    ),
     "ledger_impl/shell.py": ("tests/test_classifier.py",),
     "ledger_impl/workspace.py": ("tests/test_runtime.py",),
     **{
