@@ -276,3 +276,10 @@ def test_a_group_with_a_live_process_is_alive() -> None:
 def _state(pid: int) -> str:
     stat = Path(f"/proc/{pid}/stat").read_text()
     return stat[stat.rfind(")") + 2 :].split()[0]
+
+
+def test_a_command_is_stopped_at_its_deadline_before_what_it_would_do_next(tmp_path: Path) -> None:
+    # Past the timeout bash itself is killed, not left to finish and only then called timed out.
+    completed = run_command("sleep 0.6; touch late", tmp_path, 0.2, 100)
+    time.sleep(0.8)
+    assert completed.timed_out and not (tmp_path / "late").exists()
