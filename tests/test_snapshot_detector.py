@@ -174,3 +174,41 @@ def test_a_new_top_level_file_explains_the_root_s_new_mtime(tmp_path):
     session = Session(SnapshotDetector(), tmp_path)
     changes, _ = session.step("echo x > new.txt")
     assert changes == Changes(frozenset({"new.txt"}))
+
+
+def two_roots(tmp_path, order):
+    """Two roots holding the same file, in the order given: `!=` between root paths mutated to
+    `<` or `>` is wrong in only one of the two orders."""
+    roots = [tmp_path / "a", tmp_path / "b"]
+    for root in roots:
+        root.mkdir()
+        (root / "f.txt").write_text("f\n")
+    return roots if order == "a-then-b" else roots[::-1]
+
+
+def used_on(root):
+    """A SnapshotDetector that has bracketed one no-op command on `root`."""
+    detector = SnapshotDetector()
+    detector.before(root, "true")
+    assert detector.after(root, "true", 0) == Changes()
+    return detector
+
+
+@pytest.mark.parametrize("order", ["a-then-b", "b-then-a"])
+def test_a_detector_moved_to_another_root_takes_that_root_s_baseline_in_before(tmp_path, order):
+    # One detector, two roots (a harness reusing it): `before` on the new root must start from
+    # that root, so a command that changes nothing there reports nothing, not "unknown".
+    first, second = two_roots(tmp_path, order)
+    detector = used_on(first)
+    detector.before(second, "true")
+    assert detector.after(second, "true", 0) == Changes()
+    detector.before(second, "echo g >> f.txt")
+    (second / "f.txt").write_text("f\ng\n")
+    assert detector.after(second, "echo g >> f.txt", 0).paths == frozenset({"f.txt"})
+
+
+@pytest.mark.parametrize("order", ["a-then-b", "b-then-a"])
+def test_after_on_a_root_with_no_baseline_of_its_own_is_unknown(tmp_path, order):
+    # Comparing another root's baseline with this root would report a fiction.
+    first, second = two_roots(tmp_path, order)
+    assert used_on(first).after(second, "true", 0).unknown

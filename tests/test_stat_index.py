@@ -3,13 +3,18 @@ separate detector instances (as separate processes would be), and the ci hunt.""
 
 from __future__ import annotations
 
+import hashlib
+import marshal
 import os
 import time
 from pathlib import Path
 
 import pytest
 
-from ledger_impl.detectors.stat_index import StatIndexDetector, changes_since, decode, encode
+from ledger_impl.detectors import stat_index
+from ledger_impl.detectors.stat_index import (
+    INDEX_FORMAT, IndexDamaged, StatIndexDetector, changes_since, check_outside, decode, encode, make, same_snapshot,
+)
 from ledger_impl.tree_snapshot import take_snapshot
 
 
@@ -36,8 +41,9 @@ def test_a_damaged_index_gives_unknown_scope_and_a_reason(tree: Path, damage: ob
     assert changes_since(tree, fresh_blob)[0].empty  # the new index is sound again
 
 
-def test_an_index_of_another_root_is_not_used(tree: Path, tmp_path: Path) -> None:
-    other = tmp_path / "other"
+@pytest.mark.parametrize("name", ["other", "z-other"])  # sorting before and after "root"
+def test_an_index_of_another_root_is_not_used(tree: Path, tmp_path: Path, name: str) -> None:
+    other = tmp_path / name
     other.mkdir()
     _, blob, _ = changes_since(other, None)
     changes, _, problem = changes_since(tree, blob)
@@ -131,3 +137,136 @@ def test_the_state_dir_may_not_be_inside_the_root(tree: Path) -> None:
     detector = StatIndexDetector(tree / ".state")
     with pytest.raises(ValueError, match="inside the workspace"):
         detector.before(tree, ":")
+
+
+@pytest.mark.parametrize("forged", [bytes(32), b"\xff" * 32], ids=["low-checksum", "high-checksum"])
+def test_a_well_formed_body_under_a_wrong_checksum_is_damaged(tree: Path, forged: bytes) -> None:
+    # The body decodes perfectly; only the checksum says it is not what was written.
+    body = encode(take_snapshot(tree))[32:]
+    with pytest.raises(IndexDamaged, match="checksum"):
+        decode(forged + body)
+
+
+def test_an_index_that_settled_is_rewritten_though_nothing_changed(tree: Path) -> None:
+    # Taken with every file racy, then rescanned once none is: no change, but the entries now
+    # say "settled", so the index is stored again and the next scan need not hash the files.
+    _, racy, _ = changes_since(tree, None, racy_window_ns=10**18)
+    assert any(entry.racy for entry in decode(racy).entries.values())
+    unchanged, settled, _ = changes_since(tree, racy, racy_window_ns=0)
+    assert unchanged.empty
+    assert settled != racy and not any(entry.racy for entry in decode(settled).entries.values())
+
+
+def test_a_state_dir_beside_the_root_is_allowed(tmp_path: Path) -> None:
+    # Only the root and what is below it are refused, whatever sorts before or after it.
+    root = tmp_path / "m-root"
+    root.mkdir()
+    for name in ("a-state", "z-state", "m-root2"):
+        check_outside(root, tmp_path / name)
+    for inside in (root, root / "state"):
+        with pytest.raises(ValueError, match="inside the workspace"):
+            check_outside(root, inside)
+
+
+def test_the_default_state_dir_is_under_the_xdg_state_home(tree: Path, tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "xdg"))
+    detector = StatIndexDetector()
+    detector.before(tree, ":")
+    assert detector.after(tree, ":", 0).empty
+    assert list((tmp_path / "xdg" / "ledger").rglob("*.index"))
+
+
+def test_close_keeps_a_state_dir_the_caller_gave(tree: Path, tmp_path: Path) -> None:
+    # Only a detector from `make()` owns (and removes) its directory; a caller's stays.
+    state = tmp_path / "state"
+    detector = StatIndexDetector(state)
+    detector.before(tree, ":")
+    detector.close()
+    assert state.is_dir() and list(state.glob("*.index"))
+    owned = make()
+    owned.before(tree, ":")
+    owned.close()
+    assert not owned.state_dir.exists()
+
+
+def _signed(body: bytes) -> bytes:
+    return hashlib.blake2b(body, digest_size=32).digest() + body
+
+
+@pytest.mark.parametrize(
+    "payload,reason",
+    [
+        (5, "unreadable"), ((), "unreadable"), ((INDEX_FORMAT, "/root"), "malformed"),
+        ((INDEX_FORMAT, "/root", ["a"], [5], {}, (), 0), "malformed"),
+    ],
+    ids=["not-a-tuple", "empty-tuple", "short-tuple", "entry-not-a-tuple"],
+)
+def test_a_checksummed_body_of_the_wrong_shape_is_damaged(payload: object, reason: str) -> None:
+    # Intact bytes that are not an index (another writer, a bug): refused, never a crash.
+    with pytest.raises(IndexDamaged, match=reason):
+        decode(_signed(marshal.dumps(payload)))
+
+
+def test_an_index_of_a_later_format_is_not_trusted(tree: Path) -> None:
+    # A newer Ledger may mean something else by the same fields: only this format is read.
+    snapshot = take_snapshot(tree)
+    fields = (snapshot.root, list(snapshot.entries), list(map(tuple, snapshot.entries.values())),
+              snapshot.listings, tuple(sorted(snapshot.unreadable)), snapshot.taken_at_ns)
+    assert decode(_signed(marshal.dumps((INDEX_FORMAT, *fields)))) == snapshot
+    with pytest.raises(IndexDamaged, match=f"format {INDEX_FORMAT + 1}"):
+        decode(_signed(marshal.dumps((INDEX_FORMAT + 1, *fields))))
+
+
+def test_snapshots_of_different_roots_are_never_the_same(tree: Path) -> None:
+    snapshot = take_snapshot(tree)
+    assert same_snapshot(snapshot, snapshot._replace(taken_at_ns=snapshot.taken_at_ns + 1))
+    for root in (snapshot.root + "2", snapshot.root[:-1]):
+        assert not same_snapshot(snapshot, snapshot._replace(root=root))
+    more = snapshot._replace(unreadable=snapshot.unreadable | {"d/e"})
+    assert not same_snapshot(snapshot, more) and not same_snapshot(more, snapshot)
+
+
+def test_a_state_dir_whose_parents_do_not_exist_yet_is_made(tree: Path, tmp_path: Path) -> None:
+    state = tmp_path / "new" / "deeper" / "state"
+    detector = StatIndexDetector(state)
+    detector.before(tree, ":")
+    assert detector.after(tree, ":", 0).empty and list(state.glob("*.index"))
+
+
+def test_a_failed_store_leaves_no_temporary_file(tree: Path, tmp_path: Path, monkeypatch) -> None:
+    state = tmp_path / "state"
+    detector = StatIndexDetector(state)
+
+    def refuse(source: object, target: object) -> None:
+        raise OSError("disk full")
+
+    monkeypatch.setattr(stat_index.os, "replace", refuse)
+    with pytest.raises(OSError, match="disk full"):
+        detector.before(tree, ":")
+    assert list(state.iterdir()) == []
+
+
+def test_an_index_with_more_keys_than_entries_is_damaged(tree: Path) -> None:
+    # Pairing them up to the shorter list would silently drop keys from the baseline.
+    snapshot = take_snapshot(tree)
+    keys = list(snapshot.entries)
+    values = list(map(tuple, snapshot.entries.values()))[:-1]
+    body = marshal.dumps((INDEX_FORMAT, snapshot.root, keys, values, snapshot.listings, (), snapshot.taken_at_ns))
+    with pytest.raises(IndexDamaged, match="malformed"):
+        decode(_signed(body))
+
+
+def test_closing_an_owned_detector_whose_directory_is_gone_is_quiet(tree: Path) -> None:
+    import shutil
+
+    owned = make()
+    shutil.rmtree(owned.state_dir)
+    owned.close()
+    assert not owned.state_dir.exists()
+
+
+def test_a_checksummed_truncated_body_is_damaged() -> None:
+    body = marshal.dumps((INDEX_FORMAT, "/root", [], [], {}, (), 0))
+    for cut in (body[:-3], b""):
+        with pytest.raises(IndexDamaged, match="unreadable"):
+            decode(_signed(cut))
