@@ -65,7 +65,9 @@ MODULES: dict[str, tuple[str, ...]] = {
         "tests/test_runtime.py", "tests/test_runtime_hardening.py", "tests/test_runtime_executor.py",
         "tests/test_honest_limits.py", "tests/test_fingerprint.py",
     ),
-    "ledger_impl/execution.py": ("tests/test_execution.py", "tests/test_runtime_executor.py"),
+    "ledger_impl/execution.py": (
+        "tests/test_execution.py", "tests/test_execution_wake.py", "tests/test_runtime_executor.py", "tests/test_runtime_hardening.py",
+    ),
     "ledger_impl/shell.py": ("tests/test_classifier.py",),
     "ledger_impl/workspace.py": ("tests/test_workspace.py", "tests/test_classifier.py", "tests/test_rules_detector.py", "tests/test_runtime.py"),
     **{

@@ -57,7 +57,8 @@ def test_a_setsid_job_escapes_the_background_tracking_but_its_write_is_seen_once
     target = root / "a.txt"
     target.write_text("before\n")
     def wait(name: str) -> str:
-        return f"while [ ! -e {outside}/{name} ]; do sleep 0.05; done"
+        # Bounded (60 s), so that a test stopped half way never leaves a job polling forever.
+        return f"i=0; while [ ! -e {outside}/{name} ] && [ $i -lt 1200 ]; do sleep 0.05; i=$((i+1)); done"
 
     with Runtime(root, default_detector()) as runtime:
         runtime.step("cat a.txt")

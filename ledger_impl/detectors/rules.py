@@ -154,21 +154,22 @@ class RulesDetector:
             # rm and chmod -R recurse into directories: every key below is listed.
             removes = name in ("rm", "rmdir", "unlink")
             for word in operands:
-                paths.update(self._keys(workspace, cwd, word, follow=not removes, removes=removes))
+                paths.update(self._keys(workspace, cwd, word, follow=not removes))
             return cwd
         if name in ("mv", "cp", "ln", "install"):
-            if any(w.text in ("-t", "--target-directory") or w.text.startswith("--target-directory") for w in args):
-                raise _Unknown
+            if any(_names_target_directory(w.text) for w in args):
+                raise _Unknown  # the directory written into is not an operand
             if any(_makes_backups(w.text) for w in args):
                 raise _Unknown  # a backup (`f~`, `f.~1~`, `f.orig`) is named by flags and VERSION_CONTROL
             for word in operands:
                 # mv removes the source name and creates the destination (or an entry inside it).
-                paths.update(self._keys(workspace, cwd, word, follow=True, removes=name == "mv"))
+                paths.update(self._keys(workspace, cwd, word, follow=True))
             if operands:
                 dest = operands[-1]
                 for source in operands[:-1]:
                     inside = Word(((dest.text.rstrip("/") + "/" + os.path.basename(source.text.rstrip("/")), False),))
-                    paths.update(self._keys(workspace, cwd, inside, follow=False))
+                    # cp writes through a link already there (mv and ln replace it: over-reported).
+                    paths.update(self._keys(workspace, cwd, inside, follow=True))
             return cwd
         if name == "patch":
             raise _Unknown  # the files a patch touches are named inside the patch, not the command
@@ -226,10 +227,11 @@ class RulesDetector:
             raise _Unknown
         return cwd
 
-    def _keys(self, workspace: Workspace, cwd: str | None, word: Word, follow: bool, removes: bool = False) -> set[str]:
+    def _keys(self, workspace: Workspace, cwd: str | None, word: Word, follow: bool) -> set[str]:
         """Keys a write to `word` changes: the name itself, the file it links to if `follow`,
         and for a directory everything below it. Raises _Unknown outside the root, and for a
-        file with other hard links that a write (not a removal) would change."""
+        file with other hard links, named or below a named directory: writing it changes their
+        contents, and removing or replacing it their link count, under names not listed here."""
         if cwd is None or not word.static or not word.text:
             raise _Unknown
         if word.text == "/dev/null":
@@ -255,9 +257,11 @@ class RulesDetector:
             stat = os.lstat(resolved)
         except OSError:
             return keys
-        if not removes and not os.path.isdir(resolved) and stat.st_nlink > 1:
+        if not os.path.isdir(resolved) and stat.st_nlink > 1:
             raise _Unknown  # other names of this inode are not known
         if os.path.isdir(resolved) and not os.path.islink(resolved):
+            if _holds_a_hard_linked_file(resolved):
+                raise _Unknown  # rm -r, chmod -R, cp -r into it reach that file's other names
             keys.update(_keys_below(workspace, key))
         return keys
 
@@ -291,8 +295,43 @@ def _keys_below(workspace: Workspace, key: str) -> set[str]:
     return keys
 
 
+def _holds_a_hard_linked_file(directory: pathlib.Path) -> bool:
+    """Whether a file below `directory` (not following links) has more than one name."""
+    for dirpath, _, filenames in os.walk(directory):
+        for name in filenames:
+            try:
+                if os.lstat(os.path.join(dirpath, name)).st_nlink > 1:
+                    return True
+            except OSError:
+                continue  # gone since the walk listed it: it has no other name to change
+    return False
+
+
+def _long_option(argument: str, *names: str) -> bool:
+    """Whether `argument` is one of the long options `names`, in any spelling GNU getopt
+    accepts: the whole name or a prefix of it (`--targ=DIR` is `--target-directory=DIR`), with
+    or without `=VALUE`. A prefix shared with another option is ambiguous, so getopt rejects it;
+    counting it too only makes the report unknown."""
+    if not argument.startswith("--") or argument == "--":
+        return False
+    given = argument[2:].partition("=")[0]
+    return any(name.startswith(given) for name in names)
+
+
+def _short_options(argument: str, letters: str) -> bool:
+    """Whether `argument` is a cluster of short options holding one of `letters` (`-vt`,
+    `-tDIR`). A letter in an option's attached value counts too: that only makes the report
+    unknown."""
+    return argument.startswith("-") and not argument.startswith("--") and any(c in argument[1:] for c in letters)
+
+
+def _names_target_directory(argument: str) -> bool:
+    """Whether a cp/mv/ln/install argument names the directory to write into (-t DIR, -tDIR,
+    -vt DIR, --target-directory=DIR, --targ=DIR)."""
+    return _long_option(argument, "target-directory") or _short_options(argument, "t")
+
+
 def _makes_backups(argument: str) -> bool:
-    """Whether a cp/mv/ln/install argument asks for backup copies (-b, -S SUFFIX, --backup)."""
-    if argument.startswith("--"):
-        return argument.startswith(("--backup", "--suffix"))
-    return argument.startswith("-") and ("b" in argument[1:] or "S" in argument[1:])
+    """Whether a cp/mv/ln/install argument asks for backup copies (-b, -S SUFFIX, --backup,
+    --suffix=SUFFIX, which implies backups, and their prefixes `--back`, `--suf=`)."""
+    return _long_option(argument, "backup", "suffix") or _short_options(argument, "bS")
