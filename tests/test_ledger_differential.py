@@ -7,6 +7,8 @@ decision, so a case still fails if spec and impl were ever wrong together.
 
 from __future__ import annotations
 
+import re
+
 import attrs
 import pytest
 
@@ -47,7 +49,9 @@ def test_the_state_machine_catches_a_ledger_that_forgets_failed_reads_typed_the_
     The machine's rules re-read what they observed, and its govern check reports the first
     step where the two answers differ."""
     monkeypatch.setattr(ledger_index._ExactSlot, "newest_serving", lambda slot, command: slot.newest_success)
-    ok, message = run_machine(max_examples=100, seed=0, shrink=False)
+    # 1,000, not 100: a seed draws differently with other test modules loaded (see below), and
+    # the run stops at the first divergence.
+    ok, message = run_machine(max_examples=1000, seed=0, shrink=False)
     assert not ok
     # The impl runs the read again: Allow, or Nudge when the step it lands on is a short loop.
     assert ": govern\n  spec: Reuse(" in message and ("impl: Allow(" in message or "impl: Nudge(" in message), message
@@ -55,9 +59,15 @@ def test_the_state_machine_catches_a_ledger_that_forgets_failed_reads_typed_the_
 
 def test_the_state_machine_catches_a_ledger_whose_currentness_ignores_changes(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(Ledger, "is_current", lambda ledger, observation: True)
-    ok, message = run_machine(max_examples=100, seed=0, shrink=False)
+    ok, message = run_machine(max_examples=1000, seed=0, shrink=False)
     assert not ok
-    assert "spec: False\n  impl: True" in message, message
+    # Which check sees it first depends on the draws, and a seed draws differently with other
+    # modules loaded (Hypothesis mixes in constants from every loaded module of the project):
+    # the currentness check itself, or the stored-bytes count, which drops what is no longer
+    # current (the impl keeps the stale output's bytes).
+    currentness = "spec: False\n  impl: True" in message
+    stored = re.search(r": stored bytes\n  spec: (\d+)\n  impl: (\d+)", message)
+    assert currentness or (stored is not None and int(stored[2]) > int(stored[1])), message
 
 
 def read(key: str, start: int = 1, end: int | None = None, view: str = PLAIN, spelling: str = "") -> Command:
