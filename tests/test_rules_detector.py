@@ -328,11 +328,13 @@ def test_a_file_gone_while_a_directory_is_walked_does_not_hide_a_hard_linked_one
     # The walk lists names first; one removed before its lstat is skipped, and the names after
     # it in the same directory are still checked.
     from ledger_impl.detectors import rules
+    from ledger_impl.workspace import Workspace
 
     (tmp_path / "linked").write_text("x\n")
     os.link(tmp_path / "linked", tmp_path / "other")
     monkeypatch.setattr(rules.os, "walk", lambda top: iter([(str(tmp_path), [], ["gone", "linked"])]))
-    assert rules._holds_a_hard_linked_file(tmp_path)
+    with pytest.raises(rules._Unknown):
+        rules._keys_below(Workspace(tmp_path), ".", hard_links_unknown=True)
 
 
 def test_a_failure_inside_the_prediction_makes_the_report_unknown_not_an_error(workspace, monkeypatch):

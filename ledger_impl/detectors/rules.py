@@ -260,9 +260,8 @@ class RulesDetector:
         if not os.path.isdir(resolved) and stat.st_nlink > 1:
             raise _Unknown  # other names of this inode are not known
         if os.path.isdir(resolved) and not os.path.islink(resolved):
-            if _holds_a_hard_linked_file(resolved):
-                raise _Unknown  # rm -r, chmod -R, cp -r into it reach that file's other names
-            keys.update(_keys_below(workspace, key))
+            # rm -r, chmod -R, cp -r into it reach a hard-linked file's other names.
+            keys.update(_keys_below(workspace, key, hard_links_unknown=True))
         return keys
 
 
@@ -278,8 +277,9 @@ def plain_operands(args: list[Word]) -> list[Word]:
     return operands
 
 
-def _keys_below(workspace: Workspace, key: str) -> set[str]:
-    """Every key under directory `key` (not following links), or nothing if it is not one."""
+def _keys_below(workspace: Workspace, key: str, *, hard_links_unknown: bool = False) -> set[str]:
+    """Every key under directory `key` (not following links), or nothing if it is not one.
+    With `hard_links_unknown`, raises _Unknown if a file below has more than one name."""
     if workspace.real_root is None:
         return set()
     root = pathlib.Path(workspace.real_root)
@@ -292,19 +292,16 @@ def _keys_below(workspace: Workspace, key: str) -> set[str]:
             rel = workspace.relative(os.path.join(dirpath, name))
             if rel is not None and rel != ".":
                 keys.add(rel)
+        if hard_links_unknown and any(_has_other_names(os.path.join(dirpath, name)) for name in filenames):
+            raise _Unknown
     return keys
 
 
-def _holds_a_hard_linked_file(directory: pathlib.Path) -> bool:
-    """Whether a file below `directory` (not following links) has more than one name."""
-    for dirpath, _, filenames in os.walk(directory):
-        for name in filenames:
-            try:
-                if os.lstat(os.path.join(dirpath, name)).st_nlink > 1:
-                    return True
-            except OSError:
-                continue  # gone since the walk listed it: it has no other name to change
-    return False
+def _has_other_names(path: str) -> bool:
+    try:
+        return os.lstat(path).st_nlink > 1
+    except OSError:
+        return False  # gone since the walk listed it: it has no other name to change
 
 
 def _long_option(argument: str, *names: str) -> bool:
