@@ -117,16 +117,22 @@ def test_the_default_detector_passes_the_focused_hunt() -> None:
 
 
 # A parallel hunt: a failure one worker stores is replayed by the next one to start a batch.
+# The detector is a reopened hole of the event detector, whose miss is the same at every run:
+# with stat_only a stored run may hinge on two writes landing in one clock tick, which a loaded
+# machine moves. The replay gets two runs, not one: Hypothesis tries the shortest stored entry
+# first, and when the first worker's shrink budget ran out that entry can be a partial shrink
+# that no longer fails without the random fill it was found with (seen on CI: one run, 24
+# steps, nothing found).
 
 
 def test_a_failure_stored_by_one_worker_is_replayed_by_another(tmp_path: pathlib.Path) -> None:
-    job = HuntJob(unsound.stat_only, named_profile("ci"), 2, 10, Grammar(), False, 5.0)
+    job = HuntJob(_ForgetsTheOtherNamesOfADroppedLink, named_profile("ci"), 2, 10, FOCUSED, False, 5.0)
     first = run_worker(job, 0, tmp_path / "first", tmp_path / "examples")
-    assert first.found, "the first worker must find the known fault of stat_only"
-    one_run = attrs.evolve(job, max_examples=1)
-    alone = run_worker(one_run, 1, tmp_path / "alone", tmp_path / "empty")
-    assert not alone.found, "one fresh run of this seed does not find it by itself"
-    replayed = run_worker(one_run, 1, tmp_path / "second", tmp_path / "examples")
+    assert first.found, "the first worker must find the reopened hole"
+    two_runs = attrs.evolve(job, max_examples=2)
+    alone = run_worker(two_runs, 1, tmp_path / "alone", tmp_path / "empty")
+    assert not alone.found, "two fresh runs of this seed do not find it by themselves"
+    replayed = run_worker(two_runs, 1, tmp_path / "second", tmp_path / "examples")
     assert replayed.found, "the stored failure is replayed first"
 
 
