@@ -63,3 +63,139 @@ def test_stream_tool_forms_the_parsers_do_not_know_are_not_reads(command):
     # second operand keeps it an edit. tr and tac accept no option their parsers do not list.
     result = c(command)
     assert not result.read_only and result.target is None, result
+
+
+# --- programs.py ----------------------------------------------------------------------------------
+
+TEST_RUNS = [
+    "python -m pytest", "python3 -m django test", "python -m django test auth", "pypy3 -m unittest",
+    "python manage.py test", "python x/run_tests.py", "bin/test", "/usr/local/bin/pytest -x",
+    "timeout 60 pytest", "timeout -s KILL 60 pytest", "timeout --signal KILL 60 python -m pytest -q",
+    "timeout -k 5 60 python -m pytest", "timeout --kill-after 5 60 pytest", "timeout --preserve-status 60 pytest",
+    "timeout -s KILL -k 5 60 python manage.py test", "timeout 60 python manage.py test app",
+]
+NOT_TEST_RUNS = [
+    "python -m django runserver", "python -m django", "python -m django check test", "python -m pip install x",
+    "python -m", "python manage.py runserver", "python manage.py", "python manage.py migrate test",
+    "./manage.py test", "python setup.py test", "timeout 60", "timeout 60 make", "timeout 60 python manage.py runserver",
+    "timeout -s KILL 60", "timeout -s", "timeout 60 python -m django runserver", "timeout --foreground 60 ./build.sh test",
+]
+
+
+@pytest.mark.parametrize("command", TEST_RUNS)
+def test_test_suite_runs_are_tests(command):
+    # Issue 13 (mutation run of programs.py): only the commonest spellings were tested, so the
+    # `-m` length check, django's `test` subcommand and timeout's options with an argument
+    # (`-s KILL`, `-k 5`) were never exercised.
+    assert c(command).category is Category.TEST
+
+
+@pytest.mark.parametrize("command", NOT_TEST_RUNS)
+def test_programs_that_are_not_test_suites_are_runs(command):
+    assert c(command).category is Category.RUN
+
+
+@pytest.mark.parametrize("command,category", [
+    ("perl -i -pe 's/a/b/' a.py", Category.EDIT), ("perl -i.bak -pe 's/a/b/' a.py", Category.EDIT),
+    ("perl -ne 'print' a.py", Category.RUN), ("perl -e 'print 1'", Category.RUN), ("perl a.pl", Category.RUN),
+])
+def test_perl_in_place_is_an_edit_and_anything_else_a_run(command, category):
+    # perl's code can do anything: never a read. `-i` says it edits its operands.
+    assert c(command).category is category
+    assert not c(command).read_only
+
+
+@pytest.mark.parametrize("command", ["cd src", "echo hi", "printf '%s\\n' x", "pwd", "true", ":"])
+def test_programs_that_print_their_arguments_or_change_directory_read_nothing(command):
+    # Neither a read (no target) nor an edit: nothing is read from or written to the tree.
+    result = c(command)
+    assert result.target is None
+    assert result.category is Category.RUN
+
+
+# --- git.py ---------------------------------------------------------------------------------------
+
+
+def _repository(path: pathlib.Path) -> pathlib.Path:
+    """A repository in `path` with one commit and one stash entry, git config kept out."""
+    env = {**os.environ, "GIT_CONFIG_GLOBAL": "/dev/null", "GIT_CONFIG_NOSYSTEM": "1"}
+    subprocess.run(["git", "init", "-q", str(path)], check=True, env=env)
+    (path / "a.py").write_text("a\n")
+    user = ["-c", "user.email=a@b", "-c", "user.name=a"]
+    subprocess.run(["git", *user, "add", "-A"], cwd=path, check=True, env=env)
+    subprocess.run(["git", *user, "commit", "-qm", "x"], cwd=path, check=True, env=env)
+    (path / "a.py").write_text("b\n")
+    subprocess.run(["git", *user, "stash", "-q"], cwd=path, check=True, env=env)
+    return path
+
+
+GIT_READS = ["git --no-pager log", "git --no-pager --no-pager status", "git ls-files -o", "git branch", "git branch -a",
+             "git branch --list -v", "git stash list", "git stash show", "git stash show -p", "git diff -- a.py"]
+
+
+@pytest.mark.parametrize("command", GIT_READS)
+def test_git_reads_are_searches_of_the_repository(command):
+    # Issue 13 (mutation run of git.py): `--no-pager`, `ls-files -o` (not diff's `-o`), and the
+    # listing forms of the writers `branch` and `stash` were never classified.
+    result = c(command)
+    assert result.category is Category.SEARCH
+    assert result.target == TreeTarget(".")
+
+
+@pytest.mark.parametrize("command", GIT_READS)
+def test_git_reads_have_no_target_while_the_repository_lies_above_the_root(command, tmp_path):
+    # A .git above the root changes where no detector looks: every git read, the listing forms
+    # of branch and stash too, depends on the repository.
+    root = tmp_path / "ws"
+    root.mkdir()
+    _repository(tmp_path)
+    assert classify(command, root=root).target is None
+    assert classify(command, root=tmp_path).target is not None
+
+
+@pytest.mark.parametrize("command,category", [
+    ("git", Category.RUN), ("git --no-pager", Category.RUN), ("git -C src status", Category.RUN),
+    ("git fetch", Category.RUN), ("git diff -ofile", Category.RUN), ("git log -ofile", Category.RUN),
+    ("git show -ofile", Category.RUN), ("git diff --ext-diff", Category.RUN), ("git log -p --textconv", Category.RUN),
+    ("git diff --no-index a.py b.py", Category.RUN), ("git diff -Oorder.txt", Category.RUN),
+    ("git diff ../x", Category.RUN), ("git log -- ../outside", Category.RUN), ("git log -- src/../../x", Category.RUN),
+    ("git branch new", Category.EDIT), ("git branch -d old", Category.EDIT), ("git branch -a new", Category.EDIT),
+    ("git stash pop", Category.EDIT), ("git --no-pager stash", Category.EDIT), ("git --no-pager checkout a.py", Category.EDIT),
+])
+def test_git_forms_that_write_run_programs_or_leave_the_root_are_not_reads(command, category):
+    result = c(command)
+    assert result.category is category
+    assert result.target is None
+
+
+@pytest.mark.parametrize("command", ["git stash show --output=out.txt", "git stash show --stat --output=out.txt",
+                                     "git stash list --output=out.txt"])
+def test_git_stash_listings_that_write_a_file_are_not_reads(command, tmp_path):
+    # Found while reading git.py for its mutants: `stash list` and `stash show` take log and diff
+    # options, and `--output` writes a file. They were classified as reads, so the file written
+    # went unreported and a later read of it could be served stale.
+    root = _repository(tmp_path)
+    assert not classify(command, root=root).read_only
+    before = set(os.listdir(root))
+    env = {**os.environ, "GIT_CONFIG_GLOBAL": "/dev/null", "GIT_CONFIG_NOSYSTEM": "1"}
+    subprocess.run(["bash", "-c", command], cwd=root, check=True, capture_output=True, env=env)
+    assert set(os.listdir(root)) - before == {"out.txt"}
+
+
+@pytest.mark.parametrize("command", ["git stash list --date=relative", "git stash list --format='%cr %s'",
+                                     "git stash list --since=yesterday", "git stash show --ext-diff",
+                                     "git stash show --no-index a.py b.py", "git stash show -p -- ../x"])
+def test_git_stash_listings_that_read_the_clock_or_run_programs_are_not_reusable(command, tmp_path):
+    # `git stash list --date=relative` prints `stash@{0 seconds ago}`: its output moves with the
+    # clock, and no detector can report that. Also found while reading git.py.
+    root = _repository(tmp_path)
+    result = classify(command, root=root)
+    assert result.target is None or not result.read_only, result
+
+
+def test_git_stash_list_with_a_relative_date_really_moves_with_the_clock(tmp_path):
+    root = _repository(tmp_path)
+    env = {**os.environ, "GIT_CONFIG_GLOBAL": "/dev/null", "GIT_CONFIG_NOSYSTEM": "1"}
+    out = subprocess.run(["git", "stash", "list", "--date=relative"], cwd=root, capture_output=True, text=True,
+                         check=True, env=env).stdout
+    assert " ago}" in out
