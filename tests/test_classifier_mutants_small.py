@@ -199,3 +199,20 @@ def test_git_stash_list_with_a_relative_date_really_moves_with_the_clock(tmp_pat
     out = subprocess.run(["git", "stash", "list", "--date=relative"], cwd=root, capture_output=True, text=True,
                          check=True, env=env).stdout
     assert " ago}" in out
+
+
+@pytest.mark.parametrize("unknown_for_opaque", [True, False])
+def test_the_rules_detector_does_not_miss_the_file_git_stash_show_writes(tmp_path, unknown_for_opaque):
+    # The rules detector trusts the classifier's reads to write nothing: with `stash show
+    # --output` read as a read, the file it wrote went unreported in either mode.
+    from ledger_impl.detectors import RulesDetector
+
+    root = _repository(tmp_path)
+    detector = RulesDetector(unknown_for_opaque)
+    command = "git stash show -p --output=out.txt"
+    detector.before(root, command)
+    env = {**os.environ, "GIT_CONFIG_GLOBAL": "/dev/null", "GIT_CONFIG_NOSYSTEM": "1"}
+    code = subprocess.run(["bash", "-c", command], cwd=root, capture_output=True, env=env).returncode
+    changes = detector.after(root, command, code)
+    assert (root / "out.txt").exists()
+    assert changes.unknown or "out.txt" in changes.paths
