@@ -76,7 +76,7 @@ TEST_RUNS = [
 ]
 NOT_TEST_RUNS = [
     "python -m django runserver", "python -m django", "python -m django check test", "python -m pip install x",
-    "python -m", "python manage.py runserver", "python manage.py", "python manage.py migrate test",
+    "python -m", "python -c unittest", "python bench.py pytest", "python manage.py runserver", "python manage.py", "python manage.py migrate test",
     "./manage.py test", "python setup.py test", "timeout 60", "timeout 60 make", "timeout 60 python manage.py runserver",
     "timeout -s KILL 60", "timeout -s", "timeout 60 python -m django runserver", "timeout --foreground 60 ./build.sh test",
 ]
@@ -216,3 +216,112 @@ def test_the_rules_detector_does_not_miss_the_file_git_stash_show_writes(tmp_pat
     changes = detector.after(root, command, code)
     assert (root / "out.txt").exists()
     assert changes.unknown or "out.txt" in changes.paths
+
+
+# --- search.py ------------------------------------------------------------------------------------
+
+SEARCHES = [
+    ("grep --color=never x a.py", FileTarget("a.py", view="grep")), ("grep --colour=auto x a.py", FileTarget("a.py", view="grep")),
+    ("grep -e x a.py", FileTarget("a.py", view="grep")), ("grep --regexp=x -e y a.py", FileTarget("a.py", view="grep")),
+    ("grep -e x a.py b.py", TreeTarget(".")), ("grep --directories=skip x a.py", FileTarget("a.py", view="grep")),
+    ("grep -d recurse x src", TreeTarget("src")), ("grep --directories=recurse -n x src", TreeTarget("src")),
+    ("grep -r x", TreeTarget(".")), ("grep -rn x src tests", TreeTarget(".")), ("grep -rn -e x src", TreeTarget("src")),
+    ("rg --color=never x", TreeTarget(".")), ("rg --files", TreeTarget(".")), ("rg --files src", TreeTarget("src")),
+    ("rg -e x src", TreeTarget("src")), ("rg --regexp x src", TreeTarget("src")), ("rg x", TreeTarget(".")),
+    ("rg x src tests", TreeTarget(".")),
+]
+
+
+@pytest.mark.parametrize("command,target", SEARCHES)
+def test_searches_name_what_they_search(command, target):
+    # Issue 13 (mutation run of search.py): the pattern given by `-e` (so every operand is a
+    # file), `--color=never`, `-d recurse`, a recursive grep without a directory, and rg's
+    # `--files` were never classified.
+    result = c(command)
+    assert result.category is Category.SEARCH
+    assert result.target == target
+
+
+@pytest.mark.parametrize("command", ["grep --color=always x a.py", "grep --colour=always -r x src", "grep --color x a.py",
+                                     "grep", "grep -e", "rg", "rg --color=auto x", "rg --color always x src", "rg -e",
+                                     "grep -R x src", "grep -rR x src", "grep --no-such-option x a.py"])
+def test_searches_with_forced_colour_or_no_pattern_are_not_reusable_reads(command):
+    result = c(command)
+    assert result.target is None and not result.read_only, result
+
+
+def test_a_grep_of_stdin_reads_no_file():
+    # The pattern is the only operand: grep reads stdin, here a file through a pipe.
+    assert c("cat a.py | grep x").target == FileTarget("a.py", view="pipeline")
+    assert c("cat a.py | grep -e x").target == FileTarget("a.py", view="pipeline")
+    assert c("grep x").category is Category.RUN
+
+
+# --- listing.py -----------------------------------------------------------------------------------
+
+LISTINGS = [
+    ("find", TreeTarget(".")), ("find -H . -name x", TreeTarget(".")), ("find -P src -name x", TreeTarget("src")),
+    ("find src tests -name x", TreeTarget(".")), ("find src ! -name x", TreeTarget("src")),
+    ("find ! -name x", TreeTarget(".")), ("find src \\( -name a -o -name b \\)", TreeTarget("src")),
+    ("find . -newer a.py", TreeTarget(".")), ("find src -samefile a.py", TreeTarget(".")),
+    ("find src -cnewer src/a.py", TreeTarget(".")),
+    ("find . -maxdepth 1 -type f", TreeTarget(".")), ("find src -empty -print", TreeTarget("src")),
+    ("find . -printf '%p %s\\n'", TreeTarget(".")),
+    ("ls --color=never", TreeTarget(".")), ("ls --color=auto src", TreeTarget("src")),
+    ("ls -l --indicator-style=none", TreeTarget(".")), ("ls -a", TreeTarget(".")), ("ls -a1", TreeTarget(".")),
+    ("ls -aC src", TreeTarget("src")), ("ls -ald src", TreeTarget("src")), ("ls -a --directory -l src", TreeTarget("src")),
+    ("ls -fl src", TreeTarget(".")), ("ls --all -l src", TreeTarget(".")), ("ls -lA", TreeTarget(".")),
+    ("diff a.py b.py", TreeTarget(".")), ("diff -u a.py b.py", TreeTarget(".")),
+    ("diff --color=never a.py b.py", TreeTarget(".")), ("diff -U3 --exclude=x a.py b.py", TreeTarget(".")),
+]
+
+
+@pytest.mark.parametrize("command,target", LISTINGS)
+def test_listings_name_the_tree_they_list(command, target):
+    # Issue 13 (mutation run of listing.py): find's -H/-P, several starting points, a test that
+    # opens with `!` or `(`, the file-argument tests; ls's colour and indicator values and the
+    # `..` rule under -a; diff's options: none was classified before.
+    result = c(command)
+    assert result.read_only
+    assert result.target == target
+
+
+@pytest.mark.parametrize("command", [
+    # find: links followed, arguments missing, access times, the type of a link's target, writes
+    "find -H -L . -name x", "find -P -L src", "find . -newer", "find . -samefile", "find . -name", "find . -printf",
+    "find . -printf '%a %p'", "find . -type f -printf '%A@'", "find . -printf '%Y'", "find . -fls out",
+    "find . -fprint0 out", "find . -fprintf out %p", "find . -mtime 1", "find . -exec ls {} \\;", "find . -ok rm {} \\;",
+    # ls: forced colour, a long listing's indicators, access times
+    "ls --color=always", "ls --color", "ls -lF", "ls -l --indicator-style=slash", "ls -lu", "ls --time=atime",
+    # diff: not exactly two operands, colour, recursion
+    "diff a.py", "diff a.py b.py c.py", "diff --color=always a.py b.py", "diff -r a b", "diff -5 a.py b.py",
+])
+def test_listing_forms_that_write_follow_links_or_read_the_clock_are_not_reusable(command):
+    result = c(command)
+    assert result.target is None and not result.read_only, result
+
+
+@pytest.mark.parametrize("command", ["ls -la --indicator-style=none", "ls -a -s", "ls -a --full-time", "ls -al -i",
+                                     "ls -fl", "ls --all --size"])
+def test_a_listing_that_describes_the_parent_of_the_root_has_no_target(command):
+    # `..` at the root describes the root's parent, where no detector looks (its size, times and
+    # link count change with anything made next to the root).
+    result = c(command)
+    assert result.category is Category.SEARCH and result.target is None
+
+
+@pytest.mark.parametrize("command", ["find . -fls out", "find . -fprint0 out", "find . -delete"])
+def test_find_actions_that_write_are_edits(command):
+    assert c(command).category is Category.EDIT
+
+
+# --- awk.py ---------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("command", ["gawk '{print PROCINFO[\"pid\"]}' a.py", "awk 'NR==1 {print PROCINFO[\"ppid\"], $0}' a.py"])
+def test_awk_that_prints_its_process_id_is_not_reusable(command):
+    # Found while reading awk.py for its mutants: gawk's PROCINFO["pid"] (and "ppid", "pgrpid")
+    # differ at every run with nothing on disk changing, so no detector can report the change;
+    # PROCINFO was only counted as naming the file's path.
+    result = c(command)
+    assert result.target is None or not result.read_only, result
