@@ -325,3 +325,127 @@ def test_awk_that_prints_its_process_id_is_not_reusable(command):
     # PROCINFO was only counted as naming the file's path.
     result = c(command)
     assert result.target is None or not result.read_only, result
+
+
+# --- hazards.py -----------------------------------------------------------------------------------
+
+_PROGRAM = "[diff]\n\texternal = /bin/true\n"
+
+
+@pytest.fixture
+def git_home(tmp_path, monkeypatch) -> pathlib.Path:
+    """A repository (returned) with a home of its own; no git config from the environment."""
+    home = tmp_path / "home"
+    home.mkdir()
+    for name in ("GIT_CONFIG_GLOBAL", "GIT_CONFIG_SYSTEM", "GIT_CONFIG_PARAMETERS", "GIT_CONFIG", "GIT_DIR",
+                 "GIT_CONFIG_COUNT", "XDG_CONFIG_HOME", "GIT_CONFIG_NOSYSTEM"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("GIT_CONFIG_SYSTEM", str(tmp_path / "no-system-config"))
+    root = tmp_path / "ws"
+    root.mkdir()
+    _repository(root)
+    assert classify("git status", root=root).target is not None
+    return root
+
+
+def _not_reusable(root: pathlib.Path) -> bool:
+    result = classify("git status", root=root)
+    return result.target is None or not result.read_only
+
+
+@pytest.mark.parametrize("where", ["home", "xdg", "xdg-default", "global", "system"])
+def test_a_configured_program_in_any_config_file_git_reads_makes_git_reads_run(git_home, monkeypatch, where):
+    # Issue 13 (mutation run of hazards.py): only the repository's own .git/config was tested;
+    # git also reads ~/.gitconfig, $XDG_CONFIG_HOME/git/config (default ~/.config/git/config),
+    # $GIT_CONFIG_GLOBAL instead of those two, and the system file unless GIT_CONFIG_NOSYSTEM.
+    home = pathlib.Path(os.environ["HOME"])
+    if where == "home":
+        path = home / ".gitconfig"
+    elif where == "xdg":
+        monkeypatch.setenv("XDG_CONFIG_HOME", str(home / "xdg"))
+        path = home / "xdg" / "git" / "config"
+    elif where == "xdg-default":
+        path = home / ".config" / "git" / "config"
+    elif where == "global":
+        path = home / "global.cfg"
+        monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(path))
+    else:
+        path = pathlib.Path(os.environ["GIT_CONFIG_SYSTEM"])
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(_PROGRAM)
+    assert _not_reusable(git_home)
+
+
+@pytest.mark.parametrize("value", ["1", "true", "yes"])
+def test_the_system_config_is_not_consulted_when_git_does_not_read_it(git_home, monkeypatch, value):
+    pathlib.Path(os.environ["GIT_CONFIG_SYSTEM"]).write_text(_PROGRAM)
+    monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", value)
+    assert not _not_reusable(git_home)
+
+
+def test_git_config_global_replaces_the_home_config_files(git_home, monkeypatch):
+    home = pathlib.Path(os.environ["HOME"])
+    (home / ".gitconfig").write_text(_PROGRAM)
+    (home / "global.cfg").write_text("[user]\n\tname = a\n")
+    monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(home / "global.cfg"))
+    assert not _not_reusable(git_home)
+    (home / "global.cfg").write_text(_PROGRAM)
+    assert _not_reusable(git_home)
+
+
+@pytest.mark.parametrize("name,value", [("GIT_CONFIG_PARAMETERS", "'diff.external'='/bin/true'"), ("GIT_CONFIG", "/x"),
+                                        ("GIT_DIR", ".git")])
+def test_config_from_the_environment_makes_git_reads_run(git_home, monkeypatch, name, value):
+    monkeypatch.setenv(name, value)
+    assert _not_reusable(git_home)
+
+
+@pytest.mark.parametrize("key,runs", [("diff.external", True), ("core.fsmonitor", True), ("include.path", True),
+                                      ("diff.autoRefreshIndex", False), ("user.name", False)])
+def test_config_given_by_count_runs_programs_only_for_the_program_keys(git_home, monkeypatch, key, runs):
+    monkeypatch.setenv("GIT_CONFIG_COUNT", "2")
+    monkeypatch.setenv("GIT_CONFIG_KEY_0", "user.email")
+    monkeypatch.setenv("GIT_CONFIG_VALUE_0", "a@b")
+    monkeypatch.setenv("GIT_CONFIG_KEY_1", key)
+    monkeypatch.setenv("GIT_CONFIG_VALUE_1", "/bin/true")
+    assert _not_reusable(git_home) is runs
+
+
+def test_an_empty_config_count_is_no_config(git_home, monkeypatch):
+    monkeypatch.setenv("GIT_CONFIG_COUNT", "")
+    assert not _not_reusable(git_home)
+
+
+def test_a_config_file_that_cannot_be_read_makes_git_reads_run(git_home):
+    (pathlib.Path(os.environ["HOME"]) / ".gitconfig").mkdir()  # open() fails with IsADirectoryError
+    assert _not_reusable(git_home)
+
+
+def test_a_repository_whose_git_directory_is_elsewhere_makes_git_reads_run(tmp_path, git_home):
+    # A `.git` file (a worktree or submodule) names a directory whose config is not looked at.
+    other = tmp_path / "other"
+    subprocess.run(["git", "-C", str(git_home), "worktree", "add", "-q", str(other)], check=True, capture_output=True)
+    assert (other / ".git").is_file()
+    assert _not_reusable(other)
+
+
+def test_a_program_key_late_in_a_long_config_file_is_seen(git_home):
+    (pathlib.Path(os.environ["HOME"]) / ".gitconfig").write_text("# padding\n" * 50_000 + _PROGRAM)
+    assert _not_reusable(git_home)
+
+
+@pytest.mark.parametrize("command,reusable", [
+    ("git log --date iso", True), ("git log --date=iso", True), ("git log --date short -3", True),
+    ("git log --date=format:%Y", True), ("git log --date relative", False), ("git show HEAD@{1}", False),
+    ("git log --date=auto:human", False),
+    ("uptime && cat a.py", False), ("printf x && cat a.py", True), ("printf '%s' x && cat a.py", True),
+    ("ls -nF", False), ("ls -oF", False), ("ls -gp", False), ("ls --format=long -F", False),
+    ("ls --format=verbose -p", False), ("ls --format=across -F", True), ("ls --format=long --indicator-style=none", True),
+    ("grep -rn x --include=a..b .", True), ("grep -rn x --include=src/../../x .", False), ("grep -rn x -e=/etc/x .", False),
+])
+def test_hazard_rules_at_their_edges(command, reusable):
+    # Each hazard rule once on each side: two-word `--date` values, a reflog time, `uptime`,
+    # printf without a time format, ls long formats other than -l, a `..` inside a name.
+    result = c(command)
+    assert (result.read_only and result.target is not None) is reusable, result
