@@ -165,6 +165,10 @@ def test_git_reads_have_no_target_while_the_repository_lies_above_the_root(comma
     ("git diff ../x", Category.RUN), ("git log -- ../outside", Category.RUN), ("git log -- src/../../x", Category.RUN),
     ("git branch new", Category.EDIT), ("git branch -d old", Category.EDIT), ("git branch -a new", Category.EDIT),
     ("git stash pop", Category.EDIT), ("git --no-pager stash", Category.EDIT), ("git --no-pager checkout a.py", Category.EDIT),
+    # Writers whose arguments look like a listing's: `git tag list` makes a tag named `list`,
+    # `git am` applies patches from stdin, `git worktree list` is kept an edit like every worktree.
+    ("git tag list", Category.EDIT), ("git am", Category.EDIT), ("git add -v", Category.EDIT),
+    ("git worktree list", Category.EDIT), ("git remote show origin", Category.RUN),
 ])
 def test_git_forms_that_write_run_programs_or_leave_the_root_are_not_reads(command, category):
     result = c(command)
