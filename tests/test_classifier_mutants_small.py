@@ -236,15 +236,16 @@ SEARCHES = [
     ("grep -r x", TreeTarget(".")), ("grep -rn x src tests", TreeTarget(".")), ("grep -rn -e x src", TreeTarget("src")),
     ("rg --color=never x", TreeTarget(".")), ("rg --files", TreeTarget(".")), ("rg --files src", TreeTarget("src")),
     ("rg -e x src", TreeTarget("src")), ("rg --regexp x src", TreeTarget("src")), ("rg x", TreeTarget(".")),
-    ("rg x src tests", TreeTarget(".")),
+    ("rg x src tests", TreeTarget(".")), ("grep -5 x a.py", FileTarget("a.py", view="grep")),
+    ("grep -n -3 x a.py", FileTarget("a.py", view="grep")),
 ]
 
 
 @pytest.mark.parametrize("command,target", SEARCHES)
 def test_searches_name_what_they_search(command, target):
     # Issue 13 (mutation run of search.py): the pattern given by `-e` (so every operand is a
-    # file), `--color=never`, `-d recurse`, a recursive grep without a directory, and rg's
-    # `--files` were never classified.
+    # file), `--color=never`, `-d recurse`, a recursive grep without a directory, grep's
+    # numeric context (`-5`) and rg's `--files` were never classified.
     result = c(command)
     assert result.category is Category.SEARCH
     assert result.target == target
@@ -252,8 +253,10 @@ def test_searches_name_what_they_search(command, target):
 
 @pytest.mark.parametrize("command", ["grep --color=always x a.py", "grep --colour=always -r x src", "grep --color x a.py",
                                      "grep", "grep -e", "rg", "rg --color=auto x", "rg --color always x src", "rg -e",
+                                     "rg --color=yes x",
                                      "grep -R x src", "grep -rR x src", "grep --no-such-option x a.py"])
 def test_searches_with_forced_colour_or_no_pattern_are_not_reusable_reads(command):
+    # rg's colour is refused for every value but `never`, one it does not know (`yes`) too.
     result = c(command)
     assert result.target is None and not result.read_only, result
 
