@@ -446,6 +446,22 @@ def test_a_program_key_late_in_a_long_config_file_is_seen(git_home):
     assert _not_reusable(git_home)
 
 
+def test_a_config_file_too_long_to_read_whole_makes_git_reads_run(git_home):
+    # Found through the survivors `read(1_000_000)` -> `read(999_999)`: only the first million
+    # characters of a config file were searched, so a program key after them was missed and
+    # the git read stayed reusable. A file longer than that is now not proven: assume it may.
+    config = pathlib.Path(os.environ["HOME"]) / ".gitconfig"
+    padding = "#" * 99 + "\n"
+    config.write_text(padding * 10_000 + _PROGRAM)  # 1,000,000 characters, then the key
+    assert _not_reusable(git_home)
+    # At the limit exactly, the whole file is read, and one without a key stays reusable.
+    config.write_text(padding * 10_000)
+    assert len(config.read_text()) == 1_000_000
+    assert not _not_reusable(git_home)
+    config.write_text(padding * 10_000 + "#")
+    assert _not_reusable(git_home)
+
+
 @pytest.mark.parametrize("command,reusable", [
     ("git log --date iso", True), ("git log --date=iso", True), ("git log --date short -3", True),
     ("git log --date=format:%Y", True), ("git log --date relative", False), ("git show HEAD@{1}", False),
@@ -453,6 +469,8 @@ def test_a_program_key_late_in_a_long_config_file_is_seen(git_home):
     ("uptime && cat a.py", False), ("printf x && cat a.py", True), ("printf '%s' x && cat a.py", True),
     ("ls -nF", False), ("ls -oF", False), ("ls -gp", False), ("ls --format=long -F", False),
     ("ls --format=verbose -p", False), ("ls --format=across -F", True), ("ls --format=long --indicator-style=none", True),
+    ("git log -- human.py", True), ("git show relative", True), ("echo '%(%s)T' && cat a.py", True),
+    ("ls --hide=long -F", True), ("ls --hide=verbose -p", True),
     ("grep -rn x --include=a..b .", True), ("grep -rn x --include=src/../../x .", False), ("grep -rn x -e=/etc/x .", False),
 ])
 def test_hazard_rules_at_their_edges(command, reusable):
@@ -460,3 +478,30 @@ def test_hazard_rules_at_their_edges(command, reusable):
     # printf without a time format, ls long formats other than -l, a `..` inside a name.
     result = c(command)
     assert (result.read_only and result.target is not None) is reusable, result
+
+
+@pytest.mark.parametrize("command,view", [
+    ("awk 'NR==3 && NR<5' a.py", "awk"),  # `NR==a` with a second comparison is no range the parser knows
+    ("awk -F: 'NR==2' a.py", "awk"), ("awk -v n=1 'NR>=2' a.py", "awk"),  # an option may change what NR counts
+    ("awk 'NR==2' a.py", "awk-lines"), ("awk '$1 > 2' a.py", "awk"), ("awk '{print}' -- a.py", "awk"),
+])
+def test_awk_reads_get_a_line_range_only_for_the_forms_the_parser_knows(command, view):
+    # Issue 13 (mutation run of awk.py): an option before the program, `NR==a && NR<b`, and a
+    # comparison that is not a redirection were never classified.
+    result = c(command)
+    assert result.read_only and isinstance(result.target, FileTarget)
+    assert result.target.view == view
+
+
+@pytest.mark.parametrize("command", ["awk", "awk -F", "awk --no-such '{print}' a.py", "awk '{print}' x=1 a.py",
+                                     "awk '{print}' a.py n=2", "awk '{print $1 > 2}' a.py", "awk 'BEGIN{print 1}'"])
+def test_awk_forms_that_are_not_reads_of_files(command):
+    # `x=1` as an operand is an assignment awk runs, not a file; `print $1 > 2` writes a file `2`.
+    result = c(command)
+    assert not result.read_only and result.target is None, result
+
+
+def test_awk_programs_naming_the_file_keep_its_spelling():
+    # FILENAME prints the path as typed, so `./a.py` and `a.py` differ; without it they do not.
+    assert c("awk '{print FILENAME}' ./a.py").normalized != c("awk '{print FILENAME}' a.py").normalized
+    assert c("awk 'NR==2' ./a.py").normalized == c("awk 'NR==2' a.py").normalized
