@@ -493,6 +493,7 @@ def test_a_config_file_too_long_to_read_whole_makes_git_reads_run(git_home):
     ("ls -nF", False), ("ls -oF", False), ("ls -gp", False), ("ls --format=long -F", False),
     ("ls --format=verbose -p", False), ("ls --format=across -F", True), ("ls --format=long --indicator-style=none", True),
     ("true '%(%s)T' && cat a.py", True), ("grep -rn x=/etc/passwd src", True),
+    ("git log -1 human.py", True), ("ls -I long -F", True), ("ls --hide=verbose -F src", True),
     ("git log -- human.py", True), ("git show relative", True), ("echo '%(%s)T' && cat a.py", True),
     ("ls --hide=long -F", True), ("ls --hide=verbose -p", True),
     ("grep -rn x --include=a..b .", True), ("grep -rn x --include=src/../../x .", False), ("grep -rn x -e=/etc/x .", False),
