@@ -278,7 +278,7 @@ LISTINGS = [
     ("find src -cnewer src/a.py", TreeTarget(".")),
     ("find . -maxdepth 1 -type f", TreeTarget(".")), ("find src -empty -print", TreeTarget("src")),
     ("find . -printf '%p %s\\n'", TreeTarget(".")),
-    ("find . -regex '.*%a'", TreeTarget(".")), ("find . -newer a.py -name '*.py'", TreeTarget(".")),
+    ("find . -regex '.*%a'", TreeTarget(".")), ("find . -regex '.*%Y'", TreeTarget(".")), ("find . -newer a.py -name '*.py'", TreeTarget(".")),
     # a quoted `*` is part of a name: its `..` entry is the root, not a pattern
     ("ls -la 'sr*'", TreeTarget(".")),
     ("find . -name '%a*'", TreeTarget(".")), ("find . -name '*%Y*'", TreeTarget(".")),  # -printf's formats only
