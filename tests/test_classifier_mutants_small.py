@@ -15,7 +15,8 @@ import sys
 import pytest
 
 from ledger_impl import classify
-from ledger_spec import Category, FileTarget, TreeTarget
+from ledger_spec import WHOLE_FILE, Category, FileTarget, TreeTarget
+from ledger_spec import lines as spec_lines
 
 ROOT = "/testbed"  # lexical classification: the directory need not exist
 
@@ -530,3 +531,25 @@ def test_awk_programs_naming_the_file_keep_its_spelling():
     # FILENAME prints the path as typed, so `./a.py` and `a.py` differ; without it they do not.
     assert c("awk '{print FILENAME}' ./a.py").normalized != c("awk '{print FILENAME}' a.py").normalized
     assert c("awk 'NR==2' ./a.py").normalized == c("awk 'NR==2' a.py").normalized
+
+
+@pytest.mark.parametrize("content", ["".join(f"line {i}\n" for i in range(1, 11)), "".join(f"line {i}\n" for i in range(1, 10)) + "line 10"],
+                         ids=["newline-at-end", "no-newline-at-end"])
+@pytest.mark.parametrize("program", ["NR==1", "NR>=1", "NR>0", "NR>=0", "NR>=1 && NR<=3", "NR>0 && NR<3", "NR>=0 && NR<2",
+                                     "NR>=5 && NR<=3", "NR>5 && NR<6", "NR>=4 && NR<=4"])
+def test_awk_line_ranges_at_the_first_line_and_when_empty_match_real_awk(tmp_path, content, program):
+    # Issue 13 (mutation run of awk.py): the ranges were tested away from line 1 and never
+    # empty, so `max(first, 1)` -> `max(first, 2)` and an empty range widened to one line
+    # survived: a target naming other lines than awk prints, served from another read.
+    (tmp_path / "a.txt").write_text(content)
+    command = f"awk '{program}' a.txt"
+    target = classify(command, root=tmp_path).target
+    assert isinstance(target, FileTarget) and target.view == "awk-lines"
+    wanted = spec_lines.serve(WHOLE_FILE, content, target.lines)
+    expected = wanted + ("\n" if wanted and not wanted.endswith("\n") else "")  # awk ends every record
+    actual = subprocess.run(["bash", "-c", command], cwd=tmp_path, capture_output=True, check=True).stdout.decode()
+    assert actual == expected
+
+
+def test_awk_without_a_program_is_a_run():
+    assert c("awk").category is Category.RUN  # not an internal error (`unknown`)
