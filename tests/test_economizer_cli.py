@@ -37,7 +37,7 @@ def write(path: pathlib.Path, rows: list[dict]) -> pathlib.Path:
 def snapshot(state: pathlib.Path) -> dict:
     """The stored state and task rows (what 'intact' means), or {} if nothing was stored."""
     out = {}
-    for db in sorted(state.glob("*.sqlite3")):
+    for db in sorted(state.rglob("*.sqlite3")):
         connection = sqlite3.connect(db)
         out[db.name] = (connection.execute("SELECT value FROM meta").fetchall(), connection.execute("SELECT * FROM tasks").fetchall())
         connection.close()
@@ -125,7 +125,7 @@ def test_catastrophic_regex_from_a_proposer_file_exits_2(fed: pathlib.Path, tmp_
 
 def test_a_locked_database_exits_2_and_leaves_state_intact(fed: pathlib.Path, tmp_path: pathlib.Path, capsys) -> None:
     before = snapshot(fed)
-    holder = sqlite3.connect(fed / "owner__repo.sqlite3", isolation_level=None)
+    holder = sqlite3.connect(next(fed.rglob("owner__repo.sqlite3")), isolation_level=None)
     holder.execute("BEGIN IMMEDIATE")
     try:
         path = write(tmp_path / "more.jsonl", [row("owner__repo-9", PASSING)])
@@ -223,3 +223,85 @@ def test_guard_on_a_first_task_needs_no_state(tmp_path: pathlib.Path, capsys) ->
     assert main(["economize", "guard", "owner/repo", str(path), "--state-dir", str(tmp_path / "s")]) == 0
     assert json.loads(capsys.readouterr().out) == {"action": "continue", "turn": 30}  # no B, judge never stuck
     assert not (tmp_path / "s").exists()
+
+
+SLOW_LINE = "a" * 2000  # `a*a*a*a*b` searched in one such line backtracks for hours
+
+
+def test_a_slow_regex_from_a_proposer_file_is_cut_off_exits_2_and_leaves_state_intact(fed: pathlib.Path, tmp_path: pathlib.Path) -> None:
+    """A regex the static check admits can still backtrack for hours on a long line: the CLI's
+    feed runs detectors in a killable worker, so it ends with one line instead of hanging
+    (with the write lock held), and the proposals file is refused like an inadmissible one."""
+    before = snapshot(fed)
+    proposals = tmp_path / "slow.json"
+    proposals.write_text(json.dumps({"skills": [{
+        "id": "slow-one", "injection": "x.", "cite": ["owner__repo-9", "owner__repo-8"],
+        "detector": {"scope": "ran_tests", "confirm": {"regex": "a*a*a*a*b"}},
+    }]}))
+    path = write(tmp_path / "next.jsonl", [row("owner__repo-9", [*PASSING, (f"echo {SLOW_LINE}", SLOW_LINE, 0)])])
+    done = subprocess.run(
+        [sys.executable, "-m", "ledger_cli.main", "economize", "feed", str(path), "--state-dir", str(fed),
+         "--proposals", str(proposals), "--detector-timeout-s", "0.5"],
+        capture_output=True, text=True, timeout=120,
+    )
+    assert done.returncode == 2
+    assert "slow-one" in done.stderr and "did not finish within 0.5s" in done.stderr
+    assert done.stderr.count("\n") == 1 and "Traceback" not in done.stderr
+    assert snapshot(fed) == before
+
+
+@pytest.mark.parametrize("damage", ["bad json", "not a database"])
+@pytest.mark.parametrize("command", [["feed", "MORE"], ["show", "owner/repo"], ["manual", "owner/repo"], ["mask", "owner/repo"], ["guard", "owner/repo", "MORE"]])
+def test_an_unreadable_state_exits_2_in_one_line_and_is_left_as_it_was(fed: pathlib.Path, tmp_path: pathlib.Path, capsys, damage: str, command: list[str]) -> None:
+    database = next(fed.rglob("owner__repo.sqlite3"))
+    if damage == "bad json":
+        connection = sqlite3.connect(database)
+        connection.execute("UPDATE meta SET value = '{not json' WHERE key = 'state'")
+        connection.commit()
+        connection.close()
+    else:
+        for leftover in database.parent.glob("owner__repo.sqlite3-*"):
+            leftover.unlink()
+        database.write_bytes(b"garbage " * 600)
+    stored = database.read_bytes()
+    more = write(tmp_path / "more.jsonl", [row("owner__repo-9", PASSING)])
+    capsys.readouterr()
+    assert main(["economize", *[str(more) if a == "MORE" else a for a in command], "--state-dir", str(fed)]) == 2
+    err = capsys.readouterr().err
+    assert "cannot be read" in err and err.count("\n") == 1 and "Traceback" not in err
+    assert database.read_bytes() == stored
+
+
+def test_a_locked_second_repository_leaves_the_first_unwritten(fed: pathlib.Path, tmp_path: pathlib.Path, capsys) -> None:
+    """One feed of two repositories is all or nothing: the second one's lock is taken before
+    the first one commits, so a busy second database cannot leave the first one fed. (Locks
+    are taken in repository order, so the busy one is named to come second.)"""
+    assert main(["economize", "feed", str(write(tmp_path / "o.jsonl", [row("zzz__repo-1", PASSING, repo="zzz/repo")])), "--state-dir", str(fed)]) == 0
+    before = snapshot(fed)
+    holder = sqlite3.connect(next(fed.rglob("zzz__repo.sqlite3")), isolation_level=None)
+    holder.execute("BEGIN IMMEDIATE")
+    try:
+        rows = [row("owner__repo-9", PASSING), row("zzz__repo-2", PASSING, repo="zzz/repo")]
+        capsys.readouterr()
+        assert main(["economize", "feed", str(write(tmp_path / "two.jsonl", rows)), "--state-dir", str(fed), "--busy-timeout-ms", "100"]) == 2
+        assert "locked by another writer" in capsys.readouterr().err
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+    assert snapshot(fed) == before
+
+
+def test_economizer_and_sessions_share_one_state_root_and_one_connection_policy(tmp_path: pathlib.Path, monkeypatch) -> None:
+    """Issue 12 item 4: the economizer's databases sit under Ledger's state root, next to the
+    session databases, and `--state-dir D` names that root for both commands."""
+    from economizer.store import database_path
+    from ledger_impl.store import sessions_dir
+
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "xdg"))
+    assert database_path("owner/repo").parent.parent == sessions_dir().parent == tmp_path / "xdg" / "ledger"
+    assert database_path("owner/repo", tmp_path / "d").parent.parent == sessions_dir(tmp_path / "d").parent
+    with Store("owner/repo", tmp_path / "d", busy_timeout_ms=1234) as store:
+        assert store.connection.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+        assert store.connection.execute("PRAGMA synchronous").fetchone()[0] == 1  # NORMAL
+        assert store.connection.execute("PRAGMA busy_timeout").fetchone()[0] == 1234
+        assert store.connection.isolation_level is None  # explicit BEGIN IMMEDIATE only
