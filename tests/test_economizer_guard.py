@@ -204,3 +204,21 @@ def test_harness_signals() -> None:
     assert isinstance(signals[2], Nudge) and "try something else" in signals[2].note
     assert isinstance(signals[-1], StopSignal) and signals[-1].reason == "second stuck verdict"
     assert signals[0] is None
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+@settings(max_examples=20, deadline=None)
+@given(start=st.integers(1, 8), step=st.integers(1, 8), extra=st.integers(0, 20))
+def test_judge_interval_grows_by_its_step_up_to_its_cap(engine: str, start: int, step: int, extra: int) -> None:
+    """With a judge that always answers "productive", the k-th gap between consultations is
+    min(start + k * step, cap) for k = 1, 2, ...: never shorter than `start` (the judge is
+    asked at most every `start` turns), growing by `step` after each verdict, capped."""
+    cap = start + extra
+    turns = 80  # the spec recounts every prefix: quadratic in the turns
+    params = Params(judge_interval=start, judge_interval_step=step, judge_interval_max=cap)
+    judge = Judge(stuck=False)
+    guard_decisions(engine, [LOOP] * turns, None, params, judge, writer)
+    gaps = [b - a for a, b in zip(judge.turns, judge.turns[1:])]
+    assert judge.turns[0] == 3  # the trigger opens at the third repeated error
+    assert gaps == [min(start + k * step, cap) for k in range(1, len(gaps) + 1)]
+    assert judge.turns[-1] + min(start + (len(gaps) + 1) * step, cap) > turns  # none was skipped at the end
