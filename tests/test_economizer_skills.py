@@ -354,3 +354,58 @@ def test_lifecycle_rules_hold_after_every_task(
             assert view["status"] == ("confirmed" if len(confirming_tasks) >= c else "candidate")
             assert view["confirmed_at"] == (task if view["status"] == "confirmed" else None)
         previous = view
+
+
+CITABLE = ("task-1", "task-2", "task-3", "task-9")
+"""Window tasks 1-2 confirm, 3 is idle (its citation does not verify), 9 is outside the window."""
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+@settings(max_examples=40, deadline=None)
+@given(
+    citations=st.lists(st.lists(st.sampled_from(CITABLE), max_size=4), max_size=7),
+    limit=st.integers(1, 5),
+    required=st.integers(1, 3),
+    revisions=st.lists(st.tuples(st.integers(0, 6), st.sampled_from(["contradict", "injection", "need", "high_stakes"])), max_size=4),
+)
+# Revisions of an admitted skill need a lucky draw; these pin one of each kind, and a citation
+# of the idle window task that must not verify.
+@example(citations=[["task-1", "task-2"], ["task-2", "task-1"]], limit=4, required=2, revisions=[(0, "injection"), (1, "contradict")])
+@example(citations=[["task-1", "task-3"], ["task-1", "task-2"]], limit=4, required=2, revisions=[(1, "need")])
+def test_admission_rules_on_random_proposer_answers(engine, citations, limit, required, revisions) -> None:
+    """One call proposes skills s-0, s-1, ... with drawn citations: exactly the first `limit`
+    are considered, and one is admitted iff at least `required` distinct cited tasks are in
+    the window and match its confirm detector. A second call revises admitted ids: accepted
+    iff only the contradict detector changed, and the skill keeps its evidence."""
+    params = Params(proposer_first=3, proposer_period=1, proposer_window=3, max_proposals=limit, min_citations=required)
+    first = tuple(attrs.evolve(SKILL, id=f"s-{k}", citations=tuple(cited)) for k, cited in enumerate(citations))
+    changed = {
+        "contradict": {"contradict": Regex("WORSE", "outputs")},
+        "injection": {"injection": "Something else."},
+        "need": {"need": None},
+        "high_stakes": {"high_stakes": True},
+    }
+    second = tuple(attrs.evolve(first[k], **changed[field]) for k, field in revisions if k < len(first))
+    stream = Stream(engine, params)
+    ctl = controllers(first, second)
+    for i, kind in enumerate(["confirm", "confirm", "idle"], 1):
+        stream.feed(Trajectory(f"task-{i}", KINDS[kind], True), ctl)
+    expected = [f"s-{k}" for k, cited in enumerate(citations[:limit]) if len({c for c in cited if c in ("task-1", "task-2")}) >= required]
+    assert sorted(stream.skills()) == sorted(expected)
+    assert [r.skill_id for r in stream.rejections()] == [f"s-{k}" for k in range(len(citations)) if f"s-{k}" not in expected]
+    before, rejected_before = stream.skills(), len(stream.rejections())
+    stream.feed(Trajectory("task-4", KINDS["idle"], True), ctl)
+    after = stream.skills()
+    refused = [r.skill_id for r in stream.rejections()[rejected_before:] if r.reason == "a revision may change only the contradict detector"]
+    seen: set[str] = set()
+    for position, revision in enumerate(second):
+        name = revision.id
+        if position >= limit or name in seen or name not in before:
+            continue  # over the limit, proposed twice, or a new id (checked above)
+        seen.add(name)
+        accepted = revision.injection == SKILL.injection and revision.need == SKILL.need and revision.high_stakes == SKILL.high_stakes
+        assert (after[name]["definition"].contradict == revision.contradict) is (accepted or revision.contradict == SKILL.contradict)
+        assert after[name]["confirmations"] == before[name]["confirmations"]
+        assert (name in refused) is not accepted
+        if not accepted:
+            assert after[name]["definition"] == before[name]["definition"]
