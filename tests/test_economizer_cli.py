@@ -305,3 +305,58 @@ def test_economizer_and_sessions_share_one_state_root_and_one_connection_policy(
         assert store.connection.execute("PRAGMA synchronous").fetchone()[0] == 1  # NORMAL
         assert store.connection.execute("PRAGMA busy_timeout").fetchone()[0] == 1234
         assert store.connection.isolation_level is None  # explicit BEGIN IMMEDIATE only
+
+
+
+FEEDER = """
+import os, signal, sqlite3, sys, pathlib
+from economizer.codec import read_jsonl
+from economizer.protocols import default_controllers
+from economizer.store import Store
+state, path, die_at = pathlib.Path(sys.argv[1]), pathlib.Path(sys.argv[2]), int(sys.argv[3])
+rows = read_jsonl(path.read_text(), str(path))
+seen = []
+def trace(statement):  # kill -9 this process just before its die_at-th SQL statement runs
+    seen.append(statement)
+    if len(seen) == die_at:
+        os.kill(os.getpid(), signal.SIGKILL)
+connect = sqlite3.connect
+def traced(*args, **kwargs):
+    connection = connect(*args, **kwargs)
+    connection.set_trace_callback(trace)
+    return connection
+sqlite3.connect = traced
+for repository, trajectory, _ in rows:
+    with Store(repository, state) as store:
+        if trajectory.task_id not in store.fed_ids():
+            store.transaction(lambda controller: controller.feed(trajectory, default_controllers()))
+print(len(seen))
+"""
+
+
+def test_a_feeder_killed_before_any_statement_leaves_a_consistent_state(tmp_path: pathlib.Path) -> None:
+    """kill -9 before each SQL statement of a two-task stream in turn (one transaction per
+    task): the database is intact, the stored state counts exactly the stored task rows, and
+    a second feeder finishes the stream with every task once."""
+    path = write(tmp_path / "two.jsonl", [row("owner__repo-1", PASSING), row("owner__repo-2", PASSING, resolved=False)])
+    dry = subprocess.run([sys.executable, "-c", FEEDER, str(tmp_path / "dry"), str(path), "0"], capture_output=True, text=True, timeout=120)
+    statements = int(dry.stdout)
+    assert statements >= 12  # per task: open, fed_ids, BEGIN, SELECT, 2 INSERTs, COMMIT
+    for die_at in range(1, statements + 1):
+        state = tmp_path / f"state-{die_at}"
+        killed = subprocess.run([sys.executable, "-c", FEEDER, str(state), str(path), str(die_at)], capture_output=True, text=True, timeout=120)
+        assert killed.returncode == -9, killed.stderr
+        database = state / "economizer" / "owner__repo.sqlite3"
+        if database.exists():
+            connection = sqlite3.connect(database)
+            assert connection.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+            connection.close()
+            with Store("owner/repo", state) as store:
+                indices = [r["index"] for r in store.records()]
+                assert indices == list(range(1, len(indices) + 1))
+                assert store.load().index == len(indices), f"killed before statement {die_at}"
+        finisher = subprocess.run([sys.executable, "-c", FEEDER, str(state), str(path), "0"], capture_output=True, text=True, timeout=120)
+        assert finisher.returncode == 0, finisher.stderr
+        with Store("owner/repo", state) as store:
+            assert [r["task_id"] for r in store.records()] == ["owner__repo-1", "owner__repo-2"]
+            assert store.load().index == 2
