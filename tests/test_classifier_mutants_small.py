@@ -75,7 +75,7 @@ TEST_RUNS = [
     "python -m pytest", "python3 -m django test", "python -m django test auth", "pypy3 -m unittest",
     "python manage.py test", "python x/run_tests.py", "bin/test", "/usr/local/bin/pytest -x",
     "timeout 60 pytest", "timeout -s KILL 60 pytest", "timeout --signal KILL 60 python -m pytest -q",
-    "timeout -k 5 60 python -m pytest", "timeout --kill-after 5 60 pytest",
+    "timeout -k 5 60 python -m pytest", "timeout --kill-after 5 60 pytest", "timeout --foreground 60 pytest",
     "timeout -s KILL -k 5 60 python manage.py test", "timeout 60 python manage.py test app",
 ]
 NOT_TEST_RUNS = [
