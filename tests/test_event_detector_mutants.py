@@ -1,0 +1,146 @@
+"""EventDetector cases added for the mutants its other tests let survive (see
+mutation-survivors.md, section `ledger_impl/detectors/events.py`), on real trees."""
+
+from __future__ import annotations
+
+import io
+import os
+import pathlib
+import threading
+import time
+
+import pytest
+
+from detector_scenarios import Session
+from ledger_impl.detectors import EventDetector, events
+
+pytestmark = pytest.mark.skipif(events.INotify is None, reason="inotify is Linux-only")
+
+
+def _lstats_inside(monkeypatch: pytest.MonkeyPatch, root: pathlib.Path) -> list[str]:
+    """Record every `os.lstat` the detector makes of a path inside `root` (the root excluded:
+    its identity is checked at every call by design)."""
+    seen: list[str] = []
+    real_lstat = os.lstat
+    prefix = str(root) + os.sep
+
+    def counting_lstat(path, *args, **kwargs):
+        if os.fspath(path).startswith(prefix):
+            seen.append(os.fspath(path))
+        return real_lstat(path, *args, **kwargs)
+
+    monkeypatch.setattr(events.os, "lstat", counting_lstat)
+    return seen
+
+
+@pytest.mark.parametrize("complete_link_tracking", [True, False], ids=["sound", "regular-files-only-variant"])
+def test_settled_files_are_proved_by_their_watch_and_not_re_stat_ed(tmp_path, monkeypatch, complete_link_tracking):
+    # The module's promise: cost grows with the changes, not the tree. A file whose stat right
+    # after its watch matches its entry (and is not racy) is proved at the first scan, so a
+    # command that touches nothing makes the next after() stat nothing inside the root. A
+    # directory is watched as a directory, never as an inode (that would leave it unproven).
+    for name in ("a.txt", "b.txt", "c.txt"):
+        (tmp_path / name).write_text(name)
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "d.txt").write_text("d")
+    os.symlink("a.txt", tmp_path / "link")
+    time.sleep(0.05)  # older than the (zero) racy window: the entries are settled
+    detector = EventDetector(racy_window_ns=0, complete_link_tracking=complete_link_tracking)
+    try:
+        detector.before(tmp_path, "true")
+        seen = _lstats_inside(monkeypatch, tmp_path)
+        changes = detector.after(tmp_path, "true", 0)
+        assert changes.empty and detector.fallbacks == 0
+        assert seen == [], "settled files were compared again though no event named them"
+    finally:
+        detector.close()
+
+
+_MOUNTINFO = b"\n".join(
+    b"%d 1 0:%d / %s rw - tmpfs tmpfs rw" % (number, number, point)
+    for number, point in enumerate(
+        (b"/", b"/work", b"/work/root", b"/work/root/sub", b"/work/root\\040x/in", b"/work/rootz", b"/zzz", b"/work/roo"),
+        start=20,
+    )
+)
+
+
+def test_the_mount_table_holds_the_mounts_at_or_below_the_root_only(monkeypatch):
+    # A mount elsewhere (one that sorts before or after the root, a sibling whose name extends
+    # the root's) must not be compared: on a busy machine it would cost a full diff for nothing.
+    # A mount point's escaped space is decoded, so `/work/root x/in` is not below `/work/root`.
+    real_open = open
+
+    def fake_open(path, *args, **kwargs):
+        if path == "/proc/self/mountinfo":
+            return io.BytesIO(_MOUNTINFO)
+        return real_open(path, *args, **kwargs)
+
+    monkeypatch.setattr(events, "open", fake_open, raising=False)
+    points = [line.split(b" ")[4] for line in events._mount_table("/work/root")]
+    assert points == [b"/work/root", b"/work/root/sub"]
+    assert [line.split(b" ")[4] for line in events._mount_table("/work/root x/")] == [b"/work/root\\040x/in"]
+
+
+def test_a_deleted_file_leaves_no_inode_watch_behind(tmp_path):
+    # The watch of a file whose last name in the root is gone is released and forgotten:
+    # otherwise a long session keeps one record per file it ever saw.
+    (tmp_path / "a.txt").write_text("a")
+    (tmp_path / "b.txt").write_text("b")
+    detector = EventDetector()
+    try:
+        session = Session(detector, tmp_path)
+        session.step("true")
+        assert len(detector._inode_wd) == 2
+        changes, truth = session.step("rm a.txt b.txt")
+        assert changes.paths == truth == {"a.txt", "b.txt"}
+        assert detector._inode_wd == {} and detector._wd_to_inode == {}
+    finally:
+        detector.close()
+
+
+def test_a_lost_marker_ends_in_a_full_diff_after_the_timeout_not_a_hang(tmp_path):
+    # If the marker's event never comes (a wedged queue), after() must give up once
+    # `marker_timeout_s` has passed and diff in full, never block on an empty queue.
+    (tmp_path / "a.txt").write_text("a")
+    detector = EventDetector(marker_timeout_s=0.3)
+    outcome: list = []
+    try:
+        detector.before(tmp_path, "true")
+        detector._inotify.rm_watch(detector._marker_wd)  # the marker now raises no event
+        (tmp_path / "a.txt").write_text("changed")
+        worker = threading.Thread(target=lambda: outcome.append(detector.after(tmp_path, "true", 0)), daemon=True)
+        worker.start()
+        worker.join(timeout=20)
+        assert not worker.is_alive(), "after() hung waiting for a marker that cannot come"
+        assert outcome[0].paths == {"a.txt"} and detector.fallbacks == 1
+        assert "marker" in detector.degraded
+    finally:
+        detector.close()
+
+
+def test_a_marker_that_is_not_readable_at_once_is_waited_for(tmp_path):
+    # The marker is normally read at the first try; if a read comes back empty first, the
+    # detector waits (up to `marker_timeout_s`) rather than giving up on events at once.
+    (tmp_path / "a.txt").write_text("a")
+    detector = EventDetector()
+    try:
+        session = Session(detector, tmp_path)
+        session.step("true")
+        real_read = detector._inotify.read
+        calls: list[int] = []
+
+        def slow_first_read(timeout=None, read_delay=None):
+            calls.append(timeout)
+            if len(calls) == 1:
+                return []
+            return real_read(timeout=timeout)
+
+        detector.before(tmp_path, "echo b > a.txt")
+        detector._inotify.read = slow_first_read
+        (tmp_path / "a.txt").write_text("b")
+        changes = detector.after(tmp_path, "echo b > a.txt", 0)
+        assert changes.paths == {"a.txt"}
+        assert detector.fallbacks == 0 and len(calls) >= 2
+    finally:
+        detector.close()
