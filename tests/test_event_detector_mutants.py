@@ -144,3 +144,59 @@ def test_a_marker_that_is_not_readable_at_once_is_waited_for(tmp_path):
         assert detector.fallbacks == 0 and len(calls) >= 2
     finally:
         detector.close()
+
+
+def test_a_reused_inode_number_after_a_full_diff_forgets_the_dropped_watch(tmp_path, monkeypatch):
+    # A full diff discards the queued events, among them the kernel's notice that a deleted
+    # file's watch is gone. When the next file gets the freed inode number (ext4 often hands it
+    # out again at once), its new watch must replace the dropped one in the records: every inode
+    # watch recorded is a live one, and the dropped one's late events are ignored.
+    detector = EventDetector()
+    try:
+        session = Session(detector, tmp_path)
+        session.step("echo 0 > f0")
+        for i in range(1, 13):
+            st = os.lstat(tmp_path / f"f{i - 1}")
+            old_wd = detector._inode_wd[(st.st_dev, st.st_ino)]
+            monkeypatch.setattr(events, "_mount_table", lambda root: ("a mount appeared",))
+            session.step(f"rm f{i - 1} && echo {i} > f{i}")
+            monkeypatch.undo()
+            assert detector.fallbacks == i
+            assert set(detector._wd_to_inode) == set(detector._inode_wd.values())
+            if os.lstat(tmp_path / f"f{i}").st_ino == st.st_ino:
+                break
+        else:
+            pytest.skip("this filesystem did not reuse an inode number in 12 tries")
+        assert old_wd in detector._released
+        changes, truth = session.step(f"echo more >> f{i}")
+        assert changes.paths == truth == {f"f{i}"} and detector.fallbacks == i
+    finally:
+        detector.close()
+
+
+def test_a_new_directory_s_files_are_found_by_stat_without_reading_them(tmp_path, monkeypatch):
+    # after() reads a file's content at most once: a fresh (racy) file in a new directory is
+    # found by stat when the directory is scanned, and hashed once, when it is proved.
+    detector = EventDetector()
+    opened: list[str] = []
+    real_open = os.open
+    prefix = str(tmp_path) + os.sep
+
+    def recording_open(path, *args, **kwargs):
+        if os.fspath(path).startswith(prefix):
+            opened.append(os.fspath(path))
+        return real_open(path, *args, **kwargs)
+
+    try:
+        session = Session(detector, tmp_path)
+        session.step("true")
+        detector.before(tmp_path, "mkdir d")
+        (tmp_path / "d").mkdir()
+        (tmp_path / "d" / "f").write_text("fresh")
+        monkeypatch.setattr(events.os, "open", recording_open)
+        changes = detector.after(tmp_path, "mkdir d", 0)
+        monkeypatch.undo()
+        assert changes.paths == {"d", "d/f"} and detector.fallbacks == 0
+        assert opened == [str(tmp_path / "d" / "f")]
+    finally:
+        detector.close()
