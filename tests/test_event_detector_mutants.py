@@ -200,3 +200,39 @@ def test_a_new_directory_s_files_are_found_by_stat_without_reading_them(tmp_path
         assert opened == [str(tmp_path / "d" / "f")]
     finally:
         detector.close()
+
+
+def test_events_after_an_earlier_after_s_late_marker_are_kept(tmp_path, monkeypatch):
+    # An after() that gave up waiting leaves its marker's event queued. The next after() skips
+    # that stale marker and keeps reading the events behind it: they are the command's.
+    (tmp_path / "a.txt").write_text("a")
+    detector = EventDetector(marker_timeout_s=0.3)
+    try:
+        session = Session(detector, tmp_path)
+        session.step("true")
+        monkeypatch.setattr(detector._inotify, "read", lambda timeout=None, read_delay=None: [])
+        session.step("true")  # its marker is never read: a full diff, the marker stays queued
+        assert detector.fallbacks == 1
+        detector.before(tmp_path, "echo b > a.txt")
+        monkeypatch.undo()
+        (tmp_path / "a.txt").write_text("b")
+        changes = detector.after(tmp_path, "echo b > a.txt", 0)
+        assert changes.paths == {"a.txt"} and detector.fallbacks == 1
+    finally:
+        detector.close()
+
+
+def test_a_transient_link_is_reported_by_the_directory_watch_variant(tmp_path):
+    # Without inode watches (`unsound.events_by_directory`, which is meant to miss only writes
+    # through links made outside the root), a hard link made and removed within a command
+    # changes an existing file's ctime and link count under a name no event mentions: the
+    # created-and-never-written name must send the detector to the full diff.
+    (tmp_path / "a.txt").write_text("a")
+    detector = EventDetector(watch_inodes=False)
+    try:
+        session = Session(detector, tmp_path)
+        session.step("true")
+        changes, truth = session.step("ln a.txt tmp && rm tmp")
+        assert truth == {"a.txt"} and "a.txt" in changes.paths
+    finally:
+        detector.close()
