@@ -236,3 +236,36 @@ def test_a_transient_link_is_reported_by_the_directory_watch_variant(tmp_path):
         assert truth == {"a.txt"} and "a.txt" in changes.paths
     finally:
         detector.close()
+
+
+def test_a_directory_moved_out_of_the_root_loses_its_watch(tmp_path):
+    # Its watch would keep reporting the outside directory's events under the old key, and
+    # watches are a per-user budget: the detector removes it.
+    root, outside = tmp_path / "root", tmp_path / "outside"
+    root.mkdir()
+    outside.mkdir()
+    (root / "d").mkdir()
+    (root / "d" / "f").write_text("f")
+    detector = EventDetector()
+    try:
+        session = Session(detector, root)
+        session.step("true")
+        wd = detector._dir_to_wd["d"]
+        changes, truth = session.step(f"mv d {outside / 'd'}")
+        assert changes.paths == truth == {"d", "d/f"}
+        assert "d" not in detector._dir_to_wd and wd not in detector._wd_to_dir
+    finally:
+        detector.close()
+
+
+def test_a_closed_detector_still_reports_changes_by_full_diff(tmp_path):
+    # close() releases the inotify instance; a detector used after it must not trust (or
+    # touch) events any more, but still report every change, by full snapshot diff.
+    (tmp_path / "a.txt").write_text("a")
+    detector = EventDetector()
+    session = Session(detector, tmp_path)
+    session.step("true")
+    detector.close()
+    changes, truth = session.step("echo b > a.txt && echo c > c.txt")
+    assert changes.paths == truth == {"a.txt", "c.txt"} and detector.fallbacks == 1
+    detector.close()
