@@ -269,3 +269,34 @@ def test_a_closed_detector_still_reports_changes_by_full_diff(tmp_path):
     changes, truth = session.step("echo b > a.txt && echo c > c.txt")
     assert changes.paths == truth == {"a.txt", "c.txt"} and detector.fallbacks == 1
     detector.close()
+
+
+@pytest.mark.parametrize("made_first", ["a.txt", "b.txt"])
+def test_a_name_replaced_by_an_already_watched_file_before_its_watch_is_compared_again(tmp_path, monkeypatch, made_first):
+    # Between the scan's stat of the second file and its watch, the first (already watched)
+    # file is renamed over it: the new watch lands on the other inode. Whichever inode number
+    # is the larger (made_first), the detector must mark it unproven and report both names.
+    made_second = "b.txt" if made_first == "a.txt" else "a.txt"
+    (tmp_path / made_first).write_text("1")
+    (tmp_path / made_second).write_text("2")
+    time.sleep(0.05)  # older than the (zero) racy window: only the watch can prove the entries
+    watched: list[str] = []
+
+    class RacingINotify(events.INotify):  # type: ignore[misc,valid-type]
+        def add_watch(self, path, mask):  # type: ignore[no-untyped-def]
+            if str(path).endswith(".txt"):
+                watched.append(str(path))
+                if len(watched) == 2:
+                    os.replace(watched[0], watched[1])
+            return super().add_watch(path, mask)
+
+    monkeypatch.setattr(events, "INotify", RacingINotify)
+    detector = EventDetector(racy_window_ns=0)
+    try:
+        detector.before(tmp_path, "true")
+        assert len(watched) >= 2
+        changes = detector.after(tmp_path, "true", 0)
+        assert {"a.txt", "b.txt"} <= changes.paths or changes.unknown
+    finally:
+        detector.close()
+
