@@ -6,6 +6,7 @@ from __future__ import annotations
 import io
 import os
 import pathlib
+import subprocess
 import threading
 import time
 
@@ -300,3 +301,21 @@ def test_a_name_replaced_by_an_already_watched_file_before_its_watch_is_compared
     finally:
         detector.close()
 
+
+@pytest.mark.parametrize("view", ["aaa", "view"])
+def test_a_bind_mount_seen_first_or_second_in_the_scan_degrades(tmp_path, view):
+    # One directory under two keys: whichever key the scan reaches first, the second one
+    # must make the detector stop trusting events (an event maps to one key only).
+    (tmp_path / "real").mkdir()
+    (tmp_path / "real" / "f").write_text("a")
+    (tmp_path / view).mkdir()
+    mounted = subprocess.run(["mount", "--bind", str(tmp_path / "real"), str(tmp_path / view)], capture_output=True, timeout=60)
+    if mounted.returncode != 0:
+        pytest.skip(f"mount --bind not permitted here: {mounted.stderr.decode().strip()}")
+    detector = EventDetector()
+    try:
+        detector.before(tmp_path, "true")
+        assert detector.degraded is not None and "reachable as" in detector.degraded
+    finally:
+        detector.close()
+        subprocess.run(["umount", str(tmp_path / view)], check=False, timeout=60)
