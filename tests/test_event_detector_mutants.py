@@ -319,3 +319,54 @@ def test_a_bind_mount_seen_first_or_second_in_the_scan_degrades(tmp_path, view):
     finally:
         detector.close()
         subprocess.run(["umount", str(tmp_path / view)], check=False, timeout=60)
+
+
+def test_a_directory_replaced_by_another_moved_in_reports_the_old_contents_gone(tmp_path):
+    # Renames raise events for the directories only, none for what they hold: the rescan of
+    # the new one must report every key of the old one it no longer finds.
+    root, outside = tmp_path / "root", tmp_path / "outside"
+    root.mkdir()
+    (outside / "other").mkdir(parents=True)
+    (outside / "other" / "b.txt").write_text("b")
+    (root / "d").mkdir()
+    (root / "d" / "a.txt").write_text("a")
+    detector = EventDetector()
+    try:
+        session = Session(detector, root)
+        session.step("true")
+        changes, truth = session.step(f"mv d {outside / 'gone'} && mv {outside / 'other'} d")
+        assert {"d/a.txt", "d/b.txt"} <= truth and truth <= changes.paths
+        assert "d/a.txt" not in detector._baseline.entries and detector.fallbacks == 0
+    finally:
+        detector.close()
+
+
+def test_a_write_in_a_watched_directory_does_not_list_it_again(tmp_path, monkeypatch):
+    # An existing, watched directory whose file changed is re-stat'ed, not rescanned: its
+    # children are refreshed by their own events, so the cost stays with the change.
+    from ledger_impl import tree_snapshot
+
+    (tmp_path / "d").mkdir()
+    for name in ("a", "b", "c"):
+        (tmp_path / "d" / name).write_text(name)
+    detector = EventDetector()
+    listed: list[str] = []
+    real_scandir = os.scandir
+
+    def recording_scandir(path):
+        listed.append(os.fspath(path))
+        return real_scandir(path)
+
+    try:
+        session = Session(detector, tmp_path)
+        session.step("true")
+        detector.before(tmp_path, "echo more >> d/a")
+        with open(tmp_path / "d" / "a", "a") as handle:
+            handle.write("more")
+        monkeypatch.setattr(tree_snapshot.os, "scandir", recording_scandir)
+        changes = detector.after(tmp_path, "echo more >> d/a", 0)
+        monkeypatch.undo()
+        assert "d/a" in changes.paths and detector.fallbacks == 0
+        assert listed == []
+    finally:
+        detector.close()
