@@ -68,7 +68,9 @@ MODULES: dict[str, tuple[str, ...]] = {
     "ledger_impl/execution.py": (
         "tests/test_execution.py", "tests/test_execution_wake.py", "tests/test_runtime_executor.py", "tests/test_runtime_hardening.py",
     ),
-    "ledger_impl/shell.py": ("tests/test_classifier.py",),
+    "ledger_impl/shell.py": (
+        "tests/test_shell_mutants.py", "tests/test_classifier.py", "tests/test_rules_detector.py", "tests/test_fingerprint.py",
+    ),
     "ledger_impl/workspace.py": ("tests/test_workspace.py", "tests/test_classifier.py", "tests/test_rules_detector.py", "tests/test_runtime.py"),
     **{
         f"ledger_impl/classifier/{name}.py": ("tests/test_classifier.py",)
