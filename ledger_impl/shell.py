@@ -20,6 +20,7 @@ Every public function raises `ShellSyntaxError` (never anything else) on input i
 
 from __future__ import annotations
 
+import re
 import shlex
 from dataclasses import dataclass, field
 
@@ -526,11 +527,39 @@ def _build(items: list[SimpleCommand | str]) -> Script:
     return Script(statements)
 
 
+# Nodes whose own evaluation reads their text (a backslash-newline there is kept or removed by
+# quoting rules), so a gap between their children is never a blank between two words.
+_QUOTED_BODIES = frozenset({"string", "raw_string", "ansi_c_string", "translated_string", "heredoc_body", "comment"})
+_LINE_CONTINUATIONS = re.compile(rb"(?:\\\r?\n)+")
+
+
+def _joins_tokens_at_a_line_continuation(root: tree_sitter.Node, data: bytes) -> bool:
+    """Whether two sibling nodes are separated by line continuations alone.
+
+    bash removes `\\<newline>` before it splits words, so `.\\<newline>.` is the one word `..`
+    (the directory above); tree-sitter-bash skips it like a blank and sees the words `.` and
+    `.`. Whatever sits on both sides, bash read one token there, so the parse cannot be trusted.
+    (`\\<CR><LF>` is no continuation to bash at all: the CR is escaped and the line ends.)
+    """
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        if node.type in _QUOTED_BODIES:
+            continue
+        children = node.children
+        for before, after in zip(children, children[1:]):
+            if _LINE_CONTINUATIONS.fullmatch(data, before.end_byte, after.start_byte):
+                return True
+        stack.extend(children)
+    return False
+
+
 def parse(text: str) -> Script:
     """Parse `text` into statements of pipelines of simple commands.
 
     Raises ShellSyntaxError for anything tree-sitter flags as an error, for NUL bytes, for
-    oversized input, and for operator sequences bash would reject.
+    oversized input, for a line continuation tree-sitter takes for a blank where bash joins
+    two tokens, and for operator sequences bash would reject.
     """
     if not isinstance(text, str):
         raise ShellSyntaxError(f"a command is a string, got {type(text).__name__}")
@@ -543,6 +572,8 @@ def parse(text: str) -> Script:
     root = tree.root_node
     if root.has_error:
         raise ShellSyntaxError("tree-sitter-bash reports a syntax error")
+    if (b"\\\n" in data or b"\\\r\n" in data) and _joins_tokens_at_a_line_continuation(root, data):
+        raise ShellSyntaxError("a line continuation inside a word, which tree-sitter-bash splits")
     flattener = _Flattener()
     try:
         flattener.visit(root)

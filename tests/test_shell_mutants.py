@@ -236,6 +236,7 @@ def test_input_that_is_not_a_short_string_is_refused() -> None:
         ("cat .\\\n./x", "../x"),
         ('cat "a"\\\n"b"', "ab"),
         ("ca\\\nt f", "cat"),
+        ("cat a\\\r\nb", "a\r"),  # no continuation to bash: the CR is escaped, the line ends
     ],
 )
 def test_a_line_continuation_inside_a_word_does_not_split_it(text: str, bash_word: str) -> None:
