@@ -331,6 +331,12 @@ _REDIRECTS = frozenset({"file_redirect", "heredoc_redirect", "herestring_redirec
 _SIMPLE_BODIES = frozenset({"command", "list", "pipeline", "redirected_statement"})
 
 
+# Arguments tree-sitter-bash leaves as unnamed tokens (it reads `[`-style tests into them), but
+# which bash passes on as literal words: dropping one would hide a file the command reads or
+# writes (`cat b $` is not `cat b`).
+_LITERAL_TOKENS = frozenset({"$", "==", "=~"})
+
+
 class _Flattener:
     """Walks the tree, emitting SimpleCommand objects and operator strings in source order."""
 
@@ -415,6 +421,10 @@ class _Flattener:
                 command.words.append(evaluate_word(child))
             elif child.is_named and child.type != "comment":
                 command.words.append(evaluate_word(child))
+            elif child.type in _LITERAL_TOKENS:
+                command.words.append(Word(((child.type, False),)))
+            elif not child.is_named:
+                raise ShellSyntaxError(f"an unexpected token {child.type!r} in a command")
         for child in pending:
             self._redirect(child, command)
         return command
