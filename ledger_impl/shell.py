@@ -20,7 +20,6 @@ Every public function raises `ShellSyntaxError` (never anything else) on input i
 
 from __future__ import annotations
 
-import re
 import shlex
 from dataclasses import dataclass, field
 
@@ -537,30 +536,38 @@ def _build(items: list[SimpleCommand | str]) -> Script:
     return Script(statements)
 
 
-# Nodes whose own evaluation reads their text (a backslash-newline there is kept or removed by
-# quoting rules), so a gap between their children is never a blank between two words.
+# Nodes whose own evaluation reads their text (a backslash there is kept or removed by quoting
+# rules), so their children's gaps are never blanks between words.
 _QUOTED_BODIES = frozenset({"string", "raw_string", "ansi_c_string", "translated_string", "heredoc_body", "comment"})
-_LINE_CONTINUATIONS = re.compile(rb"(?:\\\r?\n)+")
 
 
-def _joins_tokens_at_a_line_continuation(root: tree_sitter.Node, data: bytes) -> bool:
-    """Whether two sibling nodes are separated by line continuations alone.
+def _skips_a_backslash(root: tree_sitter.Node, data: bytes) -> bool:
+    """Whether tree-sitter-bash skipped a backslash as a blank where bash reads something else.
 
-    bash removes `\\<newline>` before it splits words, so `.\\<newline>.` is the one word `..`
-    (the directory above); tree-sitter-bash skips it like a blank and sees the words `.` and
-    `.`. Whatever sits on both sides, bash read one token there, so the parse cannot be trusted.
-    (`\\<CR><LF>` is no continuation to bash at all: the CR is escaped and the line ends.)
+    bash removes `\\<newline>` before it splits words and reads `\\<tab>` as a quoted tab, so
+    `.\\<newline>.` is the one word `..` (the directory above) and `a\\<tab>b` the one word
+    `a<tab>b`; tree-sitter-bash skips both like blanks and sees two words. So in every gap
+    between tokens that holds a backslash, once the line continuations are removed there must
+    be a blank left (`a \\<newline>b` is two words to bash too) and no other backslash.
+    (`\\<CR><LF>` is no continuation to bash: the CR is escaped and the line ends.)
     """
+    gaps = [(0, root.start_byte), (root.end_byte, len(data))]
     stack = [root]
     while stack:
         node = stack.pop()
-        if node.type in _QUOTED_BODIES:
+        if node.type in _QUOTED_BODIES or not node.children:
             continue
-        children = node.children
-        for before, after in zip(children, children[1:]):
-            if _LINE_CONTINUATIONS.fullmatch(data, before.end_byte, after.start_byte):
+        position = node.start_byte
+        for child in node.children:
+            gaps.append((position, child.start_byte))
+            position = child.end_byte
+            stack.append(child)
+        gaps.append((position, node.end_byte))
+    for start, end in gaps:
+        if data.find(b"\\", start, end) != -1:
+            left = data[start:end].replace(b"\\\n", b"")
+            if not left or b"\\" in left:
                 return True
-        stack.extend(children)
     return False
 
 
@@ -568,8 +575,8 @@ def parse(text: str) -> Script:
     """Parse `text` into statements of pipelines of simple commands.
 
     Raises ShellSyntaxError for anything tree-sitter flags as an error, for NUL bytes, for
-    oversized input, for a line continuation tree-sitter takes for a blank where bash joins
-    two tokens, and for operator sequences bash would reject.
+    oversized input, for a backslash tree-sitter skips as a blank where bash joins two tokens
+    (`\\<newline>`, `\\<tab>`), and for operator sequences bash would reject.
     """
     if not isinstance(text, str):
         raise ShellSyntaxError(f"a command is a string, got {type(text).__name__}")
@@ -582,8 +589,8 @@ def parse(text: str) -> Script:
     root = tree.root_node
     if root.has_error:
         raise ShellSyntaxError("tree-sitter-bash reports a syntax error")
-    if (b"\\\n" in data or b"\\\r\n" in data) and _joins_tokens_at_a_line_continuation(root, data):
-        raise ShellSyntaxError("a line continuation inside a word, which tree-sitter-bash splits")
+    if b"\\" in data and _skips_a_backslash(root, data):
+        raise ShellSyntaxError("a backslash tree-sitter-bash skips as a blank (a line continuation, an escaped tab)")
     flattener = _Flattener()
     try:
         flattener.visit(root)

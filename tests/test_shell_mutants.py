@@ -93,11 +93,14 @@ def test_lists_and_pipelines_are_grouped_as_bash_groups_them(text: str, expected
         ("$'ab'", "ab", False, False, False),
         ("$'a\\tb'", "a\\tb", True, False, False),  # escapes would need bash's decoder
         ("$x", "$x", True, False, False),
+        ("a$", "a$", True, False, False),  # a bare `$` inside a word: taken as unknown
         ('"${x}"', "${x}", True, False, False),
         ("$((1+2))", "$((1+2))", True, False, False),
         ("123", "123", False, False, False),
         ("a'b'c", "abc", False, False, False),
         ("$(ls)", "$(ls)", True, True, False),
+        ("${x:-$(ls)}", "${x:-$(ls)}", True, True, False),  # a substitution inside an expansion
+        ("$(($(ls)))", "$(($(ls)))", True, True, False),
         ('"a$(b)"', "a$(b)", True, True, False),
         ('a"$(ls)"', "a$(ls)", True, True, False),
         ("<(ls)", "<(ls)", True, True, False),
@@ -122,6 +125,7 @@ def _redirects(text: str) -> list[tuple[str, str | None, str | None, str | None,
         ("cat a >> b 2>/dev/null", [(">>", None, "b", None, False), (">", "2", "/dev/null", None, False)]),
         ("cat a &> b", [("&>", None, "b", None, False)]),
         ("cat <<< 'x y'", [("<<<", None, "x y", None, False)]),
+        ("cat <<< a'b c'", [("<<<", None, "ab c", None, False)]),
         ("cat <<EOF\nhi $x\nEOF", [("<<", None, None, "hi $x\n", True)]),
         ("cat <<EOF\nhi `date`\nEOF", [("<<", None, None, "hi `date`\n", True)]),
         ("cat <<EOF\nhi\nEOF", [("<<", None, None, "hi\n", False)]),
@@ -142,6 +146,10 @@ def test_redirections_keep_operator_descriptor_target_and_body(text: str, expect
         ("cat a > b", True, True, None),
         ("cat a >> b", True, True, None),
         ("cat a >| b", True, True, None),
+        ("cat a > 5", True, True, None),  # a file named 5, not a descriptor
+        ("cat a > -", True, True, None),
+        ("cat a &>/dev/null", False, True, None),
+        ("cat a <&3", False, False, None),
         ("cat a &> b", True, True, None),
         ("cat a 1> b", True, True, None),
         ("cat a 2> b", True, False, None),
@@ -237,9 +245,11 @@ def test_input_that_is_not_a_short_string_is_refused() -> None:
         ('cat "a"\\\n"b"', "ab"),
         ("ca\\\nt f", "cat"),
         ("cat a\\\r\nb", "a\r"),  # no continuation to bash: the CR is escaped, the line ends
+        ("cat .\\\t.", ".\t."),  # an escaped tab is part of the word: not `cat . .`
+        ("cat a\\\tb", "a\tb"),
     ],
 )
-def test_a_line_continuation_inside_a_word_does_not_split_it(text: str, bash_word: str) -> None:
+def test_a_backslash_inside_a_word_does_not_split_it(text: str, bash_word: str) -> None:
     # bash removes `\<newline>` before it splits words, so `.\<newline>.` is `..`, the
     # directory above; tree-sitter-bash skips it like a blank, which made two words `.` and
     # `.` and a search of the root, not of its parent: a write beside the root went unseen.
@@ -253,6 +263,8 @@ def test_a_line_continuation_inside_a_word_does_not_split_it(text: str, bash_wor
 def test_a_line_continuation_between_words_still_parses() -> None:
     assert outline("cat a \\\n  b") == "cat a b"
     assert outline("cat \\\nb") == "cat b"
+    assert outline("cat a &&\\\n  cat b") == "cat a && cat b"
+    assert outline("x=1 \\\n cat 'a\\\nb'") == "x=1 cat a\\\nb"  # kept inside single quotes
     assert classify("grep -r x .\\\n.", root="/nonexistent-root").category is not Category.SEARCH
 
 
@@ -271,4 +283,5 @@ def test_an_argument_the_grammar_leaves_anonymous_is_kept(text: str, without: st
     # became `cat b`: the same normalized command as `cat b`, whose output it is not (cat also
     # reads the file `$`), and `rm -f =~ x` a removal of `x` alone.
     assert outline(text) == text
+    assert all(word.static for command in shell.parse(text).commands() for word in command.words)
     assert classify(text, root="/nonexistent-root").normalized != classify(without, root="/nonexistent-root").normalized
