@@ -65,7 +65,9 @@ def test_lists_and_pipelines_are_grouped_as_bash_groups_them(text: str, expected
     "word,text,dynamic,executes,glob",
     [
         ("a\\ b", "a b", False, False, False),
+        ("a\\\x01b", "a\x01b", False, False, False),  # an escaped control character is kept
         ('"a\\"b"', 'a"b', False, False, False),
+        ('"a\\""', 'a"', False, False, False),  # an escape that ends the quoted text
         ('"a\\nb"', "a\\nb", False, False, False),  # in double quotes `\n` stays two characters
         ('"a\\\nb"', "ab", False, False, False),  # a quoted backslash-newline is removed
         ('"a\\\\b"', "a\\b", False, False, False),
@@ -196,6 +198,7 @@ def test_redirections_the_grammar_cannot_take_apart_count_as_writes() -> None:
         ("x=1 cat 'a b' *.py '*.py' c\\*", "x=1 cat 'a b' *.py '*.py' 'c*'"),
         ("echo a*'b c'?", "echo a*'b c'?"),
         ("echo $x ~/y", "echo $x ~/y"),
+        ('echo "$x" "a b$y"', 'echo "$x" "a b$y"'),  # unknown words keep their quotes
         ("a && b | c || d", "a && b | c || d"),
         ("a; b &", "a ; b &"),
         ("(cd x; ls) > out", "(cd x; ls) > out"),
@@ -285,3 +288,4 @@ def test_an_argument_the_grammar_leaves_anonymous_is_kept(text: str, without: st
     assert outline(text) == text
     assert all(word.static for command in shell.parse(text).commands() for word in command.words)
     assert classify(text, root="/nonexistent-root").normalized != classify(without, root="/nonexistent-root").normalized
+
