@@ -289,3 +289,13 @@ def test_an_argument_the_grammar_leaves_anonymous_is_kept(text: str, without: st
     assert all(word.static for command in shell.parse(text).commands() for word in command.words)
     assert classify(text, root="/nonexistent-root").normalized != classify(without, root="/nonexistent-root").normalized
 
+
+
+def test_a_list_nested_too_deeply_for_python_is_refused_not_crashed() -> None:
+    # tree-sitter-bash nests `a && a && ...` one level per operator; the flattener recurses.
+    text = " && ".join(["a"] * 5000)
+    try:
+        script = shell.parse(text)
+    except shell.ShellSyntaxError:
+        return
+    assert len(script.commands()) == 5000
