@@ -250,6 +250,7 @@ def test_input_that_is_not_a_short_string_is_refused() -> None:
         ("cat a\\\r\nb", "a\r"),  # no continuation to bash: the CR is escaped, the line ends
         ("cat .\\\t.", ".\t."),  # an escaped tab is part of the word: not `cat . .`
         ("cat a\\\tb", "a\tb"),
+        ("\\\tcat f", "\tcat"),  # an escaped tab before the first word
     ],
 )
 def test_a_backslash_inside_a_word_does_not_split_it(text: str, bash_word: str) -> None:
