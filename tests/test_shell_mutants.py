@@ -115,7 +115,11 @@ def test_words_are_evaluated_as_bash_would_or_marked_unknown(word: str, text: st
     assert evaluated.static is not (dynamic or executes or glob)
 
 
-def _redirects(text: str) -> list[tuple[str, str | None, str | None, str | None, bool]]:
+# (operator, descriptor, target text, here-document body, expanded body)
+RedirectParts = tuple[str, str | None, str | None, str | None, bool]
+
+
+def _redirects(text: str) -> list[RedirectParts]:
     (command,) = shell.parse(text).commands()
     return [(r.op, r.fd, r.target.text if r.target else None, r.body, r.dynamic) for r in command.redirects]
 
@@ -123,7 +127,10 @@ def _redirects(text: str) -> list[tuple[str, str | None, str | None, str | None,
 @pytest.mark.parametrize(
     "text,expected",
     [
-        ("2>&1 cat a >&2 <&- 3<in", [(">&", "2", "1", None, False), (">&", None, "2", None, False), ("<&-", None, None, None, False), ("<", "3", "in", None, False)]),
+        (
+            "2>&1 cat a >&2 <&- 3<in",
+            [(">&", "2", "1", None, False), (">&", None, "2", None, False), ("<&-", None, None, None, False), ("<", "3", "in", None, False)],
+        ),
         ("cat a >> b 2>/dev/null", [(">>", None, "b", None, False), (">", "2", "/dev/null", None, False)]),
         ("cat a &> b", [("&>", None, "b", None, False)]),
         ("cat <<< 'x y'", [("<<<", None, "x y", None, False)]),
@@ -138,7 +145,7 @@ def _redirects(text: str) -> list[tuple[str, str | None, str | None, str | None,
         ("cat <<EOF > out\nhi\nEOF", [(">", None, "out", None, False), ("<<", None, None, "hi\n", False)]),
     ],
 )
-def test_redirections_keep_operator_descriptor_target_and_body(text: str, expected: list[tuple[str, str | None, str | None, str | None, bool]]) -> None:
+def test_redirections_keep_operator_descriptor_target_and_body(text: str, expected: list[RedirectParts]) -> None:
     assert _redirects(text) == expected
 
 
