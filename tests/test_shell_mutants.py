@@ -90,6 +90,7 @@ def test_lists_and_pipelines_are_grouped_as_bash_groups_them(text: str, expected
         ("a'*'b", "a*b", False, False, False),
         ("a\\*", "a*", False, False, False),
         ('"*"', "*", False, False, False),
+        ('""', "", False, False, False),  # the empty word
         ("x?", "x?", False, False, True),
         ("a[0]", "a[0]", False, False, True),
         ("$'ab'", "ab", False, False, False),
@@ -304,3 +305,11 @@ def test_a_list_nested_too_deeply_for_python_is_refused_not_crashed() -> None:
     except shell.ShellSyntaxError:
         return
     assert len(script.commands()) == 5000
+
+
+@pytest.mark.parametrize(
+    "text,name",
+    [("cat a", "cat"), ("x=1 cat a", "cat"), ("x=1", None), ("(cat a)", None), ("$x a", None), ("'c'at a", "cat")],
+)
+def test_a_command_has_a_name_only_when_its_first_word_is_known(text: str, name: str | None) -> None:
+    assert shell.parse(text).commands()[0].name == name
