@@ -252,6 +252,7 @@ def test_input_that_is_not_a_short_string_is_refused() -> None:
         ("cat fi\\\nle.txt", "file.txt"),
         ("grep -r x .\\\n.", ".."),
         ("ls .\\\n.", ".."),
+        ("grep -r x .\\\n. && ls", ".."),  # not the last statement: the whole tree is searched
         ("cat .\\\n./x", "../x"),
         ('cat "a"\\\n"b"', "ab"),
         ("ca\\\nt f", "cat"),
