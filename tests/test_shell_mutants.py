@@ -314,3 +314,22 @@ def test_a_list_nested_too_deeply_for_python_is_refused_not_crashed() -> None:
 )
 def test_a_command_has_a_name_only_when_its_first_word_is_known(text: str, name: str | None) -> None:
     assert shell.parse(text).commands()[0].name == name
+
+
+@pytest.mark.parametrize(
+    "text,programs",
+    [
+        ("cat <<EOF &&\ncd sub && true\nEOF\ncat ../x", ["cat", "cat"]),
+        ("cat <<EOF |\nx\nEOF\nwc", ["cat", "wc"]),
+        ("cat <<EOF | python -\nhi\nEOF", ["cat", "python"]),
+    ],
+)
+def test_a_here_document_body_is_never_taken_for_commands(text: str, programs: list[str]) -> None:
+    # A line that ends in an operator after `<<EOF` goes on after the body, in bash; the grammar
+    # took the body (`cd sub && true`) for the commands after the operator, so `cat ../x`
+    # seemed to run in sub/ and to read the root's `x`, while bash reads the file above the root.
+    try:
+        script = shell.parse(text)
+    except shell.ShellSyntaxError:
+        return  # refused: costs a reuse, never correctness
+    assert [command.name for command in script.commands()] == programs
