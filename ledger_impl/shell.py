@@ -436,6 +436,7 @@ class _Flattener:
             body = ""
             quoted = False
             continuation: list[tree_sitter.Node] = []
+            line: int | None = None  # the row of `<<EOF`: what follows it there runs after the body
             for child in node.children:
                 if child.type in ("<<", "<<-"):
                     op = child.type
@@ -443,6 +444,11 @@ class _Flattener:
                     body += _node_text(child)
                 elif child.type == "heredoc_start":
                     quoted = any(q in _node_text(child) for q in "'\"\\")
+                    line = child.start_point[0]
+                elif line is not None and child.end_point[0] != line and child.type not in ("heredoc_end", "heredoc_content"):
+                    # `cat <<EOF &&` goes on after the body in bash; the grammar takes the body
+                    # for the commands after the operator.
+                    raise ShellSyntaxError("a line that goes on after a here-document's body")
                 elif child.type in ("heredoc_end", "heredoc_content"):
                     continue
                 elif child.type in _REDIRECTS:
