@@ -100,6 +100,8 @@ def test_lists_and_pipelines_are_grouped_as_bash_groups_them(text: str, expected
         ('"${x}"', "${x}", True, False, False),
         ("$((1+2))", "$((1+2))", True, False, False),
         ("123", "123", False, False, False),
+        ("a#b", "a#b", False, False, False),  # `#` inside a word starts no comment
+        ("a!b", "a!b", False, False, False),  # no history expansion outside an interactive shell
         ("a'b'c", "abc", False, False, False),
         ("$(ls)", "$(ls)", True, True, False),
         ("${x:-$(ls)}", "${x:-$(ls)}", True, True, False),  # a substitution inside an expansion
