@@ -47,6 +47,7 @@ def outline(text: str) -> str:
         ("x=1", "x=1"),
         ("x=1 y=2 cmd a", "x=1 y=2 cmd a"),
         ("cat > a b", "cat b"),  # `> a b`: b is an argument, not dropped
+        ("cat > a $(ls)", "cat $(ls)"),  # and a substitution there still runs
         ("(echo hi) > out", "<subshell>"),
         ("{ echo a; } > out && cat out", "<compound_statement> && cat out"),
         ("while read x; do :; done < in", "<while_statement>"),
@@ -160,6 +161,7 @@ def test_redirections_keep_operator_descriptor_target_and_body(text: str, expect
         ("cat a >| b", True, True, None),
         ("cat a > 5", True, True, None),  # a file named 5, not a descriptor
         ("cat a > -", True, True, None),
+        ("cat a >& +out", True, True, None),  # a file whose name sorts before `-`
         ("cat a &>/dev/null", False, True, None),
         ("cat a <&3", False, False, None),
         ("cat a &> b", True, True, None),
