@@ -53,6 +53,8 @@ def outline(text: str) -> str:
         ("while read x; do :; done < in", "<while_statement>"),
         ("f() { :; }", "<function_definition>"),
         ("! a", "<negated_command>"),
+        ("case x in a) ls;; esac", "<case_statement>"),
+        ("for ((i = 0; i < 2; i++)); do ls; done", "<c_style_for_statement>"),
         ("cat <<EOF | python -\nhi\nEOF", "cat | python -"),
         ("cat <<'EOF' > out && echo ok\nhi\nEOF", "cat && echo ok"),
         ("# a comment\nls", "ls"),
@@ -69,6 +71,7 @@ def test_lists_and_pipelines_are_grouped_as_bash_groups_them(text: str, expected
         ("a\\\x01b", "a\x01b", False, False, False),  # an escaped control character is kept
         ('"a\\"b"', 'a"b', False, False, False),
         ('"a\\""', 'a"', False, False, False),  # an escape that ends the quoted text
+        ('"X\\""', 'X"', False, False, False),
         ('"a\\nb"', "a\\nb", False, False, False),  # in double quotes `\n` stays two characters
         ('"a\\\nb"', "ab", False, False, False),  # a quoted backslash-newline is removed
         ('"a\\\\b"', "a\\b", False, False, False),
