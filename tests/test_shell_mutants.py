@@ -64,58 +64,79 @@ def test_lists_and_pipelines_are_grouped_as_bash_groups_them(text: str, expected
     assert outline(text) == expected
 
 
-@pytest.mark.parametrize(
-    "word,text,dynamic,executes,glob",
-    [
-        ("a\\ b", "a b", False, False, False),
-        ("a\\\x01b", "a\x01b", False, False, False),  # an escaped control character is kept
-        ('"a\\"b"', 'a"b', False, False, False),
-        ('"a\\""', 'a"', False, False, False),  # an escape that ends the quoted text
-        ('"X\\""', 'X"', False, False, False),
-        ('"a\\nb"', "a\\nb", False, False, False),  # in double quotes `\n` stays two characters
-        ('"a\\\nb"', "ab", False, False, False),  # a quoted backslash-newline is removed
-        ('"a\\\\b"', "a\\b", False, False, False),
-        ('"a\\`b"', "a`b", False, False, False),
-        ('"\\$x"', "$x", False, False, False),
-        ('"$x"', "$x", True, False, False),
-        ("'a\\b'", "a\\b", False, False, False),
-        ("~", "~", True, False, False),
-        ("~/x", "~/x", True, False, False),
-        ('~/"a b"', "~/a b", True, False, False),  # a concatenation that starts with `~`
-        ("x~", "x~", False, False, False),
-        ("'x'~/f", "x~/f", False, False, False),  # `~` not at the start of the word
-        ('"x"~', "x~", False, False, False),
-        ("a=~", "a=~", True, False, False),
-        ("a:~/b", "a:~/b", True, False, False),
-        ("x=\\~", "x=~", False, False, False),
-        ("{a,b}", "{a,b}", True, False, False),
-        ("a{b", "a{b", True, False, False),
-        ("a*b", "a*b", False, False, True),
-        ("a'*'b", "a*b", False, False, False),
-        ("a\\*", "a*", False, False, False),
-        ('"*"', "*", False, False, False),
-        ('""', "", False, False, False),  # the empty word
-        ("x?", "x?", False, False, True),
-        ("a[0]", "a[0]", False, False, True),
-        ("$'ab'", "ab", False, False, False),
-        ("$'a\\tb'", "a\\tb", True, False, False),  # escapes would need bash's decoder
-        ("$x", "$x", True, False, False),
-        ("a$", "a$", True, False, False),  # a bare `$` inside a word: taken as unknown
-        ('"${x}"', "${x}", True, False, False),
-        ("$((1+2))", "$((1+2))", True, False, False),
-        ("123", "123", False, False, False),
-        ("a#b", "a#b", False, False, False),  # `#` inside a word starts no comment
-        ("a!b", "a!b", False, False, False),  # no history expansion outside an interactive shell
-        ("a'b'c", "abc", False, False, False),
-        ("$(ls)", "$(ls)", True, True, False),
-        ("${x:-$(ls)}", "${x:-$(ls)}", True, True, False),  # a substitution inside an expansion
-        ("$(($(ls)))", "$(($(ls)))", True, True, False),
-        ('"a$(b)"', "a$(b)", True, True, False),
-        ('a"$(ls)"', "a$(ls)", True, True, False),
-        ("<(ls)", "<(ls)", True, True, False),
-        ('"`ls`"', "`ls`", True, True, False),
-    ],
-)
+# Words whose value bash knows from the text alone: the word as written -> its value.
+STATIC_WORDS: dict[str, str] = {
+    'a\\ b': 'a b',
+    'a\\\x01b': 'a\x01b',  # an escaped control character is kept
+    '"a\\"b"': 'a"b',
+    '"a\\""': 'a"',  # an escape that ends the quoted text
+    '"X\\""': 'X"',
+    '"a\\nb"': 'a\\nb',  # in double quotes `\n` stays two characters
+    '"a\\\nb"': 'ab',  # a quoted backslash-newline is removed
+    '"a\\\\b"': 'a\\b',
+    '"a\\`b"': 'a`b',
+    '"\\$x"': '$x',
+    "'a\\b'": 'a\\b',
+    'x~': 'x~',
+    "'x'~/f": 'x~/f',  # `~` not at the start of the word
+    '"x"~': 'x~',
+    'x=\\~': 'x=~',
+    "a'*'b": 'a*b',
+    'a\\*': 'a*',
+    '"*"': '*',
+    '""': '',  # the empty word
+    "$'ab'": 'ab',
+    '123': '123',
+    'a#b': 'a#b',  # `#` inside a word starts no comment
+    'a!b': 'a!b',  # no history expansion outside an interactive shell
+    "a'b'c": 'abc',
+}
+
+# Words whose value needs the shell's state (variables, `~`, braces, escapes bash decodes).
+DYNAMIC_WORDS: dict[str, str] = {
+    '"$x"': '$x',
+    '~': '~',
+    '~/x': '~/x',
+    '~/"a b"': '~/a b',  # a concatenation that starts with `~`
+    'a=~': 'a=~',
+    'a:~/b': 'a:~/b',
+    '{a,b}': '{a,b}',
+    'a{b': 'a{b',
+    "$'a\\tb'": 'a\\tb',  # escapes would need bash's decoder
+    '$x': '$x',
+    'a$': 'a$',  # a bare `$` inside a word: taken as unknown
+    '"${x}"': '${x}',
+    '$((1+2))': '$((1+2))',
+}
+
+# Words whose expansion runs code (command and process substitution).
+EXECUTING_WORDS: dict[str, str] = {
+    '$(ls)': '$(ls)',
+    '${x:-$(ls)}': '${x:-$(ls)}',  # a substitution inside an expansion
+    '$(($(ls)))': '$(($(ls)))',
+    '"a$(b)"': 'a$(b)',
+    'a"$(ls)"': 'a$(ls)',
+    '<(ls)': '<(ls)',
+    '"`ls`"': '`ls`',
+}
+
+# Words with an unquoted glob character, which the shell expands against the directory.
+GLOB_WORDS: dict[str, str] = {
+    'a*b': 'a*b',
+    'x?': 'x?',
+    'a[0]': 'a[0]',
+}
+
+# Each word, its value and its flags (dynamic, executes, glob), from the tables above.
+WORDS = [
+    *((word, text, False, False, False) for word, text in STATIC_WORDS.items()),
+    *((word, text, True, False, False) for word, text in DYNAMIC_WORDS.items()),
+    *((word, text, True, True, False) for word, text in EXECUTING_WORDS.items()),
+    *((word, text, False, False, True) for word, text in GLOB_WORDS.items()),
+]
+
+
+@pytest.mark.parametrize("word,text,dynamic,executes,glob", WORDS)
 def test_words_are_evaluated_as_bash_would_or_marked_unknown(word: str, text: str, dynamic: bool, executes: bool, glob: bool) -> None:
     (evaluated,) = shell.parse(f"echo {word}").commands()[0].args
     assert (evaluated.text, evaluated.dynamic, evaluated.executes, evaluated.has_glob) == (text, dynamic, executes, glob)
