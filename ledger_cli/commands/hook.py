@@ -4,6 +4,13 @@ It reads the agent's JSON from stdin, answers on stdout, and always exits 0: a h
 must never block the agent. On any internal error the tool call is allowed and a note goes to
 stderr (and, as `systemMessage`, to the user's screen).
 
+With `--economize owner/name`, TokenEconomizer's failure-loop guard watches the session too:
+each finished shell call is the next turn of the task (the task is the hook session), the
+guard's redirect comes back as the note Ledger's Nudges use, and its stop as the agent's
+"stop now" answer (`{"continue": false, "stopReason": ...}`). The budget B comes from the
+repository's history fed with `ledger economize feed` under the same `--state-dir`; before
+any history the guard stays silent. Without the option the hook answers exactly as before.
+
 The workspace root is `--root`, else `$CLAUDE_PROJECT_DIR` (set by Claude Code for its hooks),
 else the payload's `cwd`. The session's state lives outside the root (`--state-dir` overrides).
 """
@@ -13,6 +20,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import pathlib
 import sys
 from typing import Any, Callable
 
@@ -35,6 +43,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("agent", choices=sorted(AGENTS))
     parser.add_argument("--root", default=None, help="workspace root (default: $CLAUDE_PROJECT_DIR, else the payload's cwd)")
     parser.add_argument("--state-dir", default=None, help="where the session database lives (default: outside the root)")
+    parser.add_argument("--economize", metavar="OWNER/NAME", default=None,
+                        help="also run TokenEconomizer's failure-loop guard with this repository's fed history")
     parser.set_defaults(run=run)
 
 
@@ -56,6 +66,7 @@ class _LazySession:
 
 
 def run(args: argparse.Namespace) -> int:
+    payload: Any = {}
     try:
         payload = json.loads(sys.stdin.read() or "{}")
         if not isinstance(payload, dict):
@@ -71,6 +82,40 @@ def run(args: argparse.Namespace) -> int:
         note = f"ledger hook {args.agent}: internal error, the tool call goes ahead unchanged: {error!r}"
         print(note, file=sys.stderr)
         reply = {"systemMessage": note}
+    if args.economize is not None:
+        reply = _with_guard(args, payload if isinstance(payload, dict) else {}, reply)
     if reply:
         sys.stdout.write(json.dumps(reply))
     return 0
+
+
+ADAPTERS = {"claude": claude, "codex": codex}
+
+
+def _with_guard(args: argparse.Namespace, payload: dict[str, Any], reply: dict[str, Any] | None) -> dict[str, Any] | None:
+    """Add the guard's verdict on this call to Ledger's reply. Ledger answers a finished call
+    with nothing but a note on an internal error, so the two never compete for one field."""
+    adapter = ADAPTERS[args.agent]
+    try:
+        # Imported here: a hook without --economize pays nothing for the economizer.
+        from economizer.hook_guard import observe_turn
+        from economizer_spec.trajectory import Step
+
+        turn = adapter.shell_turn(payload)
+        session_id, call_id = payload.get("session_id"), payload.get("tool_use_id")
+        if turn is None or not isinstance(session_id, str) or not isinstance(call_id, str):
+            return reply
+        command, output, status = turn
+        state_dir = pathlib.Path(args.state_dir) if args.state_dir is not None else None
+        verdict = observe_turn(args.economize, session_id, call_id, Step(command, output, status), state_dir)
+    except Exception as error:  # noqa: BLE001 - the guard never blocks the agent either
+        note = f"ledger hook {args.agent} --economize: internal error, the guard skipped this call: {error!r}"
+        print(note, file=sys.stderr)
+        earlier = (reply or {}).get("systemMessage")
+        return {**(reply or {}), "systemMessage": f"{earlier}\n{note}" if earlier else note}
+    if verdict.action == "redirect":
+        return {**(reply or {}), **adapter.note_reply(payload["hook_event_name"], f"[ledger economize] {verdict.text}")}
+    if verdict.action == "stop":
+        return {**(reply or {}), **adapter.stop_reply(
+            f"[ledger economize] failure-loop guard stopped the task at turn {verdict.turn}: {verdict.reason}")}
+    return reply
