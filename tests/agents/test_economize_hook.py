@@ -18,7 +18,8 @@ from typing import Any
 
 import pytest
 
-from economizer.hook_guard import turns_path
+from economizer.hook_guard import observe_turn, turns_path
+from economizer_spec.trajectory import Step
 from economizer.store import database_path
 
 REPOSITORY = "owner/repo"
@@ -132,9 +133,21 @@ def test_concurrent_hook_processes_of_one_session_lose_no_turn(setup: tuple[path
     with concurrent.futures.ThreadPoolExecutor(max_workers=6) as pool:
         replies = list(pool.map(lambda p: hook("claude", p, state, "--economize", REPOSITORY), payloads))
     assert all(r == (None, "") for r in replies)
-    hook("claude", payloads[0], state, "--economize", REPOSITORY)  # a retried call keeps its turn
+    assert hook("claude", payloads[0], state, "--economize", REPOSITORY) == (None, "")  # a retry keeps its turn
     connection = sqlite3.connect(turns_path(state))
     rows = connection.execute("SELECT seq, call_id FROM turns WHERE session='s1' ORDER BY seq").fetchall()
     connection.close()
     assert [seq for seq, _ in rows] == list(range(1, 13))
     assert sorted(call for _, call in rows) == sorted(p["tool_use_id"] for p in payloads)
+
+
+def test_many_concurrent_writers_of_one_session_get_distinct_consecutive_turns(setup: tuple[pathlib.Path, pathlib.Path]) -> None:
+    """The same store under more contention than process start-up allows: 8 threads, 25 turns each."""
+    _, state = setup
+
+    def writer(w: int) -> list[int]:
+        return [observe_turn(REPOSITORY, "s2", f"call-{w}-{i}", Step(f"echo {w} {i}", "ok"), state).turn for i in range(25)]
+
+    with concurrent.futures.ThreadPoolExecutor(max_workers=8) as pool:
+        turns = [t for chunk in pool.map(writer, range(8)) for t in chunk]
+    assert sorted(turns) == list(range(1, 201))
