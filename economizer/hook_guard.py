@@ -64,6 +64,8 @@ def repository_budget(repository: str, state_dir: pathlib.Path | None) -> tuple[
     if not database_path(repository, state_dir).is_file():
         return None, Params()
     with Store(repository, state_dir) as store:
+        if not store.has_state():  # a feed created the file and failed
+            return None, Params()
         controller = store.load()
     return controller.budget(), controller.params
 
