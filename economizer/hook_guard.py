@@ -15,7 +15,8 @@ costs O(turns) per call, a few hundred steps at most for a real task.
 
 The budget B is read from the repository's fed history at the task's first turn and kept
 with the task, so a feed that lands mid-task cannot move the forced-stop line under turns
-already taken. A task that starts before the repository has a B stores no turns and never
+already taken. Once the guard stops a task, `stopped` answers its stop message for every later
+call of the session, so the hook can refuse the next tool call too. A task that starts before the repository has a B stores no turns and never
 answers anything but "continue": with the default trace judge (never stuck) and no B, no
 rule of the guard can fire.
 """
@@ -70,6 +71,28 @@ def repository_budget(repository: str, state_dir: pathlib.Path | None) -> tuple[
     return controller.budget(), controller.params
 
 
+def stop_text(turn: int, reason: str) -> str:
+    return f"[ledger economize] the failure-loop guard stopped this task at turn {turn}: {reason}"
+
+
+def stopped(repository: str, session_id: str, state_dir: pathlib.Path | None = None) -> str | None:
+    """The stop message if the guard has stopped this session's task, else None. Read only:
+    a session the guard never saw creates nothing."""
+    path = turns_path(state_dir)
+    if not path.is_file():
+        return None
+    connection = connect(path, BUSY_TIMEOUT_S)
+    try:
+        row = connection.execute("SELECT stopped FROM tasks WHERE repository=? AND session=?", (repository, session_id)).fetchone()
+    except sqlite3.OperationalError as error:
+        if "no such table" in str(error):
+            return None
+        raise
+    finally:
+        connection.close()
+    return row[0] if row else None
+
+
 def observe_turn(
     repository: str,
     session_id: str,
@@ -84,7 +107,7 @@ def observe_turn(
     try:
         connection.execute(
             "CREATE TABLE IF NOT EXISTS tasks (repository TEXT NOT NULL, session TEXT NOT NULL, budget INTEGER,"
-            " PRIMARY KEY (repository, session))"
+            " stopped TEXT, PRIMARY KEY (repository, session))"
         )
         connection.execute(
             "CREATE TABLE IF NOT EXISTS turns (repository TEXT NOT NULL, session TEXT NOT NULL, seq INTEGER NOT NULL,"
@@ -132,4 +155,7 @@ def _observe(connection: sqlite3.Connection, key: tuple[str, str], call_id: str,
     ):
         decision = guard.observe(Step(command, output, status))
     assert decision is not None  # the turn itself was just read back
+    if decision.action == "stop":
+        connection.execute("UPDATE tasks SET stopped=COALESCE(stopped, ?) WHERE repository=? AND session=?",
+                           (stop_text(decision.turn, decision.reason), *key))
     return TurnVerdict(decision.turn, decision.action, decision.text, decision.reason)

@@ -7,7 +7,9 @@ stderr (and, as `systemMessage`, to the user's screen).
 With `--economize owner/name`, TokenEconomizer's failure-loop guard watches the session too:
 each finished shell call is the next turn of the task (the task is the hook session), the
 guard's redirect comes back as the note Ledger's Nudges use, and its stop as the agent's
-"stop now" answer (`{"continue": false, "stopReason": ...}`). The budget B comes from the
+"stop now" answer (`{"continue": false, "stopReason": ...}`) and, because Claude Code 2.1 does
+not act on that answer after a failed call (seen with the real CLI), as a deny with the same
+reason of every later tool call of the session. The budget B comes from the
 repository's history fed with `ledger economize feed` under the same `--state-dir`; before
 any history the guard stays silent. Without the option the hook answers exactly as before.
 
@@ -73,6 +75,10 @@ def run(args: argparse.Namespace) -> int:
             raise ValueError(f"the hook payload is a JSON object, got {type(payload).__name__}")
         root = args.root or (os.environ.get("CLAUDE_PROJECT_DIR") if args.agent == "claude" else None) \
             or payload.get("cwd") or os.getcwd()
+        refusal = _refusal_after_stop(args, payload) if args.economize is not None else None
+        if refusal is not None:
+            sys.stdout.write(json.dumps(refusal))
+            return 0
         session = _LazySession(str(root), args.state_dir)
         try:
             reply = AGENTS[args.agent](payload, session)
@@ -92,6 +98,24 @@ def run(args: argparse.Namespace) -> int:
 ADAPTERS = {"claude": claude, "codex": codex}
 
 
+def _refusal_after_stop(args: argparse.Namespace, payload: Any) -> dict[str, Any] | None:
+    """A tool call of a session whose task the guard stopped: refused before Ledger decides
+    it (so no bracket is opened for a call that never runs). None: carry on as usual."""
+    if not isinstance(payload, dict) or payload.get("hook_event_name") != "PreToolUse":
+        return None
+    session_id = payload.get("session_id")
+    if not isinstance(session_id, str):
+        return None
+    try:
+        from economizer.hook_guard import stopped
+
+        reason = stopped(args.economize, session_id, pathlib.Path(args.state_dir) if args.state_dir is not None else None)
+    except Exception as error:  # noqa: BLE001 - the guard's own failure is reported after the call
+        print(f"ledger hook {args.agent} --economize: internal error reading the guard's state: {error!r}", file=sys.stderr)
+        return None
+    return ADAPTERS[args.agent].stop_before_reply(reason) if reason is not None else None
+
+
 def _with_guard(args: argparse.Namespace, payload: dict[str, Any], reply: dict[str, Any] | None) -> dict[str, Any] | None:
     """Add the guard's verdict on this call to Ledger's reply. Ledger answers a finished call
     with nothing but a note on an internal error, so the two never compete for one field."""
@@ -101,12 +125,12 @@ def _with_guard(args: argparse.Namespace, payload: dict[str, Any], reply: dict[s
         from economizer.hook_guard import observe_turn
         from economizer_spec.trajectory import Step
 
-        turn = adapter.shell_turn(payload)
         session_id, call_id = payload.get("session_id"), payload.get("tool_use_id")
+        state_dir = pathlib.Path(args.state_dir) if args.state_dir is not None else None
+        turn = adapter.shell_turn(payload)
         if turn is None or not isinstance(session_id, str) or not isinstance(call_id, str):
             return reply
         command, output, status = turn
-        state_dir = pathlib.Path(args.state_dir) if args.state_dir is not None else None
         verdict = observe_turn(args.economize, session_id, call_id, Step(command, output, status), state_dir)
     except Exception as error:  # noqa: BLE001 - the guard never blocks the agent either
         note = f"ledger hook {args.agent} --economize: internal error, the guard skipped this call: {error!r}"
@@ -116,6 +140,6 @@ def _with_guard(args: argparse.Namespace, payload: dict[str, Any], reply: dict[s
     if verdict.action == "redirect":
         return {**(reply or {}), **adapter.note_reply(payload["hook_event_name"], f"[ledger economize] {verdict.text}")}
     if verdict.action == "stop":
-        return {**(reply or {}), **adapter.stop_reply(
-            f"[ledger economize] failure-loop guard stopped the task at turn {verdict.turn}: {verdict.reason}")}
+        from economizer.hook_guard import stop_text
+        return {**(reply or {}), **adapter.stop_reply(stop_text(verdict.turn, verdict.reason))}
     return reply

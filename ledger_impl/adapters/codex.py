@@ -88,6 +88,12 @@ def stop_reply(reason: str) -> dict[str, Any]:
     return {"continue": False, "stopReason": reason}
 
 
+def stop_before_reply(reason: str) -> dict[str, Any]:
+    """A tool call after the task was stopped: refused with the reason, and "stop" again."""
+    return {**stop_reply(reason), "hookSpecificOutput": {
+        "hookEventName": "PreToolUse", "permissionDecision": "deny", "permissionDecisionReason": reason}}
+
+
 def command_for(tool: str, tool_input: dict[str, Any]) -> str:
     if tool in PATCH_TOOLS:
         return "apply_patch"

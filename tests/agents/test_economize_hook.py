@@ -92,6 +92,15 @@ def test_a_failure_loop_is_redirected_then_stopped(agent: str, setup: tuple[path
     assert seen[8][0] == "redirect" and "a.py 8 times" in seen[8][1]["hookSpecificOutput"]["additionalContext"]
     assert seen[13][0] == "stop" and "turn 13" in seen[13][1]["stopReason"]
     assert seen[14][0] == "stop"  # after a stop every call answers stop
+    # and the next call is refused before it runs, before Ledger decides it
+    pre = {**TURNS[agent](root, 15, "ls", "", 0), "hook_event_name": "PreToolUse"}
+    refused, err = hook(agent, pre, state, "--economize", REPOSITORY)
+    assert err == "" and refused is not None and refused["continue"] is False
+    assert refused["hookSpecificOutput"]["permissionDecision"] == "deny"
+    assert "stopped this task at turn 13" in refused["hookSpecificOutput"]["permissionDecisionReason"]
+    other = {**pre, "session_id": "another"}
+    answer, _ = hook(agent, other, state, "--economize", REPOSITORY)  # another task runs on
+    assert "continue" not in (answer or {}) and "hookSpecificOutput" not in (answer or {})
 
 
 @pytest.mark.parametrize("agent", ["claude", "codex"])
