@@ -14,26 +14,14 @@ for a 14th call); the same answer with a deny at the 14th call's PreToolUse ends
 from __future__ import annotations
 
 import json
-import os
 import pathlib
 import subprocess
-import sys
 
-import pytest
-
-import agent_cli
 from scripted_models import ScriptedModel, ScriptedServer, ToolUse
+from test_claude_code_e2e import claude, with_ledger_hooks  # noqa: F401 - `claude` is the module's fixture
 from test_economize_hook import REPOSITORY, feed_history
 
 LOOP = "sed -i 's/a/b/' a.py && echo 'E   AssertionError: 1' && false"
-
-
-@pytest.fixture(scope="module")
-def claude() -> pathlib.Path:
-    path, why = agent_cli.ensure("claude")
-    if path is None:
-        pytest.skip(f"real Claude Code end-to-end test skipped: {why}")
-    return path
 
 
 def test_claude_code_stops_when_the_guard_says_stop(claude: pathlib.Path, tmp_path: pathlib.Path) -> None:
@@ -42,14 +30,7 @@ def test_claude_code_stops_when_the_guard_says_stop(claude: pathlib.Path, tmp_pa
         directory.mkdir(parents=True)
     (workspace / "a.py").write_text("a" * 40 + "\n")  # one line: each call changes one more a
     feed_history(state, tmp_path)
-    env = {
-        "PATH": os.environ["PATH"], "HOME": str(home), "ANTHROPIC_API_KEY": "sk-ant-test-not-a-key",
-        "DISABLE_TELEMETRY": "1", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1", "DISABLE_AUTOUPDATER": "1",
-        "LANG": "C.UTF-8",
-    }
-    install = subprocess.run([sys.executable, "-m", "ledger_cli.main", "hooks", "install", "claude", "--user",
-                              "--state-dir", str(state)], env=env, capture_output=True, text=True, timeout=120)
-    assert install.returncode == 0, install.stderr
+    env = with_ledger_hooks(home, state)
     settings_file = home / ".claude" / "settings.json"
     settings = json.loads(settings_file.read_text())
     for groups in settings["hooks"].values():
