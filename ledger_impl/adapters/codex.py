@@ -89,9 +89,12 @@ def stop_reply(reason: str) -> dict[str, Any]:
 
 
 def stop_before_reply(reason: str) -> dict[str, Any]:
-    """A tool call after the task was stopped: refused with the reason, and "stop" again."""
-    return {**stop_reply(reason), "hookSpecificOutput": {
-        "hookEventName": "PreToolUse", "permissionDecision": "deny", "permissionDecisionReason": reason}}
+    """A tool call after the task was stopped: denied with the reason. Only the deny: Codex
+    0.171 fails a PreToolUse hook whose answer carries `continue: false` and then runs the call
+    (seen with the real CLI), and it does not end the turn on PostToolUse's `continue: false`
+    either, so the closest it has to "stop" is refusing every later call of the session."""
+    return {"hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision": "deny",
+                                   "permissionDecisionReason": reason}}
 
 
 def command_for(tool: str, tool_input: dict[str, Any]) -> str:

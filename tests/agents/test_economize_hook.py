@@ -95,7 +95,7 @@ def test_a_failure_loop_is_redirected_then_stopped(agent: str, setup: tuple[path
     # and the next call is refused before it runs, before Ledger decides it
     pre = {**TURNS[agent](root, 15, "ls", "", 0), "hook_event_name": "PreToolUse"}
     refused, err = hook(agent, pre, state, "--economize", REPOSITORY)
-    assert err == "" and refused is not None and refused["continue"] is False
+    assert err == "" and refused is not None and refused.get("continue", False) is False
     assert refused["hookSpecificOutput"]["permissionDecision"] == "deny"
     assert "stopped this task at turn 13" in refused["hookSpecificOutput"]["permissionDecisionReason"]
     other = {**pre, "session_id": "another"}
