@@ -19,27 +19,15 @@ import subprocess
 
 from scripted_models import ScriptedModel, ScriptedServer, ToolUse
 from test_claude_code_e2e import claude, with_ledger_hooks  # noqa: F401 - `claude` is the module's fixture
-from test_economize_hook import REPOSITORY, feed_history
-
-LOOP = "sed -i 's/a/b/' a.py && echo 'E   AssertionError: 1' && false"
+from test_economize_hook import E2E_LOOP, economize_installed_hooks, loop_workspace
 
 
 def test_claude_code_stops_when_the_guard_says_stop(claude: pathlib.Path, tmp_path: pathlib.Path) -> None:
-    workspace, home, state = tmp_path / "ws", tmp_path / "home", tmp_path / "state"
-    for directory in (workspace, home, state):
-        directory.mkdir(parents=True)
-    (workspace / "a.py").write_text("a" * 40 + "\n")  # one line: each call changes one more a
-    feed_history(state, tmp_path)
+    workspace, home, state = loop_workspace(tmp_path, "home")
     env = with_ledger_hooks(home, state)
-    settings_file = home / ".claude" / "settings.json"
-    settings = json.loads(settings_file.read_text())
-    for groups in settings["hooks"].values():
-        for group in groups:
-            for entry in group["hooks"]:
-                entry["command"] += f" --economize {REPOSITORY}"
-    settings_file.write_text(json.dumps(settings))
+    economize_installed_hooks(home / ".claude" / "settings.json")
 
-    turns = [(ToolUse(f"b{n}", "Bash", {"command": LOOP, "description": "try"}),) for n in range(1, 21)] + ["done"]
+    turns = [(ToolUse(f"b{n}", "Bash", {"command": E2E_LOOP, "description": "try"}),) for n in range(1, 21)] + ["done"]
     model = ScriptedModel(turns)
     with ScriptedServer(model) as url:
         run = subprocess.run(

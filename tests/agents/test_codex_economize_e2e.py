@@ -18,27 +18,15 @@ import pathlib
 
 from scripted_models import ScriptedResponses
 from test_codex_e2e import BLOCKED, codex, exec_command, run_codex, with_ledger_hooks  # noqa: F401 - `codex` is the module's fixture
-from test_economize_hook import REPOSITORY, feed_history
-
-LOOP = "sed -i 's/a/b/' a.py && echo 'E   AssertionError: 1' && false"
+from test_economize_hook import E2E_LOOP, economize_installed_hooks, loop_workspace
 
 
 def test_codex_stops_when_the_guard_says_stop(codex: pathlib.Path, tmp_path: pathlib.Path) -> None:
-    workspace, home, state = tmp_path / "ws", tmp_path / "codex-home", tmp_path / "state"
-    for directory in (workspace, home, state):
-        directory.mkdir(parents=True)
-    (workspace / "a.py").write_text("a" * 40 + "\n")  # one line: each call changes one more a
-    feed_history(state, tmp_path)
+    workspace, home, state = loop_workspace(tmp_path, "codex-home")
     env = with_ledger_hooks(tmp_path, home, state)
-    hooks_file = home / "hooks.json"
-    hooks = json.loads(hooks_file.read_text())
-    for groups in hooks["hooks"].values():
-        for group in groups:
-            for entry in group["hooks"]:
-                entry["command"] += f" --economize {REPOSITORY}"
-    hooks_file.write_text(json.dumps(hooks))
+    economize_installed_hooks(home / "hooks.json")
 
-    model = ScriptedResponses([(exec_command(f"c{n}", LOOP),) for n in range(1, 21)] + ["done"])
+    model = ScriptedResponses([(exec_command(f"c{n}", E2E_LOOP),) for n in range(1, 21)] + ["done"])
     run = run_codex(codex, model, home, workspace, env, "Fix a.py.")
     ran = (workspace / "a.py").read_text().count("b")
     notes = [i for i, request in enumerate(model.requests) if "[ledger economize]" in json.dumps(request)]

@@ -39,6 +39,30 @@ def feed_history(state: pathlib.Path, tmp_path: pathlib.Path) -> None:
     assert done.returncode == 0, done.stderr
 
 
+#: One failing edit-and-test call; on a one-line a.py of 40 `a`s each run turns one more into `b`.
+E2E_LOOP = "sed -i 's/a/b/' a.py && echo 'E   AssertionError: 1' && false"
+
+
+def loop_workspace(tmp_path: pathlib.Path, home_name: str) -> tuple[pathlib.Path, pathlib.Path, pathlib.Path]:
+    """(workspace with a.py, the agent's home, Ledger's state with the repository's history)."""
+    workspace, home, state = tmp_path / "ws", tmp_path / home_name, tmp_path / "state"
+    for directory in (workspace, home, state):
+        directory.mkdir(parents=True)
+    (workspace / "a.py").write_text("a" * 40 + "\n")
+    feed_history(state, tmp_path)
+    return workspace, home, state
+
+
+def economize_installed_hooks(settings_file: pathlib.Path) -> None:
+    """Add `--economize owner/repo` to every hook command `ledger hooks install` wrote."""
+    settings = json.loads(settings_file.read_text())
+    for groups in settings["hooks"].values():
+        for group in groups:
+            for entry in group["hooks"]:
+                entry["command"] += f" --economize {REPOSITORY}"
+    settings_file.write_text(json.dumps(settings))
+
+
 def hook(agent: str, payload: dict[str, Any], state: pathlib.Path, *extra: str) -> tuple[dict[str, Any] | None, str]:
     done = subprocess.run([sys.executable, "-m", "ledger_cli.main", "hook", agent, "--state-dir", str(state), *extra],
                           input=json.dumps(payload), capture_output=True, text=True, timeout=120)
