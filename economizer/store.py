@@ -125,6 +125,13 @@ class Store(contextlib.AbstractContextManager["Store"]):
                 return Controller(self.repository, catalog, core, params or Params(), matcher)
             return from_json(json.loads(row[0]), matcher)
 
+    def has_state(self) -> bool:
+        """Whether a feed ever committed here. A feed that failed after creating the file
+        leaves empty tables, which is no state at all (and is not deleted: another feeder
+        may be about to commit into the same file)."""
+        with self._readable():
+            return self.connection.execute("SELECT 1 FROM meta WHERE key='state'").fetchone() is not None
+
     def records(self) -> list[dict[str, Any]]:
         with self._readable():
             return [json.loads(r[0]) for r in self.connection.execute("SELECT record FROM tasks ORDER BY idx")]

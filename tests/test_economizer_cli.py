@@ -138,6 +138,23 @@ def test_a_locked_database_exits_2_and_leaves_state_intact(fed: pathlib.Path, tm
     assert snapshot(fed) == before
 
 
+def test_a_failed_feed_of_a_new_repository_still_reads_feed_it_first(fed: pathlib.Path, tmp_path: pathlib.Path, capsys) -> None:
+    """A feed of a new repository and a locked one fails as a whole; the new one must not then
+    show "0 tasks" as if it had been fed, but still ask to be fed first."""
+    holder = sqlite3.connect(next(fed.rglob("owner__repo.sqlite3")), isolation_level=None)
+    holder.execute("BEGIN IMMEDIATE")
+    try:
+        path = write(tmp_path / "two.jsonl", [row("aaa__new-1", PASSING, repo="aaa/new"), row("owner__repo-9", PASSING)])
+        assert main(["economize", "feed", str(path), "--state-dir", str(fed), "--busy-timeout-ms", "100"]) == 2
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+    capsys.readouterr()
+    for command in ("show", "manual", "mask"):
+        assert main(["economize", command, "aaa/new", "--state-dir", str(fed)]) == 2
+        assert "feed it first" in capsys.readouterr().err
+
+
 def test_concurrent_writers_serialize(fed: pathlib.Path, tmp_path: pathlib.Path) -> None:
     paths = [write(tmp_path / f"c{i}.jsonl", [row(f"owner__repo-{20 + i}", PASSING)]) for i in range(3)]
     procs = [

@@ -117,6 +117,8 @@ def _feed(args: argparse.Namespace) -> int:
         if len(set(ids)) != len(ids):
             raise BadInput(f"{args.file}: a task id appears twice for {repository}")
     for repository, trajectories in by_repository.items():  # refuse before writing any repository
+        if not database_path(repository, args.state_dir).is_file():
+            continue  # nothing fed yet; checking must not create the file
         with Store(repository, args.state_dir, args.busy_timeout_ms) as store:
             again = sorted(store.fed_ids() & {t.task_id for t in trajectories})
         if again:
@@ -161,7 +163,13 @@ def _state(args: argparse.Namespace) -> tuple[Store, Controller]:
     if not path.is_file():
         raise BadInput(f"no economizer state for {args.repository} ({path} does not exist); feed it first")
     store = Store(args.repository, args.state_dir)
-    return store, store.load()
+    try:
+        if not store.has_state():  # created by a feed that then failed
+            raise BadInput(f"no economizer state for {args.repository} (no feed committed to {path}); feed it first")
+        return store, store.load()
+    except BaseException:
+        store.close()
+        raise
 
 
 def _show(args: argparse.Namespace) -> int:
@@ -209,10 +217,11 @@ def _guard(args: argparse.Namespace) -> int:
     from economizer.guard import Guard
     from economizer.harness import guard_signal
 
-    if database_path(args.repository, args.state_dir).is_file():
+    database_path(args.repository, args.state_dir)  # a name that is not owner/name is refused here
+    try:
         store, controller = _state(args)
         store.close()
-    else:  # the repository's first task: no budget yet, so only the judge could act
+    except BadInput:  # the repository's first task: no budget yet, so only the judge could act
         controller = Controller(args.repository)
     rows = read_jsonl(_read(args.file), str(args.file))
     if len(rows) != 1:
