@@ -370,3 +370,33 @@ def test_a_write_in_a_watched_directory_does_not_list_it_again(tmp_path, monkeyp
         assert listed == []
     finally:
         detector.close()
+
+
+def test_a_write_to_a_settled_file_between_its_scan_and_its_watch_is_reported(tmp_path, monkeypatch):
+    # As test_event_detector's race, on a file older than the racy window: only the stat taken
+    # once the watch exists, compared with the scan's, can show the write in the gap.
+    root, outside = tmp_path / "root", tmp_path / "outside"
+    root.mkdir()
+    outside.mkdir()
+    (root / "a.txt").write_text("a\n")
+    os.link(root / "a.txt", outside / "hl")
+    time.sleep(0.05)
+    raced: list[bool] = []
+
+    class RacingINotify(events.INotify):  # type: ignore[misc,valid-type]
+        def add_watch(self, path, mask):  # type: ignore[no-untyped-def]
+            if str(path).endswith("a.txt") and not raced:
+                raced.append(True)
+                with open(outside / "hl", "a") as handle:
+                    handle.write("written in the gap\n")
+            return super().add_watch(path, mask)
+
+    monkeypatch.setattr(events, "INotify", RacingINotify)
+    detector = EventDetector(racy_window_ns=0)
+    try:
+        detector.before(root, "true")
+        assert raced
+        changes = detector.after(root, "true", 0)
+        assert "a.txt" in changes.paths or changes.unknown
+    finally:
+        detector.close()
