@@ -400,3 +400,11 @@ def test_a_write_to_a_settled_file_between_its_scan_and_its_watch_is_reported(tm
         assert "a.txt" in changes.paths or changes.unknown
     finally:
         detector.close()
+
+
+def test_the_root_identity_holds_the_root_and_every_ancestor(tmp_path):
+    # The chain ends at "/" (its own parent) and names every directory on the way.
+    chain = events._root_identity(str(tmp_path))
+    expected = [str(tmp_path), *map(str, tmp_path.parents)]
+    assert chain == tuple((os.lstat(path).st_dev, os.lstat(path).st_ino) for path in expected)
+    assert events._root_identity(str(tmp_path / "missing")) is None
