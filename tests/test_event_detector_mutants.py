@@ -3,6 +3,7 @@ mutation-survivors.md, section `ledger_impl/detectors/events.py`), on real trees
 
 from __future__ import annotations
 
+import contextlib
 import io
 import os
 import pathlib
@@ -12,26 +13,46 @@ import time
 
 import pytest
 
-from detector_scenarios import Session
+from detector_scenarios import Session, sh
 from ledger_impl.detectors import EventDetector, events
 
 pytestmark = pytest.mark.skipif(events.INotify is None, reason="inotify is Linux-only")
 
 
-def _lstats_inside(monkeypatch: pytest.MonkeyPatch, root: pathlib.Path) -> list[str]:
-    """Record every `os.lstat` the detector makes of a path inside `root` (the root excluded:
-    its identity is checked at every call by design)."""
+def _record_calls(monkeypatch: pytest.MonkeyPatch, name: str, inside: pathlib.Path) -> list[str]:
+    """Record the paths below `inside` that `os.<name>` is called on (the detector and the
+    snapshot code share the `os` module), from now until `monkeypatch.undo()`."""
     seen: list[str] = []
-    real_lstat = os.lstat
-    prefix = str(root) + os.sep
+    real = getattr(os, name)
+    prefix = str(inside) + os.sep
 
-    def counting_lstat(path, *args, **kwargs):
+    def recording(path, *args, **kwargs):
         if os.fspath(path).startswith(prefix):
             seen.append(os.fspath(path))
-        return real_lstat(path, *args, **kwargs)
+        return real(path, *args, **kwargs)
 
-    monkeypatch.setattr(events.os, "lstat", counting_lstat)
+    monkeypatch.setattr(os, name, recording)
     return seen
+
+
+def _root_and_outside(tmp_path: pathlib.Path) -> tuple[pathlib.Path, pathlib.Path]:
+    """A root to watch and a directory beside it, outside the root."""
+    root, outside = tmp_path / "root", tmp_path / "outside"
+    root.mkdir()
+    outside.mkdir()
+    return root, outside
+
+
+def _inotify_acting_before_each_watch(act):
+    """An INotify that calls `act(path)` just before adding each watch: a change in the gap
+    between a file's stat and its watch, which only a real race would otherwise make."""
+
+    class RacingINotify(events.INotify):  # type: ignore[misc,valid-type]
+        def add_watch(self, path, mask):  # type: ignore[no-untyped-def]
+            act(str(path))
+            return super().add_watch(path, mask)
+
+    return RacingINotify
 
 
 @pytest.mark.parametrize("complete_link_tracking", [True, False], ids=["sound", "regular-files-only-variant"])
@@ -49,7 +70,7 @@ def test_settled_files_are_proved_by_their_watch_and_not_re_stat_ed(tmp_path, mo
     detector = EventDetector(racy_window_ns=0, complete_link_tracking=complete_link_tracking)
     try:
         detector.before(tmp_path, "true")
-        seen = _lstats_inside(monkeypatch, tmp_path)
+        seen = _record_calls(monkeypatch, "lstat", tmp_path)
         changes = detector.after(tmp_path, "true", 0)
         assert changes.empty and detector.fallbacks == 0
         assert seen == [], "settled files were compared again though no event named them"
@@ -178,29 +199,16 @@ def test_a_reused_inode_number_after_a_full_diff_forgets_the_dropped_watch(tmp_p
 def test_a_new_directory_s_files_are_found_by_stat_without_reading_them(tmp_path, monkeypatch):
     # after() reads a file's content at most once: a fresh (racy) file in a new directory is
     # found by stat when the directory is scanned, and hashed once, when it is proved.
-    detector = EventDetector()
-    opened: list[str] = []
-    real_open = os.open
-    prefix = str(tmp_path) + os.sep
-
-    def recording_open(path, *args, **kwargs):
-        if os.fspath(path).startswith(prefix):
-            opened.append(os.fspath(path))
-        return real_open(path, *args, **kwargs)
-
-    try:
-        session = Session(detector, tmp_path)
-        session.step("true")
+    with contextlib.closing(EventDetector()) as detector:
+        detector.before(tmp_path, "true")
         detector.before(tmp_path, "mkdir d")
         (tmp_path / "d").mkdir()
         (tmp_path / "d" / "f").write_text("fresh")
-        monkeypatch.setattr(events.os, "open", recording_open)
+        opened = _record_calls(monkeypatch, "open", tmp_path)
         changes = detector.after(tmp_path, "mkdir d", 0)
         monkeypatch.undo()
-        assert changes.paths == {"d", "d/f"} and detector.fallbacks == 0
-        assert opened == [str(tmp_path / "d" / "f")]
-    finally:
-        detector.close()
+    assert changes.paths == {"d", "d/f"} and detector.fallbacks == 0
+    assert opened == [str(tmp_path / "d" / "f")]
 
 
 def test_events_after_an_earlier_after_s_late_marker_are_kept(tmp_path, monkeypatch):
@@ -242,9 +250,7 @@ def test_a_transient_link_is_reported_by_the_directory_watch_variant(tmp_path):
 def test_a_directory_moved_out_of_the_root_loses_its_watch(tmp_path):
     # Its watch would keep reporting the outside directory's events under the old key, and
     # watches are a per-user budget: the detector removes it.
-    root, outside = tmp_path / "root", tmp_path / "outside"
-    root.mkdir()
-    outside.mkdir()
+    root, outside = _root_and_outside(tmp_path)
     (root / "d").mkdir()
     (root / "d" / "f").write_text("f")
     detector = EventDetector()
@@ -283,15 +289,13 @@ def test_a_name_replaced_by_an_already_watched_file_before_its_watch_is_compared
     time.sleep(0.05)  # older than the (zero) racy window: only the watch can prove the entries
     watched: list[str] = []
 
-    class RacingINotify(events.INotify):  # type: ignore[misc,valid-type]
-        def add_watch(self, path, mask):  # type: ignore[no-untyped-def]
-            if str(path).endswith(".txt"):
-                watched.append(str(path))
-                if len(watched) == 2:
-                    os.replace(watched[0], watched[1])
-            return super().add_watch(path, mask)
+    def rename_the_first_over_the_second(path: str) -> None:
+        if path.endswith(".txt"):
+            watched.append(path)
+            if len(watched) == 2:
+                os.replace(watched[0], watched[1])
 
-    monkeypatch.setattr(events, "INotify", RacingINotify)
+    monkeypatch.setattr(events, "INotify", _inotify_acting_before_each_watch(rename_the_first_over_the_second))
     detector = EventDetector(racy_window_ns=0)
     try:
         detector.before(tmp_path, "true")
@@ -324,12 +328,8 @@ def test_a_bind_mount_seen_first_or_second_in_the_scan_degrades(tmp_path, view):
 def test_a_directory_replaced_by_another_moved_in_reports_the_old_contents_gone(tmp_path):
     # Renames raise events for the directories only, none for what they hold: the rescan of
     # the new one must report every key of the old one it no longer finds.
-    root, outside = tmp_path / "root", tmp_path / "outside"
-    root.mkdir()
-    (outside / "other").mkdir(parents=True)
-    (outside / "other" / "b.txt").write_text("b")
-    (root / "d").mkdir()
-    (root / "d" / "a.txt").write_text("a")
+    root, outside = _root_and_outside(tmp_path)
+    assert sh(root, f"mkdir d {outside}/other && echo a > d/a.txt && echo b > {outside}/other/b.txt") == 0
     detector = EventDetector()
     try:
         session = Session(detector, root)
@@ -344,26 +344,17 @@ def test_a_directory_replaced_by_another_moved_in_reports_the_old_contents_gone(
 def test_a_write_in_a_watched_directory_does_not_list_it_again(tmp_path, monkeypatch):
     # An existing, watched directory whose file changed is re-stat'ed, not rescanned: its
     # children are refreshed by their own events, so the cost stays with the change.
-    from ledger_impl import tree_snapshot
-
     (tmp_path / "d").mkdir()
     for name in ("a", "b", "c"):
         (tmp_path / "d" / name).write_text(name)
     detector = EventDetector()
-    listed: list[str] = []
-    real_scandir = os.scandir
-
-    def recording_scandir(path):
-        listed.append(os.fspath(path))
-        return real_scandir(path)
-
     try:
         session = Session(detector, tmp_path)
         session.step("true")
         detector.before(tmp_path, "echo more >> d/a")
         with open(tmp_path / "d" / "a", "a") as handle:
             handle.write("more")
-        monkeypatch.setattr(tree_snapshot.os, "scandir", recording_scandir)
+        listed = _record_calls(monkeypatch, "scandir", tmp_path)
         changes = detector.after(tmp_path, "echo more >> d/a", 0)
         monkeypatch.undo()
         assert "d/a" in changes.paths and detector.fallbacks == 0
@@ -375,23 +366,18 @@ def test_a_write_in_a_watched_directory_does_not_list_it_again(tmp_path, monkeyp
 def test_a_write_to_a_settled_file_between_its_scan_and_its_watch_is_reported(tmp_path, monkeypatch):
     # As test_event_detector's race, on a file older than the racy window: only the stat taken
     # once the watch exists, compared with the scan's, can show the write in the gap.
-    root, outside = tmp_path / "root", tmp_path / "outside"
-    root.mkdir()
-    outside.mkdir()
+    root, outside = _root_and_outside(tmp_path)
     (root / "a.txt").write_text("a\n")
     os.link(root / "a.txt", outside / "hl")
     time.sleep(0.05)
     raced: list[bool] = []
 
-    class RacingINotify(events.INotify):  # type: ignore[misc,valid-type]
-        def add_watch(self, path, mask):  # type: ignore[no-untyped-def]
-            if str(path).endswith("a.txt") and not raced:
-                raced.append(True)
-                with open(outside / "hl", "a") as handle:
-                    handle.write("written in the gap\n")
-            return super().add_watch(path, mask)
+    def write_through_the_outside_link_once(path: str) -> None:
+        if path.endswith("a.txt") and not raced:
+            raced.append(True)
+            (outside / "hl").write_text("a\nwritten in the gap\n")
 
-    monkeypatch.setattr(events, "INotify", RacingINotify)
+    monkeypatch.setattr(events, "INotify", _inotify_acting_before_each_watch(write_through_the_outside_link_once))
     detector = EventDetector(racy_window_ns=0)
     try:
         detector.before(root, "true")
@@ -408,3 +394,4 @@ def test_the_root_identity_holds_the_root_and_every_ancestor(tmp_path):
     expected = [str(tmp_path), *map(str, tmp_path.parents)]
     assert chain == tuple((os.lstat(path).st_dev, os.lstat(path).st_ino) for path in expected)
     assert events._root_identity(str(tmp_path / "missing")) is None
+
