@@ -412,3 +412,23 @@ def test_before_on_a_root_deleted_since_the_last_after_does_not_raise(tmp_path):
         root.mkdir()
         changes = detector.after(root, "true", 0)
         assert changes.unknown or changes.paths == {"a.txt"}
+
+
+def test_a_directory_s_metadata_change_does_not_list_it_again(tmp_path, monkeypatch):
+    # Only a new name (created or moved in) is scanned; a chmod of an existing directory is
+    # re-stat'ed, its children untouched.
+    (tmp_path / "d").mkdir()
+    (tmp_path / "d" / "a").write_text("a")
+    with contextlib.closing(EventDetector()) as detector:
+        Session(detector, tmp_path).step("true")
+        detector.before(tmp_path, "chmod 700 d")
+        os.chmod(tmp_path / "d", 0o700)
+        listed = _record_calls(monkeypatch, "scandir", tmp_path)
+        changes = detector.after(tmp_path, "chmod 700 d", 0)
+        monkeypatch.undo()
+    assert changes.paths == {"d"} and listed == []
+
+
+def test_a_new_detector_is_not_degraded():
+    # Nothing is degraded before the first call: `degraded` is what the Runtime shows.
+    assert EventDetector().degraded is None
