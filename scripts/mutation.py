@@ -55,7 +55,8 @@ MODULES: dict[str, tuple[str, ...]] = {
     "ledger_impl/ledger.py": ("tests/test_ledger_differential.py",),
     "ledger_impl/detectors/rules.py": ("tests/test_rules_detector.py",),
     "ledger_impl/detectors/events.py": (
-        "tests/test_event_detector.py", "tests/test_counterexamples.py", "tests/test_honest_limits.py",
+        "tests/test_event_detector.py", "tests/test_event_detector_mutants.py", "tests/test_counterexamples.py",
+        "tests/test_honest_limits.py",
     ),
     "ledger_impl/detectors/snapshot.py": ("tests/test_snapshot_detector.py",),
     "ledger_impl/detectors/stat_index.py": (
