@@ -16,9 +16,9 @@ import pytest
 
 from ledger_impl import classify
 from ledger_impl.classifier import sed_script_is_safe
-from ledger_impl.classifier.effect import Options
+from ledger_impl.classifier.effect import Kind, Options, reader, stream_tool
 from ledger_impl.shell import Word
-from ledger_spec import Category, FileTarget, TreeTarget
+from ledger_spec import WHOLE_FILE, Category, FileTarget, TreeTarget
 
 ROOT = "/testbed"  # lexical classification: the directory need not exist
 
@@ -159,6 +159,30 @@ def test_a_lone_dash_is_an_operand_so_a_read_of_a_file_and_stdin_is_not_a_single
     assert not isinstance(result.target, FileTarget)
 
 
+def test_an_unknown_option_that_sorts_before_the_double_dash_is_refused_not_taken_for_it():
+    # `-,` and `-+` sort before `--`; they are unknown options, never the end of the options.
+    for word in ("-,", "-+"):
+        scan = Options(_words(word, "a.py"), short="n")
+        assert not scan.ok
+    assert c("cat -, a.py").category is Category.RUN
+
+
+def test_a_read_of_several_files_or_of_a_glob_is_a_tree_read_without_a_view():
+    # The command layer serves a view only from a single-file read (`tree` False, one file).
+    for words in (_words("a.py", "b.py"), [Word((("*.py", True),))]):
+        effect = reader(Options(words), "plain", WHOLE_FILE, path_free=True)
+        assert effect.kind is Kind.READS and effect.tree and effect.view is None
+    single = reader(Options(_words("a.py")), "plain", WHOLE_FILE, path_free=True)
+    assert not single.tree and single.view == "plain"
+
+
+def test_a_stream_tool_with_operands_reads_a_tree():
+    # `sort a.py b.py` prints a merge of its operands: never a view of one file.
+    effect = stream_tool(Options(_words("a.py")))
+    assert effect.kind is Kind.READS and effect.tree and effect.view is None
+    assert stream_tool(Options([])).kind is Kind.FILTER
+
+
 # --- command.py: the whole command ------------------------------------------------------------------
 
 
@@ -174,6 +198,28 @@ def test_two_reads_in_separate_statements_are_never_a_single_file_read():
     assert result.target == TreeTarget(".")
 
 
+def test_a_cd_at_the_very_end_is_followed_and_a_cd_before_an_or_is_not():
+    # A final `cd` changes nothing printed; `cd src || cat a.py` runs cat where cd failed, in
+    # the starting directory, so following the cd would name src/a.py: it is refused.
+    assert c("cat a.py && cd src").category is Category.READ
+    assert c("cd src || cat a.py").category is Category.RUN
+
+
+def test_several_reads_share_the_root_as_their_scope():
+    # `ls src && cat a.py` also prints a.py, outside src: scoped to src, an edit of a.py would
+    # leave the stored output in place.
+    assert c("ls src && cat a.py").target == TreeTarget(".")
+    assert c("ls src").target == TreeTarget("src")
+
+
+def test_a_quoted_option_value_with_glob_characters_is_a_literal_path():
+    # A path-like option value is checked against the root (hazards.option_value_path). The shell
+    # never expands a quoted `'--include=/testbed/.*rc'`: grep gets the pattern as written, so it
+    # is a literal path inside the root and the search keeps its scope (as a glob, a component
+    # that starts with a dot would have been refused).
+    assert c("grep -rn foo '--include=/testbed/.*rc' src").target == TreeTarget("src")
+
+
 def test_a_read_run_outside_the_root_keeps_its_category():
     # The working directory is outside the root, so there is no target; the command is still a read.
     result = c("cat a.py", cwd="../up")
@@ -182,5 +228,7 @@ def test_a_read_run_outside_the_root_keeps_its_category():
 
 
 def test_a_working_directory_that_sorts_before_the_dot_still_prefixes_the_normalized_text():
-    # `+d` sorts before `.`; the directory is part of what the command prints from.
-    assert c("cat a.py; cat b.py", cwd="+d").normalized != c("cat a.py; cat b.py").normalized
+    # `+d` and `+e` sort before `.`; the directory decides which a.py is printed, so each of
+    # the four spellings is a different command.
+    normalized = {c("cat a.py; cat b.py", cwd=cwd).normalized for cwd in (".", "+d", "+e", "src")}
+    assert len(normalized) == 4
