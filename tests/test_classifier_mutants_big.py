@@ -232,3 +232,20 @@ def test_a_working_directory_that_sorts_before_the_dot_still_prefixes_the_normal
     # the four spellings is a different command.
     normalized = {c("cat a.py; cat b.py", cwd=cwd).normalized for cwd in (".", "+d", "+e", "src")}
     assert len(normalized) == 4
+
+
+# --- sed: every flag of an `s` command is read ------------------------------------------------------
+
+FLAG_WRITERS = ["s/a/touch out/ge", "s/a/touch out/1e", "s/a/touch out/pe"]
+
+
+@pytest.mark.parametrize("script", FLAG_WRITERS)
+def test_an_execute_flag_after_another_flag_is_seen(script):
+    # `e` runs the pattern space as a command; it must be seen wherever it stands in the flags.
+    assert not sed_script_is_safe(script)
+
+
+@needs_gnu_sed
+@pytest.mark.parametrize("script", FLAG_WRITERS)
+def test_gnu_sed_really_runs_the_pattern_space_after_another_flag(tmp_path, script):
+    assert _sed_creates_a_file(tmp_path, script)
