@@ -8,17 +8,42 @@ the Watchman tests (`tests/test_watchman_detector.py`) choose Watchman themselve
 end-to-end tests give the real CLIs an environment of their own, so their hooks do choose
 Watchman where it is installed: every daemon started under a test's temporary directory is
 stopped when the test ends.
+
+Every project module is imported before the first test. Hypothesis mixes the constants of every
+loaded module outside site-packages (test files excepted) into what it generates, so a seeded
+test drew differently depending on which modules the tests before it, in its xdist worker,
+happened to import: a seeded hunt that found its fault in one run missed it in another. With
+every module loaded up front the pool is the same for every test in every worker, and a seeded
+test's outcome depends on the code alone.
 """
 
 from __future__ import annotations
 
+import importlib
 import os
+import pkgutil
 from collections.abc import Iterator
 
 import pytest
 
 from ledger_impl.detectors import SESSION_DETECTOR_VARIABLE
 from ledger_impl.detectors.watchman import Daemon
+
+PROJECT_PACKAGES = ("ledger_spec", "ledger_impl", "economizer_spec", "economizer", "properties", "ledger_cli")
+
+
+def _import_every_project_module() -> None:
+    for package in PROJECT_PACKAGES:
+        for module in pkgutil.walk_packages(importlib.import_module(package).__path__, package + "."):
+            try:
+                importlib.import_module(module.name)
+            except ModuleNotFoundError as missing:
+                if missing.name is None or missing.name.split(".")[0] in PROJECT_PACKAGES:
+                    raise
+                # An optional extra that is not installed (mini-swe-agent): its own tests say so.
+
+
+_import_every_project_module()
 
 
 @pytest.fixture(autouse=True)

@@ -3,6 +3,7 @@ harness's `run`; anything short of a complete listing is unknown scope."""
 
 from __future__ import annotations
 
+import ast
 import os
 import stat
 import subprocess
@@ -159,6 +160,34 @@ def test_an_entry_is_racy_from_exactly_the_window_before_the_clock(offset: int, 
 def test_a_malformed_listing_is_a_listing_error_naming_what_is_wrong(output: str, reason: str) -> None:
     with pytest.raises(ListingError, match=reason):
         parse_listing("/w", output)
+
+
+@pytest.mark.parametrize(
+    "make_output, prefix",
+    [
+        (lambda long: listing(ROOT, clock=long), "no clock reading: "),
+        (lambda long: listing(ROOT, hashes=(long,)), "malformed hash line "),
+        (lambda long: listing(ROOT, (long, "")), "malformed record "),
+        (lambda long: listing(ROOT, record("f", "./a", mtime=long)), "malformed record "),
+    ],
+    ids=["clock", "hash-line", "record", "record-time"],
+)
+def test_an_error_quotes_the_first_80_characters_of_a_long_bad_line(make_output, prefix: str) -> None:
+    long = "t" + "".join(f"{i:03d}" for i in range(100))  # not a number; no two prefixes alike
+    output = make_output(long)
+    with pytest.raises(ListingError) as error:
+        parse_listing("/w", output)
+    message = str(error.value)
+    assert message.startswith(prefix)
+    excerpt = ast.literal_eval(message[len(prefix):])
+    assert len(excerpt) == 80 and excerpt in output, excerpt
+
+
+def test_a_failed_listing_command_is_quoted_by_its_last_200_characters(tree: Path) -> None:
+    said = "".join(f"{i:03d}" for i in range(100)) + "find: -printf: unknown primary\n"
+    with pytest.raises(ListingError) as error:
+        take_channel_snapshot(lambda command: (said, 1), str(tree))
+    assert str(error.value) == f"the listing command exited 1: {said[-200:]!r}"
 
 
 def listed_at(root: Path, clock_ns: int, bin_dir: Path) -> dict:

@@ -46,6 +46,17 @@ class ListingError(ValueError):
     """The listing is not complete and well formed."""
 
 
+# An error quotes at most this much of the line it rejects, and of a failed listing command's
+# output only the end, where the shell's complaint is: a corrupt listing can be megabytes long,
+# and the message goes into the user's log.
+EXCERPT_CHARS = 80
+FAILED_OUTPUT_TAIL_CHARS = 200
+
+
+def _excerpt(text: str) -> str:
+    return repr(text[:EXCERPT_CHARS])
+
+
 def listing_script(root: str) -> str:
     """The one command sent through `run`; `root` is the workspace path as the channel sees it.
 
@@ -86,7 +97,7 @@ def parse_listing(root: str, output: str, racy_window_ns: int = RACY_WINDOW_NS) 
     try:
         taken_at = int(items[0])
     except ValueError:
-        raise ListingError(f"no clock reading: {items[0][:40]!r}") from None
+        raise ListingError(f"no clock reading: {_excerpt(items[0])}") from None
     threshold = taken_at - racy_window_ns
     records: list[tuple[str, str]] = []
     index = 1
@@ -102,20 +113,20 @@ def parse_listing(root: str, output: str, racy_window_ns: int = RACY_WINDOW_NS) 
     for line in items[index:-2]:
         digest, separator, path = line.partition("  ")
         if not separator or len(digest) != 64:
-            raise ListingError(f"malformed hash line {line[:80]!r}")
+            raise ListingError(f"malformed hash line {_excerpt(line)}")
         digests[_key(path)] = bytes.fromhex(digest)
     entries: dict[str, Entry] = {}
     for fields_text, target in records:
         fields = fields_text.split(" ", _FIELDS - 1)
         if len(fields) != _FIELDS or fields[0] not in _KINDS:
-            raise ListingError(f"malformed record {fields_text[:80]!r}")
+            raise ListingError(f"malformed record {_excerpt(fields_text)}")
         kind_letter, ino, dev, size, mtime, ctime, perm, uid, gid, nlink, path = fields
         kind = _KINDS[kind_letter]
         try:
             mtime_ns, ctime_ns = _ns(mtime), _ns(ctime)
             numbers = (int(perm, 8), int(uid), int(gid), int(size), int(ino), int(dev), int(nlink))
         except ValueError:
-            raise ListingError(f"malformed record {fields_text[:80]!r}") from None
+            raise ListingError(f"malformed record {_excerpt(fields_text)}") from None
         mode, uid_n, gid_n, size_n, ino_n, dev_n, nlink_n = numbers
         link_target = target if kind == stat.S_IFLNK else None
         sig = (kind, kind | mode, uid_n, gid_n, size_n, mtime_ns, ctime_ns, ino_n, dev_n, nlink_n, link_target)
@@ -130,7 +141,7 @@ def parse_listing(root: str, output: str, racy_window_ns: int = RACY_WINDOW_NS) 
 def take_channel_snapshot(run: Run, root: str, racy_window_ns: int = RACY_WINDOW_NS) -> Snapshot:
     output, exit_code = run(listing_script(root))
     if exit_code != 0:
-        raise ListingError(f"the listing command exited {exit_code}: {output[-200:]!r}")
+        raise ListingError(f"the listing command exited {exit_code}: {output[-FAILED_OUTPUT_TAIL_CHARS:]!r}")
     return parse_listing(root, output, racy_window_ns)
 
 
