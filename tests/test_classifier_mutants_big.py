@@ -167,6 +167,14 @@ def test_an_unknown_option_that_sorts_before_the_double_dash_is_refused_not_take
     assert c("cat -, a.py").category is Category.RUN
 
 
+def test_a_number_is_an_option_only_for_tools_that_take_one():
+    # `cat -5` is no cat option (cat refuses it); `grep -3n` is a context of 3 lines and -n.
+    assert not Options(_words("-5", "a.py"), short="n").ok
+    assert c("cat -5 a.py").category is Category.RUN
+    assert Options(_words("-3n"), short="n", numeric=True).flags == [("#", "3"), ("n", None)]
+    assert c("grep -3n foo a.py").category is Category.SEARCH
+
+
 def test_a_read_of_several_files_or_of_a_glob_is_a_tree_read_without_a_view():
     # The command layer serves a view only from a single-file read (`tree` False, one file).
     for words in (_words("a.py", "b.py"), [Word((("*.py", True),))]):
