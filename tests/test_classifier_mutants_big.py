@@ -247,6 +247,12 @@ def test_a_working_directory_that_sorts_before_the_dot_still_prefixes_the_normal
 FLAG_WRITERS = ["s/a/touch out/ge", "s/a/touch out/1e", "s/a/touch out/pe"]
 
 
+@pytest.mark.parametrize("script", ["q5", "Q 1", "5q 3;p", "Q\t2"])
+def test_quit_commands_take_an_exit_code(script):
+    # GNU sed's q and Q take an exit code: they stop the script, nothing is written.
+    assert sed_script_is_safe(script)
+
+
 @pytest.mark.parametrize("script", FLAG_WRITERS)
 def test_an_execute_flag_after_another_flag_is_seen(script):
     # `e` runs the pattern space as a command; it must be seen wherever it stands in the flags.
