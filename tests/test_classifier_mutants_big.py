@@ -101,7 +101,8 @@ def test_gnu_sed_really_writes_after_a_bracket_expression(tmp_path, script):
 
 
 @pytest.mark.parametrize("script", ["/[/]/p", "s/[/]/x/", "s/[/]/x/g;p", "/[[:alpha:]/]/p", "\\%[%]%p", "/[^]/]/p",
-                                    "/[]/]/p", "s|[|]|x|", "s/a/[/;p", "y/[/]/;p", "s[a[b[", "/[\\]/p"])
+                                    "/[]/]/p", "s|[|]|x|", "s/a/[/;p", "y/[/]/;p", "s[a[b[", "/[\\]/p",
+                                    "/[\t]/p", "/[[:alpha:]]/p", "/[[:alpha:]x]/p", "/[[.-.]]/p"])
 def test_bracket_expressions_that_only_print_are_safe(script):
     assert sed_script_is_safe(script)
 
@@ -110,6 +111,12 @@ def test_bracket_expressions_that_only_print_are_safe(script):
                                     "/[[:\n:]]/p"])
 def test_an_unterminated_bracket_expression_is_unsafe(script):
     # sed refuses each of these ("unterminated address regex"): not "only prints" either.
+    assert not sed_script_is_safe(script)
+
+
+@pytest.mark.parametrize("script", ["1\x7fp", "1\u00e9p", "$\u00e9p"])
+def test_an_address_ends_at_a_character_that_is_no_part_of_it(script):
+    # sed refuses these (unknown command after the address): not "only prints" either.
     assert not sed_script_is_safe(script)
 
 
