@@ -84,6 +84,21 @@ def test_labels_followed_by_printing_commands_stay_safe(script):
 # it does not end the regex. The scanner used to end the address at that `/`, so in
 # `/[/a]/w out` it read `a]/w out` as `a` text and called the script safe: it writes `out`.
 
+TEXT_WRITERS = ["1a X\nw out", "1i A.\nw out", "1c 0\nw out"]
+
+
+@pytest.mark.parametrize("script", TEXT_WRITERS)
+def test_a_text_ends_at_the_newline_whatever_its_last_character(script):
+    # `a`, `i` and `c` text runs to the end of the line; only a backslash continues it.
+    assert not sed_script_is_safe(script)
+
+
+@needs_gnu_sed
+@pytest.mark.parametrize("script", TEXT_WRITERS)
+def test_gnu_sed_really_writes_after_a_text_line(tmp_path, script):
+    assert _sed_creates_a_file(tmp_path, script)
+
+
 BRACKET_WRITERS = ["/[/a]/w out", "/[/#]/w out", "\\%[%#]%w out", "/[]/#]/w out", "/[^]/#]/w out",
                    "/[[:alpha:]/#]/w out", "/[[./.]#]/w out", "/[[=/=]#]/w out", "/[[/]#/w out", "/x/,/[/a]/w out",
                    "/[/i]/w out", "/[/c]/w out"]
@@ -107,7 +122,7 @@ def test_bracket_expressions_that_only_print_are_safe(script):
     assert sed_script_is_safe(script)
 
 
-@pytest.mark.parametrize("script", ["/[a/p", "/[a\n]/p", "/[[:alpha:]/p", "/[[:a/]/p", "/[[.]/]/p", "/[]/p", "/[^/p",
+@pytest.mark.parametrize("script", ["/[[", "/[a[", "/[a/p", "/[a\n]/p", "/[[:alpha:]/p", "/[[:a/]/p", "/[[.]/]/p", "/[]/p", "/[^/p",
                                     "/[[:\n:]]/p"])
 def test_an_unterminated_bracket_expression_is_unsafe(script):
     # sed refuses each of these ("unterminated address regex"): not "only prints" either.
