@@ -189,6 +189,17 @@ def test_an_unknown_option_that_sorts_before_the_double_dash_is_refused_not_take
     assert c("cat -, a.py").category is Category.RUN
 
 
+def test_the_words_after_a_double_dash_are_the_operands():
+    # `cat -- a.py` reads a.py alone: `--` is neither an operand nor the end of the words.
+    assert [w.text for _, w in Options(_words("--", "a.py", "-n"), short="n").operands] == ["a.py", "-n"]
+    assert c("cat -- a.py").target == FileTarget("a.py", WHOLE_FILE, "plain")
+
+
+def test_a_listing_of_the_working_directory_is_scoped_to_it():
+    # `ls` alone lists `.`, a literal name: in src, its scope is src, not the whole root.
+    assert c("cd src && ls").target == TreeTarget("src")
+
+
 def test_a_number_is_an_option_only_for_tools_that_take_one():
     # `cat -5` is no cat option (cat refuses it); `grep -3n` is a context of 3 lines and -n.
     assert not Options(_words("-5", "a.py"), short="n").ok
