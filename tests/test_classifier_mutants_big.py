@@ -296,3 +296,32 @@ def test_an_execute_flag_after_another_flag_is_seen(script):
 @pytest.mark.parametrize("script", FLAG_WRITERS)
 def test_gnu_sed_really_runs_the_pattern_space_after_another_flag(tmp_path, script):
     assert _sed_creates_a_file(tmp_path, script)
+
+
+# --- command.py: working directories and normalized text ---------------------------------------------
+
+
+def test_an_internal_error_is_unknown_never_raised():
+    # A root that is no path makes the workspace fail inside the classifier: the command is
+    # unknown, and the layer above goes on.
+    assert classify("cat a.py", root=object()).category is Category.UNKNOWN  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("command", ["cd src | cat && cat a.py", "cd - && cat a.py", "cd && cat a.py",
+                                     "cd src other && cat a.py"])
+def test_a_cd_whose_directory_is_not_known_for_sure_is_run(command):
+    # A cd inside a pipeline runs in a subshell; `cd -` and a bare `cd` go where the shell's
+    # state says; `cd a b` fails. Following any of them would name the wrong file.
+    assert c(command).category is Category.RUN
+
+
+@pytest.mark.parametrize(
+    "first,second",
+    [("cat a.py | grep x | sort", "cat a.py | grep y | sort"),  # every filter of a pipeline counts
+     ("cd src && grep -n x a.py", "grep -n x a.py"),  # the output shows the path as typed
+     ("cd src && cat a.py b.py", "cat a.py b.py"),  # the directory decides which files are read
+     # ... with the same tree target: one normalized text would serve src's files for lib's
+     ("cd src && cat a.py b.py", "cd lib && cat a.py b.py"), ("cd src && grep -n x a.py", "cd lib && grep -n x a.py")],
+)
+def test_commands_that_print_different_things_normalize_differently(first, second):
+    assert c(first).normalized != c(second).normalized
