@@ -11,6 +11,7 @@ from __future__ import annotations
 import random
 import shutil
 import subprocess
+import sys
 
 import pytest
 
@@ -84,6 +85,26 @@ def test_labels_followed_by_printing_commands_stay_safe(script):
 # it does not end the regex. The scanner used to end the address at that `/`, so in
 # `/[/a]/w out` it read `a]/w out` as `a` text and called the script safe: it writes `out`.
 
+AFTER_S_WRITERS = ["s/a/b/;w out", "y/a/b/;w out", "s/a/b/g\nw out"]
+
+
+@pytest.mark.parametrize("script", AFTER_S_WRITERS)
+def test_the_commands_after_an_s_or_y_command_are_scanned(script):
+    assert not sed_script_is_safe(script)
+
+
+@needs_gnu_sed
+@pytest.mark.parametrize("script", AFTER_S_WRITERS)
+def test_gnu_sed_really_writes_after_an_s_or_y_command(tmp_path, script):
+    assert _sed_creates_a_file(tmp_path, script)
+
+
+@pytest.mark.parametrize("script", ["1a x\tw out", "1i \tw out"])
+def test_a_tab_inside_a_text_is_text(script):
+    # The text runs to the newline: a `w` after a tab is part of it, nothing is written.
+    assert sed_script_is_safe(script)
+
+
 TEXT_WRITERS = ["1a X\nw out", "1i A.\nw out", "1c 0\nw out"]
 
 
@@ -133,6 +154,15 @@ def test_an_unterminated_bracket_expression_is_unsafe(script):
 def test_an_address_ends_at_a_character_that_is_no_part_of_it(script):
     # sed refuses these (unknown command after the address): not "only prints" either.
     assert not sed_script_is_safe(script)
+
+
+@pytest.mark.parametrize("script,safe", [("\\%[:/ax[:", False)])
+def test_sed_scanning_of_brackets_ends(script, safe):
+    # A mutant that lets an unterminated class inside a bracket restart the scan hung here; a
+    # subprocess with a timeout turns a hang into a failure (as test_sed_scanning_ends does).
+    code = f"from ledger_impl.classifier import sed_script_is_safe; print(sed_script_is_safe({script!r}))"
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert result.stdout.strip() == str(safe)
 
 
 # --- sed: the scanner against the real tool ----------------------------------------------------
@@ -193,6 +223,17 @@ def test_the_words_after_a_double_dash_are_the_operands():
     # `cat -- a.py` reads a.py alone: `--` is neither an operand nor the end of the words.
     assert [w.text for _, w in Options(_words("--", "a.py", "-n"), short="n").operands] == ["a.py", "-n"]
     assert c("cat -- a.py").target == FileTarget("a.py", WHOLE_FILE, "plain")
+
+
+def test_a_lone_dash_after_a_pipe_is_stdin():
+    # `cat a.py | cat -` prints a.py through a filter: the lone dash is stdin, not a file "-".
+    assert c("cat a.py | cat -").target == FileTarget("a.py", WHOLE_FILE, "pipeline")
+
+
+def test_digits_at_the_end_of_an_option_cluster_are_a_number():
+    # `grep -n3`: -n and a context of 3 lines.
+    assert Options(_words("-n3"), short="n", numeric=True).flags == [("n", None), ("#", "3")]
+    assert c("grep -n3 foo a.py").category is Category.SEARCH
 
 
 def test_a_listing_of_the_working_directory_is_scoped_to_it():
@@ -299,6 +340,13 @@ def test_gnu_sed_really_runs_the_pattern_space_after_another_flag(tmp_path, scri
 
 
 # --- command.py: working directories and normalized text ---------------------------------------------
+
+
+@pytest.mark.parametrize("command", ["sed -n '0,5p' a.py", "sed -n '0p' a.py"])
+def test_a_sed_range_from_line_zero_is_never_a_line_range(command):
+    # sed refuses line 0 outside `0,/re/`: its output is an error, never lines of the file.
+    result = c(command)
+    assert isinstance(result.target, FileTarget) and result.target.view == "sed"
 
 
 def test_an_internal_error_is_unknown_never_raised():
