@@ -203,6 +203,12 @@ def test_an_option_that_needs_an_argument_at_the_end_of_the_words_is_refused():
     assert c("head a.py -n").category is Category.RUN
 
 
+def test_a_long_option_that_needs_an_argument_at_the_end_is_refused():
+    # `head a.py --lines`: head refuses it; read as `head a.py`, it would be the first 10 lines.
+    assert not Options(_words("a.py", "--lines"), long_arg=frozenset({"lines"})).ok
+    assert c("head a.py --lines").category is Category.RUN
+
+
 def test_a_lone_dash_is_an_operand_so_a_read_of_a_file_and_stdin_is_not_a_single_file_read():
     # `cat a.py -` prints a.py and then stdin: never a view of a.py alone.
     assert [w.text for _, w in Options(_words("a.py", "-"), short="n").operands] == ["a.py", "-"]
@@ -349,6 +355,13 @@ def test_a_sed_range_from_line_zero_is_never_a_line_range(command):
     assert isinstance(result.target, FileTarget) and result.target.view == "sed"
 
 
+def test_the_root_itself_is_never_a_file_target_and_an_odd_name_is_one():
+    # `cat .` reads the root directory (an error), never a file; `+a.py` sorts before `.` but
+    # is a file like any other.
+    assert c("cat .").target == TreeTarget(".")
+    assert c("cat +a.py").target == FileTarget("+a.py", WHOLE_FILE, "plain")
+
+
 def test_an_internal_error_is_unknown_never_raised():
     # A root that is no path makes the workspace fail inside the classifier: the command is
     # unknown, and the layer above goes on.
@@ -369,7 +382,10 @@ def test_a_cd_whose_directory_is_not_known_for_sure_is_run(command):
      ("cd src && grep -n x a.py", "grep -n x a.py"),  # the output shows the path as typed
      ("cd src && cat a.py b.py", "cat a.py b.py"),  # the directory decides which files are read
      # ... with the same tree target: one normalized text would serve src's files for lib's
-     ("cd src && cat a.py b.py", "cd lib && cat a.py b.py"), ("cd src && grep -n x a.py", "cd lib && grep -n x a.py")],
+     ("cd src && cat a.py b.py", "cd lib && cat a.py b.py"), ("cd src && grep -n x a.py", "cd lib && grep -n x a.py"),
+     ("cat a.py || cat b.py", "cat a.py && cat b.py"),  # `||` prints b.py only when a.py fails
+     ("cat 'a b.py'", "cat a b.py"),  # one file with a blank in its name, or two files
+     ("ls && cat a.py b.py", "ls && cat c.py d.py")],  # no command is folded away but cd
 )
 def test_commands_that_print_different_things_normalize_differently(first, second):
     assert c(first).normalized != c(second).normalized
