@@ -19,7 +19,7 @@ from ledger_impl import classify
 from ledger_impl.classifier import sed_script_is_safe
 from ledger_impl.classifier.effect import Kind, Options, reader, stream_tool
 from ledger_impl.shell import Word
-from ledger_spec import WHOLE_FILE, Category, FileTarget, TreeTarget
+from ledger_spec import WHOLE_FILE, Category, FileTarget, LineRange, TreeTarget
 
 ROOT = "/testbed"  # lexical classification: the directory need not exist
 
@@ -97,6 +97,12 @@ def test_the_commands_after_an_s_or_y_command_are_scanned(script):
 @pytest.mark.parametrize("script", AFTER_S_WRITERS)
 def test_gnu_sed_really_writes_after_an_s_or_y_command(tmp_path, script):
     assert _sed_creates_a_file(tmp_path, script)
+
+
+@pytest.mark.parametrize("script", ["y/a/b/#c", "y/a/b/ #c"])
+def test_a_comment_after_a_y_command_is_a_comment(script):
+    # A `y` command takes no flags; `#` after it starts a comment (GNU sed accepts these).
+    assert sed_script_is_safe(script)
 
 
 @pytest.mark.parametrize("script", ["1a x\tw out", "1i \tw out"])
@@ -353,6 +359,17 @@ def test_a_sed_range_from_line_zero_is_never_a_line_range(command):
     # sed refuses line 0 outside `0,/re/`: its output is an error, never lines of the file.
     result = c(command)
     assert isinstance(result.target, FileTarget) and result.target.view == "sed"
+
+
+def test_a_one_line_slice_of_a_range_keeps_its_line():
+    # `sed -n '5,10p' a.py | head -n 1` prints line 5: a range of one line, not an empty one.
+    assert c("sed -n '5,10p' a.py | head -n 1").target == FileTarget("a.py", LineRange(5, 5), "plain")
+
+
+def test_a_tree_scope_is_a_directory_never_a_file_read_among_other_commands():
+    # `cat +a.py && echo done` is no file target (two commands): its scope is the root, never
+    # the file, even for a name that sorts before `.`.
+    assert c("cat +a.py && echo done").target == TreeTarget(".")
 
 
 def test_the_root_itself_is_never_a_file_target_and_an_odd_name_is_one():
