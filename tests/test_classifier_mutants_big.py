@@ -379,6 +379,17 @@ def test_the_root_itself_is_never_a_file_target_and_an_odd_name_is_one():
     assert c("cat +a.py").target == FileTarget("+a.py", WHOLE_FILE, "plain")
 
 
+@pytest.mark.parametrize("command,category", [
+    # A program fed a here-document runs it: never the neutral "reads only its text" of a filter.
+    ("sh <<'EOF' && cat a.py\nrm -rf x\nEOF", Category.RUN),
+    # echo ignores its input, but the shell fails before echo when a.py is missing.
+    ("echo x < a.py; cat b.py", Category.RUN),
+    ("pytest < a.py", Category.TEST),
+])
+def test_input_redirections_keep_what_the_command_does(command, category):
+    assert c(command).category is category
+
+
 def test_an_internal_error_is_unknown_never_raised():
     # A root that is no path makes the workspace fail inside the classifier: the command is
     # unknown, and the layer above goes on.
