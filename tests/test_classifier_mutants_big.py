@@ -385,6 +385,10 @@ def test_the_root_itself_is_never_a_file_target_and_an_odd_name_is_one():
     # echo ignores its input, but the shell fails before echo when a.py is missing.
     ("echo x < a.py; cat b.py", Category.RUN),
     ("pytest < a.py", Category.TEST),
+    # An unquoted here-document runs its command substitutions.
+    ("cat <<EOF && cat a.py\n$(touch x)\nEOF", Category.RUN),
+    # The file read depends on a variable: unknown.
+    ('cat < "$F"', Category.RUN),
 ])
 def test_input_redirections_keep_what_the_command_does(command, category):
     assert c(command).category is category
@@ -413,7 +417,8 @@ def test_a_cd_whose_directory_is_not_known_for_sure_is_run(command):
      ("cd src && cat a.py b.py", "cd lib && cat a.py b.py"), ("cd src && grep -n x a.py", "cd lib && grep -n x a.py"),
      ("cat a.py || cat b.py", "cat a.py && cat b.py"),  # `||` prints b.py only when a.py fails
      ("cat 'a b.py'", "cat a b.py"),  # one file with a blank in its name, or two files
-     ("ls && cat a.py b.py", "ls && cat c.py d.py")],  # no command is folded away but cd
+     ("ls && cat a.py b.py", "ls && cat c.py d.py"),  # no command is folded away but cd
+     ("cd /tmp && cat a.py", "cat a.py")],  # a directory outside the root is not the root
 )
 def test_commands_that_print_different_things_normalize_differently(first, second):
     assert c(first).normalized != c(second).normalized
