@@ -149,7 +149,7 @@ def test_bracket_expressions_that_only_print_are_safe(script):
     assert sed_script_is_safe(script)
 
 
-@pytest.mark.parametrize("script", ["/[[", "/[a[", "/[a/p", "/[a\n]/p", "/[[:alpha:]/p", "/[[:a/]/p", "/[[.]/]/p", "/[]/p", "/[^/p",
+@pytest.mark.parametrize("script", ["/[[", "/[a[", "\\#[", "\\#w out[:", "/[a/p", "/[a\n]/p", "/[[:alpha:]/p", "/[[:a/]/p", "/[[.]/]/p", "/[]/p", "/[^/p",
                                     "/[[:\n:]]/p"])
 def test_an_unterminated_bracket_expression_is_unsafe(script):
     # sed refuses each of these ("unterminated address regex"): not "only prints" either.
