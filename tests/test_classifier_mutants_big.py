@@ -144,7 +144,7 @@ def test_gnu_sed_really_writes_after_a_bracket_expression(tmp_path, script):
 
 @pytest.mark.parametrize("script", ["/[/]/p", "s/[/]/x/", "s/[/]/x/g;p", "/[[:alpha:]/]/p", "\\%[%]%p", "/[^]/]/p",
                                     "/[]/]/p", "s|[|]|x|", "s/a/[/;p", "y/[/]/;p", "s[a[b[", "/[\\]/p",
-                                    "/[\t]/p", "/[[:alpha:]]/p", "/[[:alpha:]x]/p", "/[[.-.]]/p"])
+                                    "/[\t]/p", "/[[:alpha:]]/p", "/[[:alpha:]x]/p", "/[[.-.]]/p", "/[^a]/p", "/[]]/p", "/[^]]/p"])
 def test_bracket_expressions_that_only_print_are_safe(script):
     assert sed_script_is_safe(script)
 
@@ -337,6 +337,12 @@ FLAG_WRITERS = ["s/a/touch out/ge", "s/a/touch out/1e", "s/a/touch out/pe"]
 def test_quit_commands_take_an_exit_code(script):
     # GNU sed's q and Q take an exit code: they stop the script, nothing is written.
     assert sed_script_is_safe(script)
+
+
+@pytest.mark.parametrize("script", ["q1w", "Q 12w"])
+def test_a_command_right_after_a_quit_code_is_scanned(script):
+    # sed refuses these (extra characters after the exit code): not "only prints" either.
+    assert not sed_script_is_safe(script)
 
 
 @pytest.mark.parametrize("script", FLAG_WRITERS)
