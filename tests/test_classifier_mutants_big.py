@@ -339,6 +339,22 @@ def test_quit_commands_take_an_exit_code(script):
     assert sed_script_is_safe(script)
 
 
+@pytest.mark.parametrize("script", ["/\\n/p", "s/\\./x/", "/a\\//p", "s/\\t/ /g"])
+def test_an_escape_in_a_regex_is_two_characters(script):
+    assert sed_script_is_safe(script)
+
+
+@pytest.mark.parametrize("script", [" ;y \n", "y/a\n/b/", "p;s/a\n/b/"])
+def test_a_newline_inside_an_s_or_y_part_is_unsafe(script):
+    # sed refuses these (unterminated `s` or `y`): not "only prints" either.
+    assert not sed_script_is_safe(script)
+
+
+@pytest.mark.parametrize("script", [":x.1\np", "bx-1;p;:x-1", ":a#b\np"])
+def test_a_label_holds_any_character_but_a_blank_or_semicolon(script):
+    assert sed_script_is_safe(script)
+
+
 @pytest.mark.parametrize("script", ["q1w", "Q 12w"])
 def test_a_command_right_after_a_quit_code_is_scanned(script):
     # sed refuses these (extra characters after the exit code): not "only prints" either.
