@@ -144,7 +144,7 @@ def test_gnu_sed_really_writes_after_a_bracket_expression(tmp_path, script):
 
 @pytest.mark.parametrize("script", ["/[/]/p", "s/[/]/x/", "s/[/]/x/g;p", "/[[:alpha:]/]/p", "\\%[%]%p", "/[^]/]/p",
                                     "/[]/]/p", "s|[|]|x|", "s/a/[/;p", "y/[/]/;p", "s[a[b[", "/[\\]/p",
-                                    "/[\t]/p", "/[[:alpha:]]/p", "/[[:alpha:]x]/p", "/[[.-.]]/p", "/[^a]/p", "/[]]/p", "/[^]]/p"])
+                                    "/[\t]/p", "/[[:alpha:]]/p", "/[[:alpha:]x]/p", "/[[.-.]]/p", "/[^a]/p", "/[]]/p", "/[^]]/p", "/[A.]/p"])
 def test_bracket_expressions_that_only_print_are_safe(script):
     assert sed_script_is_safe(script)
 
@@ -344,7 +344,7 @@ def test_an_escape_in_a_regex_is_two_characters(script):
     assert sed_script_is_safe(script)
 
 
-@pytest.mark.parametrize("script", [" ;y \n", "y/a\n/b/", "p;s/a\n/b/"])
+@pytest.mark.parametrize("script", [" ;y \n", "y/a\n/b/", "p;s/a\n/b/", "s\ta\n\tb\t"])
 def test_a_newline_inside_an_s_or_y_part_is_unsafe(script):
     # sed refuses these (unterminated `s` or `y`): not "only prints" either.
     assert not sed_script_is_safe(script)
