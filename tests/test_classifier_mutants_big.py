@@ -52,113 +52,72 @@ def _sed_creates_a_file(tmp_path, script: str) -> bool:
     return {p.name for p in work.iterdir()} != {"f"}
 
 
-# --- sed: labels end at a blank -----------------------------------------------------------------
+# --- sed: scripts that write or run a command --------------------------------------------------------
 #
-# GNU sed ends a label (`:x`, `bx`, `tx`, `Tx`) at a blank as well as at `;` or a newline, and
-# reads what follows as the next command. The scanner used to skip to the `;` or newline, so
-# `sed -n ':x w out' f` was a read with a file target: a Reuse would not have written `out`.
+# Each of these writes a file or runs a command when GNU sed runs it (the oracle test below runs
+# each); the scanner must call each unsafe. The first two groups were real misses, fixed: the
+# scanner called them safe, so `sed -n ':x w out' f` was a read with a file target of f and a
+# Reuse would not have written `out`.
 
-LABEL_WRITERS = [":x w out", ": x w out", "bx w out\n:x", "b\tx w out\n:x", "tx\tw out\n:x", "Tx w out\n:x",
-                 ":a\nbx w out\n:x", "bx\tw out\n:x"]
+WRITERS = [
+    # GNU sed ends a label (`:x`, `bx`, `tx`, `Tx`) at a blank as well as at `;` or a newline,
+    # and reads what follows as the next command. The scanner skipped to the `;` or newline.
+    ":x w out", ": x w out", "bx w out\n:x", "b\tx w out\n:x", "tx\tw out\n:x", "Tx w out\n:x", ":a\nbx w out\n:x",
+    "bx\tw out\n:x",
+    # In an address or an `s` pattern a bracket expression hides the delimiter: the scanner
+    # ended `/[/a]/w out` at the second `/` and read `a]/w out` as `a` text.
+    "/[/a]/w out", "/[/#]/w out", "\\%[%#]%w out", "/[]/#]/w out", "/[^]/#]/w out", "/[[:alpha:]/#]/w out",
+    "/[[./.]#]/w out", "/[[=/=]#]/w out", "/[[/]#/w out", "/x/,/[/a]/w out", "/[/i]/w out", "/[/c]/w out",
+    # `a`, `i` and `c` text ends at the newline whatever its last character.
+    "1a X\nw out", "1i A.\nw out", "1c 0\nw out",
+    # The commands after an `s` or `y` command are scanned.
+    "s/a/b/;w out", "y/a/b/;w out", "s/a/b/g\nw out",
+    # An `e` flag runs the pattern space wherever it stands among the flags.
+    "s/a/touch out/ge", "s/a/touch out/1e", "s/a/touch out/pe",
+]
 
 
-@pytest.mark.parametrize("script", LABEL_WRITERS)
-def test_a_command_after_a_label_and_a_blank_is_scanned(script):
+@pytest.mark.parametrize("script", WRITERS)
+def test_more_scripts_that_write_or_run_a_command_are_unsafe(script):
     assert not sed_script_is_safe(script)
 
 
 @needs_gnu_sed
-@pytest.mark.parametrize("script", LABEL_WRITERS)
-def test_gnu_sed_really_writes_after_a_label_and_a_blank(tmp_path, script):
-    # The oracle for the table above: each of these writes `out` when sed runs it.
+@pytest.mark.parametrize("script", WRITERS)
+def test_gnu_sed_really_writes_or_runs_a_command_for_each_of_them(tmp_path, script):
     assert _sed_creates_a_file(tmp_path, script)
 
 
-@pytest.mark.parametrize("script", [":x;p", "bx;p;:x", ":a\nN\nba", "b end\np\n:end", "/x/bw;p;:w", "b\np", "tx p\n:x"])
-def test_labels_followed_by_printing_commands_stay_safe(script):
+@pytest.mark.parametrize("script", [
+    # labels hold any character but a blank or `;`, and end there
+    ":x;p", "bx;p;:x", ":a\nN\nba", "b end\np\n:end", "/x/bw;p;:w", "b\np", "tx p\n:x", ":x.1\np", "bx-1;p;:x-1",
+    ":a#b\np",
+    # bracket expressions (the fix made these reusable: they were refused)
+    "/[/]/p", "s/[/]/x/", "s/[/]/x/g;p", "/[[:alpha:]/]/p", "\\%[%]%p", "/[^]/]/p", "/[]/]/p", "s|[|]|x|", "s/a/[/;p",
+    "y/[/]/;p", "s[a[b[", "/[\\]/p", "/[\t]/p", "/[[:alpha:]]/p", "/[[:alpha:]x]/p", "/[[.-.]]/p", "/[^a]/p", "/[]]/p",
+    "/[^]]/p", "/[A.]/p",
+    # an escape in a regex is two characters
+    "/\\n/p", "s/\\./x/", "/a\\//p", "s/\\t/ /g",
+    # `#` after a `y` starts a comment; a tab inside `a`/`i` text is text
+    "y/a/b/#c", "y/a/b/ #c", "1a x\tw out", "1i \tw out",
+    # `q` and `Q` take an exit code
+    "q5", "Q 1", "5q 3;p", "Q\t2",
+])
+def test_more_scripts_that_only_print_are_safe(script):
     assert sed_script_is_safe(script)
 
 
-# --- sed: a bracket expression in a regex hides its delimiter -------------------------------------
-#
-# In an address or an `s` pattern, GNU sed reads `[...]` as one bracket expression: a `/` inside
-# it does not end the regex. The scanner used to end the address at that `/`, so in
-# `/[/a]/w out` it read `a]/w out` as `a` text and called the script safe: it writes `out`.
-
-AFTER_S_WRITERS = ["s/a/b/;w out", "y/a/b/;w out", "s/a/b/g\nw out"]
-
-
-@pytest.mark.parametrize("script", AFTER_S_WRITERS)
-def test_the_commands_after_an_s_or_y_command_are_scanned(script):
-    assert not sed_script_is_safe(script)
-
-
-@needs_gnu_sed
-@pytest.mark.parametrize("script", AFTER_S_WRITERS)
-def test_gnu_sed_really_writes_after_an_s_or_y_command(tmp_path, script):
-    assert _sed_creates_a_file(tmp_path, script)
-
-
-@pytest.mark.parametrize("script", ["y/a/b/#c", "y/a/b/ #c"])
-def test_a_comment_after_a_y_command_is_a_comment(script):
-    # A `y` command takes no flags; `#` after it starts a comment (GNU sed accepts these).
-    assert sed_script_is_safe(script)
-
-
-@pytest.mark.parametrize("script", ["1a x\tw out", "1i \tw out"])
-def test_a_tab_inside_a_text_is_text(script):
-    # The text runs to the newline: a `w` after a tab is part of it, nothing is written.
-    assert sed_script_is_safe(script)
-
-
-TEXT_WRITERS = ["1a X\nw out", "1i A.\nw out", "1c 0\nw out"]
-
-
-@pytest.mark.parametrize("script", TEXT_WRITERS)
-def test_a_text_ends_at_the_newline_whatever_its_last_character(script):
-    # `a`, `i` and `c` text runs to the end of the line; only a backslash continues it.
-    assert not sed_script_is_safe(script)
-
-
-@needs_gnu_sed
-@pytest.mark.parametrize("script", TEXT_WRITERS)
-def test_gnu_sed_really_writes_after_a_text_line(tmp_path, script):
-    assert _sed_creates_a_file(tmp_path, script)
-
-
-BRACKET_WRITERS = ["/[/a]/w out", "/[/#]/w out", "\\%[%#]%w out", "/[]/#]/w out", "/[^]/#]/w out",
-                   "/[[:alpha:]/#]/w out", "/[[./.]#]/w out", "/[[=/=]#]/w out", "/[[/]#/w out", "/x/,/[/a]/w out",
-                   "/[/i]/w out", "/[/c]/w out"]
-
-
-@pytest.mark.parametrize("script", BRACKET_WRITERS)
-def test_a_delimiter_inside_a_bracket_expression_does_not_end_the_regex(script):
-    assert not sed_script_is_safe(script)
-
-
-@needs_gnu_sed
-@pytest.mark.parametrize("script", BRACKET_WRITERS)
-def test_gnu_sed_really_writes_after_a_bracket_expression(tmp_path, script):
-    assert _sed_creates_a_file(tmp_path, script)
-
-
-@pytest.mark.parametrize("script", ["/[/]/p", "s/[/]/x/", "s/[/]/x/g;p", "/[[:alpha:]/]/p", "\\%[%]%p", "/[^]/]/p",
-                                    "/[]/]/p", "s|[|]|x|", "s/a/[/;p", "y/[/]/;p", "s[a[b[", "/[\\]/p",
-                                    "/[\t]/p", "/[[:alpha:]]/p", "/[[:alpha:]x]/p", "/[[.-.]]/p", "/[^a]/p", "/[]]/p", "/[^]]/p", "/[A.]/p"])
-def test_bracket_expressions_that_only_print_are_safe(script):
-    assert sed_script_is_safe(script)
-
-
-@pytest.mark.parametrize("script", ["/[[", "/[a[", "\\#[", "\\#w out[:", "/[a/p", "/[a\n]/p", "/[[:alpha:]/p", "/[[:a/]/p", "/[[.]/]/p", "/[]/p", "/[^/p",
-                                    "/[[:\n:]]/p"])
-def test_an_unterminated_bracket_expression_is_unsafe(script):
-    # sed refuses each of these ("unterminated address regex"): not "only prints" either.
-    assert not sed_script_is_safe(script)
-
-
-@pytest.mark.parametrize("script", ["1\x7fp", "1\u00e9p", "$\u00e9p"])
-def test_an_address_ends_at_a_character_that_is_no_part_of_it(script):
-    # sed refuses these (unknown command after the address): not "only prints" either.
+@pytest.mark.parametrize("script", [
+    # an unterminated bracket expression ("unterminated address regex")
+    "/[[", "/[a[", "\\#[", "\\#w out[:", "/[a/p", "/[a\n]/p", "/[[:alpha:]/p", "/[[:a/]/p", "/[[.]/]/p", "/[]/p", "/[^/p",
+    "/[[:\n:]]/p",
+    # a newline inside an `s` or `y` part ("unterminated `s' command")
+    " ;y \n", "y/a\n/b/", "p;s/a\n/b/", "s\ta\n\tb\t",
+    # an address followed by no command sed knows; a command right after a quit code
+    "1\x7fp", "1\u00e9p", "$\u00e9p", "q1w", "Q 12w",
+])
+def test_scripts_sed_refuses_are_unsafe(script):
+    # sed refuses each of these: not "only prints" either.
     assert not sed_script_is_safe(script)
 
 
@@ -326,51 +285,6 @@ def test_a_working_directory_that_sorts_before_the_dot_still_prefixes_the_normal
     # the four spellings is a different command.
     normalized = {c("cat a.py; cat b.py", cwd=cwd).normalized for cwd in (".", "+d", "+e", "src")}
     assert len(normalized) == 4
-
-
-# --- sed: every flag of an `s` command is read ------------------------------------------------------
-
-FLAG_WRITERS = ["s/a/touch out/ge", "s/a/touch out/1e", "s/a/touch out/pe"]
-
-
-@pytest.mark.parametrize("script", ["q5", "Q 1", "5q 3;p", "Q\t2"])
-def test_quit_commands_take_an_exit_code(script):
-    # GNU sed's q and Q take an exit code: they stop the script, nothing is written.
-    assert sed_script_is_safe(script)
-
-
-@pytest.mark.parametrize("script", ["/\\n/p", "s/\\./x/", "/a\\//p", "s/\\t/ /g"])
-def test_an_escape_in_a_regex_is_two_characters(script):
-    assert sed_script_is_safe(script)
-
-
-@pytest.mark.parametrize("script", [" ;y \n", "y/a\n/b/", "p;s/a\n/b/", "s\ta\n\tb\t"])
-def test_a_newline_inside_an_s_or_y_part_is_unsafe(script):
-    # sed refuses these (unterminated `s` or `y`): not "only prints" either.
-    assert not sed_script_is_safe(script)
-
-
-@pytest.mark.parametrize("script", [":x.1\np", "bx-1;p;:x-1", ":a#b\np"])
-def test_a_label_holds_any_character_but_a_blank_or_semicolon(script):
-    assert sed_script_is_safe(script)
-
-
-@pytest.mark.parametrize("script", ["q1w", "Q 12w"])
-def test_a_command_right_after_a_quit_code_is_scanned(script):
-    # sed refuses these (extra characters after the exit code): not "only prints" either.
-    assert not sed_script_is_safe(script)
-
-
-@pytest.mark.parametrize("script", FLAG_WRITERS)
-def test_an_execute_flag_after_another_flag_is_seen(script):
-    # `e` runs the pattern space as a command; it must be seen wherever it stands in the flags.
-    assert not sed_script_is_safe(script)
-
-
-@needs_gnu_sed
-@pytest.mark.parametrize("script", FLAG_WRITERS)
-def test_gnu_sed_really_runs_the_pattern_space_after_another_flag(tmp_path, script):
-    assert _sed_creates_a_file(tmp_path, script)
 
 
 # --- command.py: working directories and normalized text ---------------------------------------------
