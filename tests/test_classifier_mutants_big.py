@@ -72,6 +72,8 @@ WRITERS = [
     "1a X\nw out", "1i A.\nw out", "1c 0\nw out",
     # The commands after an `s` or `y` command are scanned.
     "s/a/b/;w out", "y/a/b/;w out", "s/a/b/g\nw out",
+    # After `addr,+` without a number, sed reads the next character as the command: `w` here.
+    "1,+wp", "1,~wp",
     # An `e` flag runs the pattern space wherever it stands among the flags.
     "s/a/touch out/ge", "s/a/touch out/1e", "s/a/touch out/pe",
 ]
@@ -117,6 +119,8 @@ def test_more_scripts_that_only_print_are_safe(script):
     "1\x7fp", "1\u00e9p", "$\u00e9p", "q1w", "Q 12w",
     # a range with no first address; an address cut short after its backslash
     ",p", ",5p", ":c\t\\",
+    # an `s` or `y` with no delimiter
+    "s", "p;y\n",
 ])
 def test_scripts_sed_refuses_are_unsafe(script):
     # sed refuses each of these: not "only prints" either.
