@@ -7,8 +7,9 @@ Contracts (what any implementation, model-backed or not, must honour):
   controller keeps the first `max_proposals`, verifies every citation against the window
   itself, rejects inadmissible detectors with a reason, and treats a re-used id as a
   revision that may change only `contradict`. It must be a function of its input (the
-  differential test relies on it) and must not raise; an exception is a failed call and
-  proposes nothing.
+  differential test relies on it) and must not raise: the controller does not catch an
+  exception, so the feed fails and its transaction writes nothing (the task can be fed
+  again). A model adapter turns its own failed call into an empty answer.
 * **ToolJudge** `(task_text, candidate_names) -> ToolJudgeAnswer`. `answer=None` means the call
   failed, and every candidate stays loaded. A tool absent from the answer stays loaded.
 * **TraceJudge** `(GuardDigest) -> Verdict`. Reads counters, the budget and the last 24

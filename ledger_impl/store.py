@@ -117,7 +117,7 @@ class Store:
         path.parent.mkdir(parents=True, exist_ok=True)
         notes: list[str] = []
         try:
-            connection = _connect(path)
+            connection = connect(path)
             _initialize(connection, os.path.realpath(root))
         except sqlite3.DatabaseError as error:
             # Not a database, or a failed integrity check: keep it aside for inspection, start over.
@@ -128,7 +128,7 @@ class Store:
                 with contextlib.suppress(OSError):
                     os.unlink(str(path) + suffix)
             notes.append(f"session state discarded ({error}); moved to {aside.name}")
-            connection = _connect(path)
+            connection = connect(path)
             _initialize(connection, os.path.realpath(root))
         store = cls(path, connection, notes)
         for note in notes:
@@ -219,9 +219,12 @@ class Store:
         return [(at, text) for at, text in reversed(rows)]
 
 
-def _connect(path: pathlib.Path) -> sqlite3.Connection:
+def connect(path: pathlib.Path, busy_timeout_s: float = BUSY_TIMEOUT_S) -> sqlite3.Connection:
+    """A connection under the policy every Ledger state database follows (the session store
+    here, the economizer's per-repository store too): explicit transactions, WAL, a busy
+    timeout so concurrent writers queue, and a sync level that survives any process crash."""
     # isolation_level=None: transactions are explicit (BEGIN IMMEDIATE), never implicit.
-    connection = sqlite3.connect(path, timeout=BUSY_TIMEOUT_S, isolation_level=None)
+    connection = sqlite3.connect(path, timeout=busy_timeout_s, isolation_level=None)
     connection.execute("PRAGMA journal_mode=WAL")
     # NORMAL in WAL mode survives any process crash; only a power loss may drop the last
     # commits, which rolls ledger and index back together (still consistent).

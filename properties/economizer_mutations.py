@@ -61,7 +61,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation("citations trusted, not verified", "economizer_spec/skills.py",
              "c in window_ids and matches(definition.confirm, window_ids[c])", "c in window_ids", (SKILLS,)),
     Mutation("five proposals per call", "economizer_spec/skills.py",
-             "        if position >= params.max_proposals:", "        if position > params.max_proposals:", (SKILLS,)),
+             "    if position >= params.max_proposals:", "    if position > params.max_proposals:", (SKILLS,)),
     Mutation("revision may change the injection", "economizer_spec/skills.py",
              "            old = attrs.evolve(existing.definition, contradict=None, citations=())\n            new = attrs.evolve(definition, contradict=None, citations=())",
              "            old = attrs.evolve(existing.definition, contradict=None, citations=(), injection=\"\")\n            new = attrs.evolve(definition, contradict=None, citations=(), injection=\"\")",

@@ -79,6 +79,14 @@ MODULES: dict[str, tuple[str, ...]] = {
         f"ledger_impl/classifier/{name}.py": ("tests/test_classifier.py", "tests/test_classifier_mutants_big.py")
         for name in ("command", "effect", "sed")
     },
+    # The rules detector consults the same table (`effect_of`, git's `subcommand` and writers)
+    # to decide that a command writes nothing, so its tests cover these modules as well.
+    **{
+        f"ledger_impl/classifier/{name}.py": (
+            "tests/test_classifier.py", "tests/test_classifier_mutants_small.py", "tests/test_rules_detector.py",
+        )
+        for name in ("awk", "git", "hazards", "listing", "programs", "search", "streams", "table")
+    },
 }
 
 # A mutant whose tests run this many times longer than the unmutated module's tests is counted

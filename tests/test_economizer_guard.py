@@ -7,7 +7,7 @@ from fractions import Fraction
 
 import attrs
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from economizer.guard import Guard
@@ -204,3 +204,63 @@ def test_harness_signals() -> None:
     assert isinstance(signals[2], Nudge) and "try something else" in signals[2].note
     assert isinstance(signals[-1], StopSignal) and signals[-1].reason == "second stuck verdict"
     assert signals[0] is None
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+@settings(max_examples=20, deadline=None)
+@given(start=st.integers(1, 8), step=st.integers(1, 8), extra=st.integers(0, 20))
+def test_judge_interval_grows_by_its_step_up_to_its_cap(engine: str, start: int, step: int, extra: int) -> None:
+    """With a judge that always answers "productive", the k-th gap between consultations is
+    min(start + k * step, cap) for k = 1, 2, ...: never shorter than `start` (the judge is
+    asked at most every `start` turns), growing by `step` after each verdict, capped."""
+    cap = start + extra
+    turns = 80  # the spec recounts every prefix: quadratic in the turns
+    params = Params(judge_interval=start, judge_interval_step=step, judge_interval_max=cap)
+    judge = Judge(stuck=False)
+    guard_decisions(engine, [LOOP] * turns, None, params, judge, writer)
+    gaps = [b - a for a, b in zip(judge.turns, judge.turns[1:])]
+    assert judge.turns[0] == 3  # the trigger opens at the third repeated error
+    assert gaps == [min(start + k * step, cap) for k in range(1, len(gaps) + 1)]
+    assert judge.turns[-1] + min(start + (len(gaps) + 1) * step, cap) > turns  # none was skipped at the end
+
+
+class ScriptedJudge:
+    """Answers from a drawn script of (stuck, confidence), cycled; records the turns asked."""
+
+    def __init__(self, script: list[tuple[bool, Fraction]]) -> None:
+        self.script, self.turns = script, []
+
+    def __call__(self, digest) -> Verdict:
+        stuck, confidence = self.script[len(self.turns) % len(self.script)]
+        self.turns.append(digest.counters.turns)
+        return Verdict(stuck, confidence)
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+@settings(max_examples=40, deadline=None)
+@given(
+    steps=st.lists(step_strategy, min_size=1, max_size=60),
+    budget=st.integers(1, 12),
+    kappa=st.sampled_from([Fraction(1, 2), Fraction(1), Fraction(2), Fraction(5, 2)]),
+    script=st.lists(st.tuples(st.booleans(), st.sampled_from([Fraction(1, 2), Fraction(7, 10), Fraction(1)])), min_size=1, max_size=6),
+)
+@example(steps=[LOOP] * 40, budget=4, kappa=Fraction(5, 2), script=[(False, Fraction(1))])  # forced at 10, stop at 15
+@example(steps=[LOOP] * 40, budget=2, kappa=Fraction(1), script=[(True, Fraction(1))])  # the judge redirects first
+def test_the_forced_rule_decides_whatever_the_judge_says(engine, steps, budget, kappa, script) -> None:
+    """On concrete trajectories, at every turn where turns >= kappa*B under the strict stall
+    rule (counted from scratch here) and no redirect grace runs: the judge is not asked, and
+    the guard redirects (forced) if it has not yet, else stops (forced). Whatever the script
+    of verdicts, so no verdict can veto the stop."""
+    params = Params(kappa=kappa)
+    judge = ScriptedJudge(script)
+    decisions = guard_decisions(engine, steps, budget, params, judge, writer)
+    redirected_at = None
+    for decision in decisions:
+        t = decision.turn
+        in_grace = redirected_at is not None and t - redirected_at < params.redirect_grace
+        if rules.forced(rules.counters(steps[:t]), budget, params) and not in_grace:
+            assert t not in judge.turns
+            expected = "redirect" if redirected_at is None else "stop"
+            assert (decision.action, decision.forced) == (expected, True)
+        if decision.action == "redirect":
+            redirected_at = t

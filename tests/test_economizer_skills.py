@@ -6,7 +6,7 @@ from fractions import Fraction
 
 import attrs
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from economizer.bounded import BoundedMatcher
@@ -285,3 +285,127 @@ def test_support_is_monotone_in_evidence(log, extra, now) -> None:
 def test_an_injection_must_be_one_short_printable_line(text: str) -> None:
     assert rules.definition_error(attrs.evolve(SKILL, injection=text)) is not None
     assert rules.definition_error(SKILL) is None
+
+
+# --- the whole lifecycle as one property, rule by rule, on random task sequences ---------------
+
+EVIDENCE_OF = {  # kind -> (exercised, confirmed, contradicted, needed by the WASTE need detector)
+    "confirm": (1, 1, 0, 0),
+    "contradict": (1, 0, 1, 0),
+    "both": (1, 0, 1, 0),  # matches confirm and contradict: the contradiction wins
+    "neutral": (1, 0, 0, 0),
+    "idle": (0, 0, 0, 0),
+    "confirm+waste": (1, 1, 0, 1),
+}
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+@settings(max_examples=40, deadline=None)
+@given(
+    kinds=st.lists(st.sampled_from(sorted(EVIDENCE_OF)), max_size=12),
+    c=st.integers(1, 4),
+    decay=st.sampled_from([Fraction(1, 2), Fraction(9, 10), Fraction(1)]),
+    weight=st.sampled_from([Fraction(0), Fraction(1), Fraction(5)]),
+    gate=st.sampled_from([Fraction(0), Fraction(1, 4), Fraction(1, 2), Fraction(1)]),
+    high_stakes=st.booleans(),
+    no_need_detector=st.booleans(),
+)
+# The two boundaries a random draw may miss: support exactly 0 (not yet retired), a need rate
+# exactly at the gate (injected).
+@example(kinds=["contradict"] * 3, c=2, decay=Fraction(1), weight=Fraction(1), gate=Fraction(0), high_stakes=False, no_need_detector=False)
+@example(kinds=["confirm+waste", "confirm", "confirm"], c=2, decay=Fraction(9, 10), weight=Fraction(5), gate=Fraction(1, 4), high_stakes=False, no_need_detector=False)
+def test_lifecycle_rules_hold_after_every_task(
+    engine: str, kinds: list[str], c: int, decay: Fraction, weight: Fraction, gate: Fraction, high_stakes: bool, no_need_detector: bool
+) -> None:
+    """Each rule of Table 5, checked between consecutive states on a random stream, against
+    counts kept here from the kinds of the tasks: confirmation at exactly c, contradiction
+    checked first, support = decayed confirmations - lambda * contradictions, retirement below
+    0 or (high-stakes) at a contradiction once confirmed, retirement permanent, no need
+    detector = every exercised task needed, injection only while the need rate clears the gate."""
+    params = Params(confirmations=c, decay=decay, contradiction_weight=weight, need_gate=gate)
+    definition = attrs.evolve(SKILL, high_stakes=high_stakes, need=None if no_need_detector else SKILL.need)
+    _, views = run(engine, params, kinds, definition)
+    confirming_tasks, contradicted, exercised, needed = [1, 2], 0, 2, (2 if no_need_detector else 0)
+    previous = views[0]
+    assert previous["status"] == ("confirmed" if c <= 2 else "candidate")  # admitted with 2 retro confirmations
+    for task, (kind, view) in enumerate(zip(kinds, views[1:]), 3):
+        if previous["status"] == "retired":
+            assert {k: v for k, v in view.items() if k != "support"} == {k: v for k, v in previous.items() if k != "support"}
+            previous = view
+            continue
+        ex, conf, contra, need = EVIDENCE_OF[kind]
+        confirming_tasks += [task] * conf
+        contradicted += contra
+        exercised += ex
+        needed += ex if no_need_detector else need
+        assert (view["confirmations"], view["contradictions"], view["exercised"], view["needed"]) == (len(confirming_tasks), contradicted, exercised, needed)
+        support = sum((decay ** (task - j) for j in confirming_tasks), Fraction(0)) - weight * contradicted
+        assert view["support"] == support
+        injectable = previous["status"] == "confirmed" and previous["exercised"] > 0 and Fraction(previous["needed"], previous["exercised"]) >= gate
+        assert (task in view["injected_tasks"]) is injectable
+        if previous["status"] == "confirmed":
+            if high_stakes and contra:
+                assert (view["status"], view["retired_at"], view["retired_reason"]) == ("retired", task, "high-stakes skill contradicted")
+            elif support < 0:
+                assert (view["status"], view["retired_at"], view["retired_reason"]) == ("retired", task, "support below 0")
+            else:
+                assert view["status"] == "confirmed"
+        else:
+            assert view["status"] == ("confirmed" if len(confirming_tasks) >= c else "candidate")
+            assert view["confirmed_at"] == (task if view["status"] == "confirmed" else None)
+        previous = view
+
+
+CITABLE = ("task-1", "task-2", "task-3", "task-9")
+"""Window tasks 1-2 confirm, 3 is idle (its citation does not verify), 9 is outside the window."""
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+@settings(max_examples=40, deadline=None)
+@given(
+    citations=st.lists(st.lists(st.sampled_from(CITABLE), max_size=4), max_size=7),
+    limit=st.integers(1, 5),
+    required=st.integers(1, 3),
+    revisions=st.lists(st.tuples(st.integers(0, 6), st.sampled_from(["contradict", "injection", "need", "high_stakes"])), max_size=4),
+)
+# Revisions of an admitted skill need a lucky draw; these pin one of each kind, and a citation
+# of the idle window task that must not verify.
+@example(citations=[["task-1", "task-2"], ["task-2", "task-1"]], limit=4, required=2, revisions=[(0, "injection"), (1, "contradict")])
+@example(citations=[["task-1", "task-3"], ["task-1", "task-2"]], limit=4, required=2, revisions=[(1, "need")])
+def test_admission_rules_on_random_proposer_answers(engine, citations, limit, required, revisions) -> None:
+    """One call proposes skills s-0, s-1, ... with drawn citations: exactly the first `limit`
+    are considered, and one is admitted iff at least `required` distinct cited tasks are in
+    the window and match its confirm detector. A second call revises admitted ids: accepted
+    iff only the contradict detector changed, and the skill keeps its evidence."""
+    params = Params(proposer_first=3, proposer_period=1, proposer_window=3, max_proposals=limit, min_citations=required)
+    first = tuple(attrs.evolve(SKILL, id=f"s-{k}", citations=tuple(cited)) for k, cited in enumerate(citations))
+    changed = {
+        "contradict": {"contradict": Regex("WORSE", "outputs")},
+        "injection": {"injection": "Something else."},
+        "need": {"need": None},
+        "high_stakes": {"high_stakes": True},
+    }
+    second = tuple(attrs.evolve(first[k], **changed[field]) for k, field in revisions if k < len(first))
+    stream = Stream(engine, params)
+    ctl = controllers(first, second)
+    for i, kind in enumerate(["confirm", "confirm", "idle"], 1):
+        stream.feed(Trajectory(f"task-{i}", KINDS[kind], True), ctl)
+    expected = [f"s-{k}" for k, cited in enumerate(citations[:limit]) if len({c for c in cited if c in ("task-1", "task-2")}) >= required]
+    assert sorted(stream.skills()) == sorted(expected)
+    assert [r.skill_id for r in stream.rejections()] == [f"s-{k}" for k in range(len(citations)) if f"s-{k}" not in expected]
+    before, rejected_before = stream.skills(), len(stream.rejections())
+    stream.feed(Trajectory("task-4", KINDS["idle"], True), ctl)
+    after = stream.skills()
+    refused = [r.skill_id for r in stream.rejections()[rejected_before:] if r.reason == "a revision may change only the contradict detector"]
+    seen: set[str] = set()
+    for position, revision in enumerate(second):
+        name = revision.id
+        if position >= limit or name in seen or name not in before:
+            continue  # over the limit, proposed twice, or a new id (checked above)
+        seen.add(name)
+        accepted = revision.injection == SKILL.injection and revision.need == SKILL.need and revision.high_stakes == SKILL.high_stakes
+        assert (after[name]["definition"].contradict == revision.contradict) is (accepted or revision.contradict == SKILL.contradict)
+        assert after[name]["confirmations"] == before[name]["confirmations"]
+        assert (name in refused) is not accepted
+        if not accepted:
+            assert after[name]["definition"] == before[name]["definition"]

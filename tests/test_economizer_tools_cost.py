@@ -5,7 +5,7 @@ from __future__ import annotations
 from fractions import Fraction
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from economizer_spec.cost import ControllerCall, Prices, Usage, cost, task_cost
@@ -144,3 +144,32 @@ def test_no_decision_depends_on_a_later_task(engine, stream, params, seed, data)
     full, prefix = Stream(engine, params, CATALOG, CORE), Stream(engine, params, CATALOG, CORE)
     all_records = [full.feed(t, seeded_controllers(seed)) for t in stream]
     assert [prefix.feed(t, seeded_controllers(seed)) for t in stream[:cut]] == all_records[:cut]
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+@settings(max_examples=40, deadline=None)
+@given(
+    calls=st.lists(st.sets(st.sampled_from(CATALOG[1:])), max_size=14),
+    unused=st.integers(1, 4),
+    period=st.integers(2, 6),
+)
+@example(calls=[set()] * 5, unused=3, period=100)  # the paper's streak: masked from task 4 exactly
+def test_pruning_rules_hold_before_every_task(engine: str, calls: list[set[str]], unused: int, period: int) -> None:
+    """The pruning rules on random call histories, against streaks kept here: a call resets a
+    tool's streak and marks it called for good; before task i the mask is exactly the non-core,
+    never-called tools whose streak reached `unused`, and nothing on a re-audit (i a multiple
+    of R). With no tool judge, nothing else is ever masked."""
+    s = Stream(engine, Params(unused_streak=unused, reaudit_period=period), CATALOG, CORE)
+    streak = {name: 0 for name in CATALOG}
+    ever = {name: False for name in CATALOG}
+    for i, called in enumerate(calls, 1):
+        expected = frozenset() if i % period == 0 else frozenset(
+            n for n in CATALOG if n not in CORE and not ever[n] and streak[n] >= unused
+        )
+        record = s.feed(task(i, "bash", *sorted(called)), quiet())
+        assert record.mask == expected
+        for name in CATALOG:
+            used = name == "bash" or name in called
+            streak[name] = 0 if used else streak[name] + 1
+            ever[name] = ever[name] or used
+        assert s.tools() == {n: (ever[n], streak[n]) for n in CATALOG}

@@ -9,13 +9,15 @@
   prove            the Z3 theorems about the guard and tool pruning
 
 Exit codes: 0 done, 1 a theorem failed (prove), 2 bad input. Bad input (a malformed
-trajectory, a proposer answer with an inadmissible regex, a locked or already-fed state) is
-reported in one line and leaves the stored state as it was.
+trajectory, a proposer answer with an inadmissible regex or one whose detector does not
+finish in --detector-timeout-s, a locked, unreadable or already-fed state) is reported in one
+line and leaves every stored database as it was.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import pathlib
 import sys
@@ -25,7 +27,8 @@ from economizer.codec import BadInput, proposals_from_json, read_jsonl, record_t
 from economizer.controller import Controller
 from economizer.harness import HARNESSES, mask_option, prompt_with_manual
 from economizer.protocols import default_controllers
-from economizer.store import AlreadyFed, Store, StoreBusy, database_path
+from economizer.bounded import DEFAULT_TIMEOUT, BoundedMatcher, TimedOut
+from economizer.store import AlreadyFed, StateUnreadable, Store, StoreBusy, database_path, transact_all
 from economizer_spec.stream import Controllers, ProposerAnswer
 
 __all__ = ["register", "run"]
@@ -36,7 +39,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     sub = parser.add_subparsers(dest="economize_command", metavar="SUBCOMMAND")
 
     def with_state(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
-        p.add_argument("--state-dir", type=pathlib.Path, default=None, help="where the per-repository databases live (default $XDG_STATE_HOME/ledger/economizer)")
+        p.add_argument("--state-dir", type=pathlib.Path, default=None, help="Ledger's state root; the databases live in its economizer/ folder (default $XDG_STATE_HOME/ledger, as for `ledger sessions`)")
         return p
 
     feed = with_state(sub.add_parser("feed", help="feed finished tasks, in order"))
@@ -46,6 +49,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     feed.add_argument("--core", default="bash", help="comma-separated core tools, never masked")
     feed.add_argument("--json", action="store_true")
     feed.add_argument("--busy-timeout-ms", type=int, default=5000, help="how long to wait for another writer (default 5000)")
+    feed.add_argument("--detector-timeout-s", type=float, default=DEFAULT_TIMEOUT,
+                      help=f"seconds a skill's detectors may take on one trajectory before they are stopped (default {DEFAULT_TIMEOUT:g})")
 
     show = with_state(sub.add_parser("show", help="show a repository's controller state"))
     show.add_argument("repository")
@@ -102,6 +107,8 @@ def _split(names: str) -> tuple[str, ...]:
 def _feed(args: argparse.Namespace) -> int:
     rows = read_jsonl(_read(args.file), str(args.file))
     controllers = _controllers(args.proposals)  # validated in full before any write
+    if not args.detector_timeout_s > 0:
+        raise BadInput(f"--detector-timeout-s must be positive, got {args.detector_timeout_s}")
     by_repository: dict[str, list] = {}
     for repository, trajectory, _ in rows:
         by_repository.setdefault(repository, []).append(trajectory)
@@ -110,17 +117,32 @@ def _feed(args: argparse.Namespace) -> int:
         if len(set(ids)) != len(ids):
             raise BadInput(f"{args.file}: a task id appears twice for {repository}")
     for repository, trajectories in by_repository.items():  # refuse before writing any repository
+        if not database_path(repository, args.state_dir).is_file():
+            continue  # nothing fed yet; checking must not create the file
         with Store(repository, args.state_dir, args.busy_timeout_ms) as store:
             again = sorted(store.fed_ids() & {t.task_id for t in trajectories})
         if again:
             raise BadInput(f"task {again[0]} was already fed to {repository}")
     output: list[dict[str, Any]] = []
-    for repository, trajectories in by_repository.items():
-        with Store(repository, args.state_dir, args.busy_timeout_ms) as store:
-            def work(controller: Controller) -> list[Any]:
-                return [controller.feed(t, controllers) for t in trajectories]
+    with contextlib.ExitStack() as stack:
+        # Detectors run in a worker killed after --detector-timeout-s: a proposer's regex that
+        # the static check admits can still backtrack for hours on one long line.
+        matcher = stack.enter_context(BoundedMatcher(args.detector_timeout_s))
+        timed_out = TimedOut(args.detector_timeout_s).reason
+        jobs = []
+        for repository, trajectories in by_repository.items():
+            store = stack.enter_context(Store(repository, args.state_dir, args.busy_timeout_ms))
 
-            records = store.transaction(work, catalog=_split(args.catalog), core=_split(args.core))
+            def work(controller: Controller, trajectories: list = trajectories) -> list[Any]:
+                records = [controller.feed(t, controllers) for t in trajectories]
+                if args.proposals is not None:  # the file's regex, not the controller, is at fault
+                    for rejection in (r for record in records for r in record.rejections if r.reason == timed_out):
+                        raise BadInput(f"{args.proposals}: skill {rejection.skill_id}: {rejection.reason}")
+                return records
+
+            jobs.append((store, work, {"catalog": _split(args.catalog), "core": _split(args.core), "matcher": matcher}))
+        results = transact_all(jobs)  # all repositories or none
+    for repository, records in zip(by_repository, results):
         for record in records:
             output.append({"repository": repository, **record_to_json(record)})
     if args.json:
@@ -141,7 +163,13 @@ def _state(args: argparse.Namespace) -> tuple[Store, Controller]:
     if not path.is_file():
         raise BadInput(f"no economizer state for {args.repository} ({path} does not exist); feed it first")
     store = Store(args.repository, args.state_dir)
-    return store, store.load()
+    try:
+        if not store.has_state():  # created by a feed that then failed
+            raise BadInput(f"no economizer state for {args.repository} (no feed committed to {path}); feed it first")
+        return store, store.load()
+    except BaseException:
+        store.close()
+        raise
 
 
 def _show(args: argparse.Namespace) -> int:
@@ -189,10 +217,11 @@ def _guard(args: argparse.Namespace) -> int:
     from economizer.guard import Guard
     from economizer.harness import guard_signal
 
-    if database_path(args.repository, args.state_dir).is_file():
+    database_path(args.repository, args.state_dir)  # a name that is not owner/name is refused here
+    try:
         store, controller = _state(args)
         store.close()
-    else:  # the repository's first task: no budget yet, so only the judge could act
+    except BadInput:  # the repository's first task: no budget yet, so only the judge could act
         controller = Controller(args.repository)
     rows = read_jsonl(_read(args.file), str(args.file))
     if len(rows) != 1:
@@ -249,7 +278,7 @@ def run(args: argparse.Namespace) -> int:
         return 2
     try:
         return handler(args)
-    except (BadInput, AlreadyFed, StoreBusy) as error:
+    except (BadInput, AlreadyFed, StoreBusy, StateUnreadable) as error:
         return _fail(str(error))
     except OSError as error:
         return _fail(f"{error.strerror or error}: {getattr(error, 'filename', '') or ''}".rstrip(": "))

@@ -4,6 +4,15 @@ It reads the agent's JSON from stdin, answers on stdout, and always exits 0: a h
 must never block the agent. On any internal error the tool call is allowed and a note goes to
 stderr (and, as `systemMessage`, to the user's screen).
 
+With `--economize owner/name`, TokenEconomizer's failure-loop guard watches the session too:
+each finished shell call is the next turn of the task (the task is the hook session), the
+guard's redirect comes back as the note Ledger's Nudges use, and its stop as the agent's
+"stop now" answer (`{"continue": false, "stopReason": ...}`) and, because Claude Code 2.1 does
+not act on that answer after a failed call (seen with the real CLI), as a deny with the same
+reason of every later tool call of the session. The budget B comes from the
+repository's history fed with `ledger economize feed` under the same `--state-dir`; before
+any history the guard stays silent. Without the option the hook answers exactly as before.
+
 The workspace root is `--root`, else `$CLAUDE_PROJECT_DIR` (set by Claude Code for its hooks),
 else the payload's `cwd`. The session's state lives outside the root (`--state-dir` overrides).
 """
@@ -13,6 +22,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import pathlib
 import sys
 from typing import Any, Callable
 
@@ -35,6 +45,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("agent", choices=sorted(AGENTS))
     parser.add_argument("--root", default=None, help="workspace root (default: $CLAUDE_PROJECT_DIR, else the payload's cwd)")
     parser.add_argument("--state-dir", default=None, help="where the session database lives (default: outside the root)")
+    parser.add_argument("--economize", metavar="OWNER/NAME", default=None,
+                        help="also run TokenEconomizer's failure-loop guard with this repository's fed history")
     parser.set_defaults(run=run)
 
 
@@ -56,12 +68,17 @@ class _LazySession:
 
 
 def run(args: argparse.Namespace) -> int:
+    payload: Any = {}
     try:
         payload = json.loads(sys.stdin.read() or "{}")
         if not isinstance(payload, dict):
             raise ValueError(f"the hook payload is a JSON object, got {type(payload).__name__}")
         root = args.root or (os.environ.get("CLAUDE_PROJECT_DIR") if args.agent == "claude" else None) \
             or payload.get("cwd") or os.getcwd()
+        refusal = _refusal_after_stop(args, payload) if args.economize is not None else None
+        if refusal is not None:
+            sys.stdout.write(json.dumps(refusal))
+            return 0
         session = _LazySession(str(root), args.state_dir)
         try:
             reply = AGENTS[args.agent](payload, session)
@@ -71,6 +88,58 @@ def run(args: argparse.Namespace) -> int:
         note = f"ledger hook {args.agent}: internal error, the tool call goes ahead unchanged: {error!r}"
         print(note, file=sys.stderr)
         reply = {"systemMessage": note}
+    if args.economize is not None:
+        reply = _with_guard(args, payload if isinstance(payload, dict) else {}, reply)
     if reply:
         sys.stdout.write(json.dumps(reply))
     return 0
+
+
+ADAPTERS = {"claude": claude, "codex": codex}
+
+
+def _refusal_after_stop(args: argparse.Namespace, payload: Any) -> dict[str, Any] | None:
+    """A tool call of a session whose task the guard stopped: refused before Ledger decides
+    it (so no bracket is opened for a call that never runs). None: carry on as usual."""
+    if not isinstance(payload, dict) or payload.get("hook_event_name") != "PreToolUse":
+        return None
+    session_id = payload.get("session_id")
+    if not isinstance(session_id, str):
+        return None
+    try:
+        from economizer.hook_guard import stopped
+
+        reason = stopped(args.economize, session_id, pathlib.Path(args.state_dir) if args.state_dir is not None else None)
+    except Exception as error:  # noqa: BLE001 - the guard's own failure is reported after the call
+        print(f"ledger hook {args.agent} --economize: internal error reading the guard's state: {error!r}", file=sys.stderr)
+        return None
+    return ADAPTERS[args.agent].stop_before_reply(reason) if reason is not None else None
+
+
+def _with_guard(args: argparse.Namespace, payload: dict[str, Any], reply: dict[str, Any] | None) -> dict[str, Any] | None:
+    """Add the guard's verdict on this call to Ledger's reply. Ledger answers a finished call
+    with nothing but a note on an internal error, so the two never compete for one field."""
+    adapter = ADAPTERS[args.agent]
+    try:
+        # Imported here: a hook without --economize pays nothing for the economizer.
+        from economizer.hook_guard import observe_turn
+        from economizer_spec.trajectory import Step
+
+        session_id, call_id = payload.get("session_id"), payload.get("tool_use_id")
+        state_dir = pathlib.Path(args.state_dir) if args.state_dir is not None else None
+        turn = adapter.shell_turn(payload)
+        if turn is None or not isinstance(session_id, str) or not isinstance(call_id, str):
+            return reply
+        command, output, status = turn
+        verdict = observe_turn(args.economize, session_id, call_id, Step(command, output, status), state_dir)
+    except Exception as error:  # noqa: BLE001 - the guard never blocks the agent either
+        note = f"ledger hook {args.agent} --economize: internal error, the guard skipped this call: {error!r}"
+        print(note, file=sys.stderr)
+        earlier = (reply or {}).get("systemMessage")
+        return {**(reply or {}), "systemMessage": f"{earlier}\n{note}" if earlier else note}
+    if verdict.action == "redirect":
+        return {**(reply or {}), **adapter.note_reply(payload["hook_event_name"], f"[ledger economize] {verdict.text}")}
+    if verdict.action == "stop":
+        from economizer.hook_guard import stop_text
+        return {**(reply or {}), **adapter.stop_reply(stop_text(verdict.turn, verdict.reason))}
+    return reply

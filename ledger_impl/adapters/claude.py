@@ -61,6 +61,37 @@ def handle(payload: dict[str, Any], session: HookSession) -> Reply:
     return None
 
 
+def shell_turn(payload: dict[str, Any]) -> tuple[str, str, int] | None:
+    """(command, output the model saw, exit status) of a finished Bash call; None for any other
+    call. The failure-loop guard reads a task's shell turns from here."""
+    event, tool_input = payload.get("hook_event_name"), payload.get("tool_input") or {}
+    if payload.get("tool_name") != "Bash" or not isinstance(tool_input.get("command"), str):
+        return None
+    if event == "PostToolUse":
+        outcome = _success("Bash", tool_input, payload.get("tool_response"))
+    elif event == "PostToolUseFailure":
+        outcome = _failure("Bash", payload.get("error"), payload.get("is_interrupt"))
+    else:
+        return None
+    return tool_input["command"], outcome.output, outcome.exit_code
+
+
+def note_reply(event: str, text: str) -> dict[str, Any]:
+    """A note the model reads after a tool result (how Ledger delivers a Nudge)."""
+    return {"hookSpecificOutput": {"hookEventName": event, "additionalContext": text}}
+
+
+def stop_reply(reason: str) -> dict[str, Any]:
+    """Claude Code's documented "stop the agent" answer, valid for every hook event."""
+    return {"continue": False, "stopReason": reason}
+
+
+def stop_before_reply(reason: str) -> dict[str, Any]:
+    """A tool call after the task was stopped: refused with the reason, and "stop" again."""
+    return {**stop_reply(reason), "hookSpecificOutput": {
+        "hookEventName": "PreToolUse", "permissionDecision": "deny", "permissionDecisionReason": reason}}
+
+
 def command_for(tool: str, tool_input: dict[str, Any]) -> str:
     """The shell command a tool call is decided as."""
     if tool == "Bash":

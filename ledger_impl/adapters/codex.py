@@ -62,6 +62,41 @@ def handle(payload: dict[str, Any], session: HookSession) -> Reply:
     return None
 
 
+def shell_turn(payload: dict[str, Any]) -> tuple[str, str, int] | None:
+    """(command, output, exit status) of a finished shell call; None for any other call. The
+    status is the one recorded for Ledger, or 0 when Codex does not say (the guard still reads
+    the output's error lines)."""
+    tool, tool_input = payload.get("tool_name"), payload.get("tool_input") or {}
+    if payload.get("hook_event_name") != "PostToolUse" or tool not in SHELL_TOOLS or "command" not in tool_input:
+        return None
+    outcome = _outcome(tool, payload.get("tool_response"))
+    call_id = payload.get("tool_use_id")
+    if not outcome.exact and isinstance(payload.get("tool_response"), str) and isinstance(call_id, str):
+        status = exit_status_from_transcript(payload.get("transcript_path"), call_id, outcome.output)
+        outcome = Outcome(outcome.output, status) if status is not None else outcome
+    return command_for(tool, tool_input), outcome.output, outcome.exit_code
+
+
+def note_reply(event: str, text: str) -> dict[str, Any]:
+    """A note for the model after a tool result: PostToolUse's `additionalContext`."""
+    return {"hookSpecificOutput": {"hookEventName": event, "additionalContext": text}}
+
+
+def stop_reply(reason: str) -> dict[str, Any]:
+    """Codex's hook output schema (codex-rs/hooks, post-tool-use.command.output) carries the
+    common `continue: false` with `stopReason`, which ends the turn after this tool call."""
+    return {"continue": False, "stopReason": reason}
+
+
+def stop_before_reply(reason: str) -> dict[str, Any]:
+    """A tool call after the task was stopped: denied with the reason. Only the deny: Codex
+    0.171 fails a PreToolUse hook whose answer carries `continue: false` and then runs the call
+    (seen with the real CLI), and it does not end the turn on PostToolUse's `continue: false`
+    either, so the closest it has to "stop" is refusing every later call of the session."""
+    return {"hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision": "deny",
+                                   "permissionDecisionReason": reason}}
+
+
 def command_for(tool: str, tool_input: dict[str, Any]) -> str:
     if tool in PATCH_TOOLS:
         return "apply_patch"

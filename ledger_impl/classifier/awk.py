@@ -16,8 +16,9 @@ _AWK_NR = re.compile(
     r"^\s*NR\s*(>=|>|==)\s*(\d+)\s*(?:&&\s*NR\s*(<=|<)\s*(\d+)\s*)?(?:\{\s*print(?:\s+\$0)?\s*;?\s*\})?\s*$"
 )
 # `@` also covers gawk's indirect calls (`f = "sys" "tem"; @f("...")`).
-# ARGV/ARGC can name another file to read; systime/strftime/rand print the clock or chance.
-_AWK_UNSAFE = re.compile(r"system|getline|\||@|close\s*\(|ARGV|ARGC|systime|strftime|srand|rand")
+# ARGV/ARGC can name another file to read; systime/strftime/rand print the clock or chance,
+# and gawk's PROCINFO the process id ("pid", "ppid", "pgrpid"), new at every run.
+_AWK_UNSAFE = re.compile(r"system|getline|\||@|close\s*\(|ARGV|ARGC|systime|strftime|srand|rand|PROCINFO")
 _AWK_PRINT = re.compile(r"\b(print|printf)\b([^;}\n]*)")
 _AWK_PATHS = re.compile(r"FILENAME|ARGV|ENVIRON|PROCINFO")
 

@@ -29,6 +29,34 @@ def subcommand(args: list[Word]) -> int | None:
     return i if i < len(args) else None
 
 
+def _options_keep_it_a_read(sub: str, rest: list[Word]) -> bool:
+    """Whether the arguments of a reading subcommand leave it read-only and a function of the
+    repository: no file written, no program run, no clock read, no path outside the root.
+    `sub` names the option grammar: `stash list` takes log's options, `stash show` diff's."""
+    if any(w.text.startswith(GIT_INDEX_REFRESH.get(sub, ())) for w in rest):
+        return False  # refreshes and writes .git/index, whatever GIT_OPTIONAL_LOCKS says
+    previous = ""
+    for word in rest:
+        text = word.text
+        # --output writes a file; external diff and textconv drivers run programs;
+        # --no-index compares arbitrary paths outside the repository.
+        if text.startswith(("--output", "--ext-diff", "--textconv", "--no-index", "-O", "--open-files")):
+            return False
+        if text.startswith("-o") and sub in ("diff", "log", "show"):
+            return False
+        if git_reads_the_clock(text, previous):
+            return False
+        if not text.startswith("-") and (text.startswith("/") or ".." in text.split("/")):
+            return False  # a path outside the root: git falls back to --no-index
+        previous = text
+    return True
+
+
+# `git stash list` passes its options to `git log`, `git stash show` to `git diff`: the same
+# hazards (`--output`, `--date=relative`, `--ext-diff`) apply.
+_STASH_READS = {"list": "log", "show": "diff"}
+
+
 def git(args: list[Word]) -> Effect:
     i = subcommand(args)
     if i is None:
@@ -36,28 +64,15 @@ def git(args: list[Word]) -> Effect:
     sub = args[i].text
     rest = args[i + 1 :]
     if sub in GIT_READS:
-        if any(w.text.startswith(GIT_INDEX_REFRESH.get(sub, ())) for w in rest):
-            return RUN  # refreshes and writes .git/index, whatever GIT_OPTIONAL_LOCKS says
-        previous = ""
-        for word in rest:
-            text = word.text
-            # --output writes a file; external diff and textconv drivers run programs;
-            # --no-index compares arbitrary paths outside the repository.
-            if text.startswith(("--output", "--ext-diff", "--textconv", "--no-index", "-O", "--open-files")):
-                return RUN
-            if text.startswith("-o") and sub in ("diff", "log", "show"):
-                return RUN
-            if git_reads_the_clock(text, previous):
-                return RUN
-            if not text.startswith("-") and (text.startswith("/") or ".." in text.split("/")):
-                return RUN  # a path outside the root: git falls back to --no-index
-            previous = text
+        if not _options_keep_it_a_read(sub, rest):
+            return RUN
         return Effect(Kind.READS, search=True, trees=[DOT], tree=True, repository=True)
     if sub == "branch" and all(w.text in _BRANCH_LISTING for w in rest):
         return Effect(Kind.READS, search=True, trees=[DOT], tree=True, repository=True)
-    if sub == "stash" and rest and rest[0].text in ("list", "show"):
+    if sub == "stash" and rest and rest[0].text in _STASH_READS:
+        if not _options_keep_it_a_read(_STASH_READS[rest[0].text], rest[1:]):
+            return RUN
         return Effect(Kind.READS, search=True, trees=[DOT], tree=True, repository=True)
     if sub in GIT_WRITERS:
         return EDIT
     return RUN
-

@@ -123,6 +123,10 @@ _GIT_PROGRAM_KEYS = re.compile(r"^\s*(external|textconv|command|fsmonitor|pager|
                                re.IGNORECASE | re.MULTILINE)
 
 
+# A config file is searched up to this many characters; a longer one is not proven safe.
+_CONFIG_READ_LIMIT = 1_000_000
+
+
 def _git_dir(real_root: str) -> str | None:
     dot_git = os.path.join(real_root, ".git")
     if os.path.isdir(dot_git):
@@ -167,13 +171,13 @@ def git_config_runs_programs(real_root: str | None) -> bool:
     for path in files:
         try:
             with open(path, encoding="utf-8", errors="replace") as handle:
-                text = handle.read(1_000_000)
+                text = handle.read(_CONFIG_READ_LIMIT + 1)
         except FileNotFoundError:
             continue
         except OSError:
             return True
-        if _GIT_PROGRAM_KEYS.search(text):
-            return True
+        if len(text) > _CONFIG_READ_LIMIT or _GIT_PROGRAM_KEYS.search(text):
+            return True  # a key past the part searched would go unseen: not proven
     return False
 
 

@@ -49,6 +49,19 @@ def rendered(command: str, cwd: pathlib.Path) -> str:
     return text or "(Bash completed with no output)"
 
 
+def with_ledger_hooks(home: pathlib.Path, state: pathlib.Path) -> dict[str, str]:
+    """An environment with its own HOME, no telemetry, and Ledger's hooks installed for the user."""
+    env = {
+        "PATH": os.environ["PATH"], "HOME": str(home), "ANTHROPIC_API_KEY": "sk-ant-test-not-a-key",
+        "DISABLE_TELEMETRY": "1", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1", "DISABLE_AUTOUPDATER": "1",
+        "LANG": "C.UTF-8",
+    }
+    install = subprocess.run([sys.executable, "-m", "ledger_cli.main", "hooks", "install", "claude", "--user",
+                              "--state-dir", str(state)], env=env, capture_output=True, text=True, timeout=120)
+    assert install.returncode == 0, install.stderr
+    return env
+
+
 def bash(use_id: str, command: str) -> ToolUse:
     return ToolUse(use_id, "Bash", {"command": command, "description": "step"})
 
@@ -59,14 +72,7 @@ def test_claude_code_with_ledger_hooks(claude: pathlib.Path, tmp_path: pathlib.P
         directory.mkdir(parents=True)
     app = workspace / "src" / "app.py"
     app.write_text("x = 1\ny = x + 1\n")
-    env = {
-        "PATH": os.environ["PATH"], "HOME": str(home), "ANTHROPIC_API_KEY": "sk-ant-test-not-a-key",
-        "DISABLE_TELEMETRY": "1", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1", "DISABLE_AUTOUPDATER": "1",
-        "LANG": "C.UTF-8",
-    }
-    install = subprocess.run([sys.executable, "-m", "ledger_cli.main", "hooks", "install", "claude", "--user",
-                              "--state-dir", str(state)], env=env, capture_output=True, text=True, timeout=120)
-    assert install.returncode == 0, install.stderr
+    env = with_ledger_hooks(home, state)
 
     turns = [
         (bash("r1", READ),),                       # a read

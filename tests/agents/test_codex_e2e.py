@@ -65,6 +65,28 @@ def seen(result: ToolResult, command: str) -> tuple[int, str]:
     return int(fresh.group(1)), text[fresh.end():]
 
 
+def with_ledger_hooks(tmp_path: pathlib.Path, home: pathlib.Path, state: pathlib.Path) -> dict[str, str]:
+    """An environment with its own CODEX_HOME and Ledger's hooks installed there."""
+    env = {"PATH": os.environ["PATH"], "HOME": str(tmp_path), "CODEX_HOME": str(home), "LANG": "C.UTF-8",
+           "SCRIPTED_API_KEY": "not-a-key"}
+    install = subprocess.run([sys.executable, "-m", "ledger_cli.main", "hooks", "install", "codex", "--user",
+                              "--state-dir", str(state)], env=env, capture_output=True, text=True)
+    assert install.returncode == 0, install.stderr
+    return env
+
+
+def run_codex(codex: pathlib.Path, model: ScriptedResponses, home: pathlib.Path, workspace: pathlib.Path,
+              env: dict[str, str], prompt: str) -> subprocess.CompletedProcess[str]:
+    """`codex exec` against the scripted provider, hooks trusted, no sandbox."""
+    with ScriptedServer(model) as url:
+        (home / "config.toml").write_text(CONFIG.format(url=url))
+        return subprocess.run(
+            [str(codex), "exec", "--skip-git-repo-check", "--dangerously-bypass-hook-trust",
+             "-s", "danger-full-access", prompt],
+            cwd=workspace, env=env, capture_output=True, text=True, timeout=300, stdin=subprocess.DEVNULL,
+        )
+
+
 def exec_command(use_id: str, command: str) -> ToolUse:
     return ToolUse(use_id, "exec_command", {"cmd": command})
 
@@ -74,11 +96,7 @@ def test_codex_with_ledger_hooks(codex: pathlib.Path, tmp_path: pathlib.Path) ->
     for directory in (workspace / "src", home, state):
         directory.mkdir(parents=True)
     (workspace / "src" / "app.py").write_text("x = 1\ny = x + 1\n")
-    env = {"PATH": os.environ["PATH"], "HOME": str(tmp_path), "CODEX_HOME": str(home), "LANG": "C.UTF-8",
-           "SCRIPTED_API_KEY": "not-a-key"}
-    install = subprocess.run([sys.executable, "-m", "ledger_cli.main", "hooks", "install", "codex", "--user",
-                              "--state-dir", str(state)], env=env, capture_output=True, text=True)
-    assert install.returncode == 0, install.stderr
+    env = with_ledger_hooks(tmp_path, home, state)
 
     turns = [
         (exec_command("c1", READ),),
@@ -105,13 +123,7 @@ def test_codex_with_ledger_hooks(codex: pathlib.Path, tmp_path: pathlib.Path) ->
                 oracle.append((result.tool_use_id, (status, output), (now.returncode, expected)))
 
     model = ScriptedResponses(turns, on_results=check)
-    with ScriptedServer(model) as url:
-        (home / "config.toml").write_text(CONFIG.format(url=url))
-        run = subprocess.run(
-            [str(codex), "exec", "--skip-git-repo-check", "--dangerously-bypass-hook-trust",
-             "-s", "danger-full-access", "Work on src/app.py."],
-            cwd=workspace, env=env, capture_output=True, text=True, timeout=300, stdin=subprocess.DEVNULL,
-        )
+    run = run_codex(codex, model, home, workspace, env, "Work on src/app.py.")
     assert run.returncode == 0, (run.stdout[-2000:], run.stderr[-3000:])
     assert model.errors == []
     results = model.results
