@@ -74,6 +74,8 @@ WRITERS = [
     "s/a/b/;w out", "y/a/b/;w out", "s/a/b/g\nw out",
     # After `addr,+` without a number, sed reads the next character as the command: `w` here.
     "1,+wp", "1,~wp",
+    # A comment ends at the newline, whatever its length.
+    "#x\nw out", "#xyz\nw out",
     # An `e` flag runs the pattern space wherever it stands among the flags.
     "s/a/touch out/ge", "s/a/touch out/1e", "s/a/touch out/pe",
 ]
