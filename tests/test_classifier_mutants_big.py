@@ -74,6 +74,10 @@ WRITERS = [
     "s/a/b/;w out", "y/a/b/;w out", "s/a/b/g\nw out",
     # After `addr,+` without a number, sed reads the next character as the command: `w` here.
     "1,+wp", "1,~wp",
+    # sed opens every `w` file when it reads the script, even one after a `q`.
+    "q;w out", "5q\nw out",
+    # A backslash in `a` text escapes one character only.
+    "1a x\\y\nw out",
     # A comment ends at the newline, whatever its length.
     "#x\nw out", "#xyz\nw out",
     # An `e` flag runs the pattern space wherever it stands among the flags.
@@ -103,7 +107,7 @@ def test_gnu_sed_really_writes_or_runs_a_command_for_each_of_them(tmp_path, scri
     # an escape in a regex is two characters
     "/\\n/p", "s/\\./x/", "/a\\//p", "s/\\t/ /g",
     # `#` after a `y` starts a comment; a tab inside `a`/`i` text is text
-    "y/a/b/#c", "y/a/b/ #c", "1a x\tw out", "1i \tw out",
+    "y/a/b/#c", "y/a/b/ #c", "1a x\tw out", "1i \tw out", "#\tw out",
     # `q` and `Q` take an exit code
     "q5", "Q 1", "5q 3;p", "Q\t2",
 ])
