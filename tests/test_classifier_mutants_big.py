@@ -18,6 +18,7 @@ import pytest
 from ledger_impl import classify
 from ledger_impl.classifier import sed_script_is_safe
 from ledger_impl.classifier.effect import Kind, Options, reader, stream_tool
+from ledger_impl.classifier.sed import sed as sed_effect
 from ledger_impl.shell import Word
 from ledger_spec import WHOLE_FILE, Category, FileTarget, LineRange, TreeTarget
 
@@ -307,6 +308,14 @@ def test_a_sed_range_from_line_zero_is_never_a_line_range(command):
     # sed refuses line 0 outside `0,/re/`: its output is an error, never lines of the file.
     result = c(command)
     assert isinstance(result.target, FileTarget) and result.target.view == "sed"
+
+
+def test_a_sed_script_from_a_variable_is_run():
+    # The script is known only when the shell runs: it may write. The command layer refuses
+    # dynamic words before sed's parser sees them; the parser refuses them too.
+    assert c('sed -n "${N}p" a.py').category is Category.RUN
+    script = Word((("${N}p", False),), dynamic=True, source='"${N}p"')
+    assert sed_effect([*_words("-n"), script, *_words("a.py")]).kind is Kind.RUN
 
 
 def test_a_one_line_slice_of_a_range_keeps_its_line():
