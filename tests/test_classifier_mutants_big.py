@@ -104,7 +104,7 @@ def test_gnu_sed_really_writes_or_runs_a_command_for_each_of_them(tmp_path, scri
     # bracket expressions (the fix made these reusable: they were refused)
     "/[/]/p", "s/[/]/x/", "s/[/]/x/g;p", "/[[:alpha:]/]/p", "\\%[%]%p", "/[^]/]/p", "/[]/]/p", "s|[|]|x|", "s/a/[/;p",
     "y/[/]/;p", "s[a[b[", "/[\\]/p", "/[\t]/p", "/[[:alpha:]]/p", "/[[:alpha:]x]/p", "/[[.-.]]/p", "/[^a]/p", "/[]]/p",
-    "/[^]]/p", "/[A.]/p", "/[a.]/p",
+    "/[^]]/p", "/[A.]/p", "/[a.]/p", "\\][a]]p",
     # an escape in a regex is two characters
     "/\\n/p", "s/\\./x/", "/a\\//p", "s/\\t/ /g",
     # `#` after a `y` starts a comment; a tab inside `a`/`i` text is text
@@ -125,7 +125,7 @@ def test_more_scripts_that_only_print_are_safe(script):
     # an address followed by no command sed knows; a command right after a quit code
     "1\x7fp", "1\u00e9p", "$\u00e9p", "q1w", "Q 12w",
     # a range with no first address; an address cut short after its backslash
-    ",p", ",5p", ":c\t\\",
+    ",p", ",5p", ":c\t\\", "1,+3",
     # an `s` or `y` with no delimiter
     "s", "p;y\n",
 ])
