@@ -330,6 +330,12 @@ _REDIRECTS = frozenset({"file_redirect", "heredoc_redirect", "herestring_redirec
 _SIMPLE_BODIES = frozenset({"command", "list", "pipeline", "redirected_statement"})
 
 
+# Arguments tree-sitter-bash leaves as unnamed tokens (it reads `[`-style tests into them), but
+# which bash passes on as literal words: dropping one would hide a file the command reads or
+# writes (`cat b $` is not `cat b`).
+_LITERAL_TOKENS = frozenset({"$", "==", "=~"})
+
+
 class _Flattener:
     """Walks the tree, emitting SimpleCommand objects and operator strings in source order."""
 
@@ -414,6 +420,10 @@ class _Flattener:
                 command.words.append(evaluate_word(child))
             elif child.is_named and child.type != "comment":
                 command.words.append(evaluate_word(child))
+            elif child.type in _LITERAL_TOKENS:
+                command.words.append(Word(((child.type, False),)))
+            elif not child.is_named:
+                raise ShellSyntaxError(f"an unexpected token {child.type!r} in a command")
         for child in pending:
             self._redirect(child, command)
         return command
@@ -426,6 +436,7 @@ class _Flattener:
             body = ""
             quoted = False
             continuation: list[tree_sitter.Node] = []
+            line: int | None = None  # the row of `<<EOF`: what follows it there runs after the body
             for child in node.children:
                 if child.type in ("<<", "<<-"):
                     op = child.type
@@ -433,6 +444,11 @@ class _Flattener:
                     body += _node_text(child)
                 elif child.type == "heredoc_start":
                     quoted = any(q in _node_text(child) for q in "'\"\\")
+                    line = child.start_point[0]
+                elif line is not None and child.end_point[0] != line and child.type not in ("heredoc_end", "heredoc_content"):
+                    # `cat <<EOF &&` goes on after the body in bash; the grammar takes the body
+                    # for the commands after the operator.
+                    raise ShellSyntaxError("a line that goes on after a here-document's body")
                 elif child.type in ("heredoc_end", "heredoc_content"):
                     continue
                 elif child.type in _REDIRECTS:
@@ -526,11 +542,47 @@ def _build(items: list[SimpleCommand | str]) -> Script:
     return Script(statements)
 
 
+# Nodes whose own evaluation reads their text (a backslash there is kept or removed by quoting
+# rules), so their children's gaps are never blanks between words.
+_QUOTED_BODIES = frozenset({"string", "raw_string", "ansi_c_string", "translated_string", "heredoc_body", "comment"})
+
+
+def _skips_a_backslash(root: tree_sitter.Node, data: bytes) -> bool:
+    """Whether tree-sitter-bash skipped a backslash as a blank where bash reads something else.
+
+    bash removes `\\<newline>` before it splits words and reads `\\<tab>` as a quoted tab, so
+    `.\\<newline>.` is the one word `..` (the directory above) and `a\\<tab>b` the one word
+    `a<tab>b`; tree-sitter-bash skips both like blanks and sees two words. So in every gap
+    between tokens that holds a backslash, once the line continuations are removed there must
+    be a blank left (`a \\<newline>b` is two words to bash too) and no other backslash.
+    (`\\<CR><LF>` is no continuation to bash: the CR is escaped and the line ends.)
+    """
+    gaps = [(0, root.start_byte), (root.end_byte, len(data))]
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        if node.type in _QUOTED_BODIES or not node.children:
+            continue
+        position = node.start_byte
+        for child in node.children:
+            gaps.append((position, child.start_byte))
+            position = child.end_byte
+            stack.append(child)
+        gaps.append((position, node.end_byte))
+    for start, end in gaps:
+        if data.find(b"\\", start, end) != -1:
+            left = data[start:end].replace(b"\\\n", b"")
+            if not left or b"\\" in left:
+                return True
+    return False
+
+
 def parse(text: str) -> Script:
     """Parse `text` into statements of pipelines of simple commands.
 
     Raises ShellSyntaxError for anything tree-sitter flags as an error, for NUL bytes, for
-    oversized input, and for operator sequences bash would reject.
+    oversized input, for a backslash tree-sitter skips as a blank where bash joins two tokens
+    (`\\<newline>`, `\\<tab>`), and for operator sequences bash would reject.
     """
     if not isinstance(text, str):
         raise ShellSyntaxError(f"a command is a string, got {type(text).__name__}")
@@ -543,6 +595,8 @@ def parse(text: str) -> Script:
     root = tree.root_node
     if root.has_error:
         raise ShellSyntaxError("tree-sitter-bash reports a syntax error")
+    if b"\\" in data and _skips_a_backslash(root, data):
+        raise ShellSyntaxError("a backslash tree-sitter-bash skips as a blank (a line continuation, an escaped tab)")
     flattener = _Flattener()
     try:
         flattener.visit(root)

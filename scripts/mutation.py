@@ -61,6 +61,9 @@ MODULES: dict[str, tuple[str, ...]] = {
         "tests/test_watchman_detector.py", "tests/test_economizer_cli.py",
     ),
     "ledger_impl/detectors/channel.py": ("tests/test_channel_detector.py",),
+    "ledger_impl/detectors/__init__.py": (
+        "tests/test_watchman_detector.py", "tests/test_snapshot_detector.py", "tests/test_event_detector.py", "tests/test_hook_imports.py",
+    ),
     "ledger_impl/runtime.py": (
         "tests/test_runtime.py", "tests/test_runtime_hardening.py", "tests/test_runtime_executor.py",
         "tests/test_honest_limits.py", "tests/test_fingerprint.py",
@@ -68,7 +71,9 @@ MODULES: dict[str, tuple[str, ...]] = {
     "ledger_impl/execution.py": (
         "tests/test_execution.py", "tests/test_execution_wake.py", "tests/test_runtime_executor.py", "tests/test_runtime_hardening.py",
     ),
-    "ledger_impl/shell.py": ("tests/test_classifier.py",),
+    "ledger_impl/shell.py": (
+        "tests/test_shell_mutants.py", "tests/test_classifier.py", "tests/test_rules_detector.py", "tests/test_fingerprint.py",
+    ),
     "ledger_impl/workspace.py": ("tests/test_workspace.py", "tests/test_classifier.py", "tests/test_rules_detector.py", "tests/test_runtime.py"),
     **{
         f"ledger_impl/classifier/{name}.py": ("tests/test_classifier.py",)

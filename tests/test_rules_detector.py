@@ -128,6 +128,9 @@ def test_named_edits_are_reported_precisely_not_as_unknown(workspace, command):
         "sed -i a.py -e 's/x/y/w side.txt'",
         "printf 'echo x > a.py' > fix.sh; bash fix.sh",
         "cat <> new.txt",  # bash creates new.txt; the parser rejects `<>`
+        'cat <<< "$(rm b.py)"',  # a here-string's substitution runs
+        "cat < $(echo a.py; rm b.py)",  # and an input file's
+        'cat <<< $"$(rm b.py)"',  # also inside a translated string
     ],
 )
 def test_what_the_text_does_not_show_is_unknown(workspace, command):

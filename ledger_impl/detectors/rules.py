@@ -114,7 +114,9 @@ class RulesDetector:
         if any(w.dynamic or w.executes for w in command.words):
             raise _Unknown
         for redirect in command.redirects:
-            if redirect.dynamic:
+            # An expanded here-document, or a target whose expansion runs code (a here-string
+            # or an input file named by `$(...)`, which runs even though nothing is written).
+            if redirect.dynamic or (redirect.target is not None and redirect.target.executes):
                 raise _Unknown
             if redirect.writes_file:
                 if redirect.target is None or not redirect.target.static:
