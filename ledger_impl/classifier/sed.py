@@ -27,12 +27,42 @@ def sed_script_is_safe(script: str) -> bool:
     """
     i, n = 0, len(script)
 
-    def skip_delimited(pos: int, delim: str) -> int:
-        """Index just past the next unescaped `delim` at or after `pos`, or -1."""
+    def skip_bracket(pos: int) -> int:
+        """Index just past the bracket expression that opens at `pos`, or -1 (unterminated).
+
+        Inside one a backslash is literal and `]` first (or right after `^`) is a member;
+        `[:`, `[.` and `[=` open a class, collating symbol or equivalence class that runs to
+        the matching `:]`, `.]` or `=]`. GNU sed refuses a newline anywhere in it.
+        """
+        pos += 1
+        if pos < n and script[pos] == "^":
+            pos += 1
+        if pos < n and script[pos] == "]":
+            pos += 1
+        while pos < n and script[pos] != "\n":
+            if script[pos] == "]":
+                return pos + 1
+            if script[pos] == "[" and pos + 1 < n and script[pos + 1] in ".:=":
+                close = script.find(script[pos + 1] + "]", pos + 2)
+                if close == -1 or "\n" in script[pos + 2 : close]:
+                    return -1
+                pos = close + 2
+                continue
+            pos += 1
+        return -1
+
+    def skip_delimited(pos: int, delim: str, regex: bool = False) -> int:
+        """Index just past the next unescaped `delim` at or after `pos`, or -1. In a `regex`
+        (an address, an `s` pattern) `delim` does not end it inside a bracket expression."""
         while pos < n:
             c = script[pos]
             if c == "\\":
                 pos += 2
+                continue
+            if regex and c == "[" and delim != "[":
+                pos = skip_bracket(pos)
+                if pos == -1:
+                    return -1
                 continue
             if c == delim:
                 return pos + 1
@@ -55,7 +85,7 @@ def sed_script_is_safe(script: str) -> bool:
                 delim, pos = script[pos + 1], pos + 2
             else:
                 delim, pos = "/", pos + 1
-            pos = skip_delimited(pos, delim)
+            pos = skip_delimited(pos, delim, regex=True)
             while pos != -1 and pos < n and script[pos] in "IM":
                 pos += 1
             return pos
@@ -93,7 +123,11 @@ def sed_script_is_safe(script: str) -> bool:
                 i += 1
             continue
         if c in ":btT":
-            while i < n and script[i] not in ";\n":
+            # GNU sed skips blanks before a label and ends it at a blank, `;` or a newline:
+            # in `:x w out` the `w` is a command.
+            while i < n and script[i] in " \t":
+                i += 1
+            while i < n and not script[i].isspace() and script[i] != ";":
                 i += 1
             continue
         if c in "aic":
@@ -111,7 +145,7 @@ def sed_script_is_safe(script: str) -> bool:
             if i >= n or script[i] in "\n\\":
                 return False
             delim = script[i]
-            i = skip_delimited(i + 1, delim)
+            i = skip_delimited(i + 1, delim, regex=c == "s")
             if i == -1:
                 return False
             i = skip_delimited(i, delim)
