@@ -33,11 +33,11 @@ from economizer_spec.guard import Decision
 from economizer_spec.params import Params
 from economizer_spec.trajectory import Step
 from ledger_impl.detectors.stat_index import default_state_dir
-from ledger_impl.store import connect
+from ledger_impl.store import connect, write_transaction
 
 from .guard import Guard
 from .protocols import default_controllers
-from .store import Store, database_path
+from .store import fed_budget
 
 HOOK_DIR = "economizer-hook"
 BUSY_TIMEOUT_S = 30.0
@@ -57,18 +57,6 @@ class TurnVerdict:
 def turns_path(state_dir: pathlib.Path | None) -> pathlib.Path:
     root = pathlib.Path(state_dir) if state_dir is not None else default_state_dir()
     return root / HOOK_DIR / "turns.sqlite3"
-
-
-def repository_budget(repository: str, state_dir: pathlib.Path | None) -> tuple[int | None, Params]:
-    """B and the parameters from the repository's fed history; (None, defaults) before any.
-    Reading never creates a repository's database."""
-    if not database_path(repository, state_dir).is_file():
-        return None, Params()
-    with Store(repository, state_dir) as store:
-        if not store.has_state():  # a feed created the file and failed
-            return None, Params()
-        controller = store.load()
-    return controller.budget(), controller.params
 
 
 def stop_text(turn: int, reason: str) -> str:
@@ -114,25 +102,17 @@ def observe_turn(
             " call_id TEXT NOT NULL, command TEXT NOT NULL, output TEXT NOT NULL, status INTEGER NOT NULL,"
             " PRIMARY KEY (repository, session, seq), UNIQUE (repository, session, call_id))"
         )
-        key = (repository, session_id)
-        connection.execute("BEGIN IMMEDIATE")
-        try:
-            verdict = _observe(connection, key, call_id, step, state_dir)
-            connection.execute("COMMIT")
-        except BaseException:
-            if connection.in_transaction:
-                connection.execute("ROLLBACK")
-            raise
-        return verdict
+        with write_transaction(connection):
+            return _observe(connection, (repository, session_id), call_id, step, state_dir)
     finally:
         connection.close()
 
 
 def _observe(connection: sqlite3.Connection, key: tuple[str, str], call_id: str, step: Step, state_dir: pathlib.Path | None) -> TurnVerdict:
-    fed_budget, params = repository_budget(key[0], state_dir)
+    budget_now, params = fed_budget(key[0], state_dir)
     row = connection.execute("SELECT budget FROM tasks WHERE repository=? AND session=?", key).fetchone()
     if row is None:
-        budget = fed_budget
+        budget = budget_now
         connection.execute("INSERT INTO tasks (repository, session, budget) VALUES (?, ?, ?)", (*key, budget))
     else:
         budget = row[0]

@@ -208,3 +208,15 @@ def transact_all(jobs: Sequence[tuple[Store, Callable[[Controller], Any], dict[s
             store.rollback()
         raise
     return [results[i] for i in range(len(jobs))]
+
+
+def fed_budget(repository: str, state_dir: pathlib.Path | None = None) -> tuple[int | None, Params]:
+    """The guard's budget B and the parameters from the repository's fed history; (None,
+    defaults) before any feed committed. Reading never creates a repository's database."""
+    if not database_path(repository, state_dir).is_file():
+        return None, Params()
+    with Store(repository, state_dir) as store:
+        if not store.has_state():  # a feed created the file and failed
+            return None, Params()
+        controller = store.load()
+    return controller.budget(), controller.params

@@ -136,16 +136,8 @@ class Store:
                 store.add_note(note)
         return store
 
-    @contextlib.contextmanager
-    def transaction(self) -> Iterator[None]:
-        """`BEGIN IMMEDIATE` ... `COMMIT`, rolled back on any exception."""
-        self._db.execute("BEGIN IMMEDIATE")
-        try:
-            yield
-        except BaseException:
-            self._db.execute("ROLLBACK")
-            raise
-        self._db.execute("COMMIT")
+    def transaction(self) -> contextlib.AbstractContextManager[None]:
+        return write_transaction(self._db)
 
     def close(self) -> None:
         self._db.close()
@@ -232,6 +224,20 @@ def connect(path: pathlib.Path, busy_timeout_s: float = BUSY_TIMEOUT_S) -> sqlit
     return connection
 
 
+@contextlib.contextmanager
+def write_transaction(connection: sqlite3.Connection) -> Iterator[None]:
+    """`BEGIN IMMEDIATE` ... `COMMIT`, rolled back on any exception: how every Ledger state
+    database is written (the write lock is taken before the first read of the transaction)."""
+    connection.execute("BEGIN IMMEDIATE")
+    try:
+        yield
+    except BaseException:
+        if connection.in_transaction:
+            connection.execute("ROLLBACK")
+        raise
+    connection.execute("COMMIT")
+
+
 def _initialize(connection: sqlite3.Connection, root: str) -> None:
     """Create the schema (once), or check the existing one; raise DatabaseError if unusable."""
     if connection.execute("PRAGMA quick_check").fetchone()[0] != "ok":
@@ -242,8 +248,7 @@ def _initialize(connection: sqlite3.Connection, root: str) -> None:
         if stored_root is not None and stored_root[0] != root:
             raise sqlite3.DatabaseError(f"database belongs to {stored_root[0]!r}")
         return
-    connection.execute("BEGIN IMMEDIATE")
-    try:
+    with write_transaction(connection):
         version = connection.execute("PRAGMA user_version").fetchone()[0]
         if version not in (0, SCHEMA_VERSION):
             raise sqlite3.DatabaseError(f"schema version {version}, expected {SCHEMA_VERSION}")
@@ -255,10 +260,6 @@ def _initialize(connection: sqlite3.Connection, root: str) -> None:
             connection.execute("INSERT OR IGNORE INTO meta VALUES ('root', ?)", (root,))
             connection.execute("INSERT OR IGNORE INTO meta VALUES ('created_at', ?)", (repr(time.time()),))
             connection.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
-    except BaseException:
-        connection.execute("ROLLBACK")
-        raise
-    connection.execute("COMMIT")
 
 
 @attrs.frozen

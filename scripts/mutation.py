@@ -79,10 +79,7 @@ MODULES: dict[str, tuple[str, ...]] = {
         "tests/test_shell_mutants.py", "tests/test_classifier.py", "tests/test_rules_detector.py", "tests/test_fingerprint.py",
     ),
     "ledger_impl/workspace.py": ("tests/test_workspace.py", "tests/test_classifier.py", "tests/test_rules_detector.py", "tests/test_runtime.py"),
-    **{
-        f"ledger_impl/classifier/{name}.py": ("tests/test_classifier.py",)
-        for name in ("awk", "git", "hazards", "listing", "programs", "search", "streams", "table", "views")
-    },
+    "ledger_impl/classifier/views.py": ("tests/test_classifier.py",),
     # The larger classifier modules also have the tests written for their own survivors.
     **{
         f"ledger_impl/classifier/{name}.py": ("tests/test_classifier.py", "tests/test_classifier_mutants_big.py")

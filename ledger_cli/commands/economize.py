@@ -28,7 +28,7 @@ from economizer.controller import Controller
 from economizer.harness import HARNESSES, mask_option, prompt_with_manual
 from economizer.protocols import default_controllers
 from economizer.bounded import DEFAULT_TIMEOUT, BoundedMatcher, TimedOut
-from economizer.store import AlreadyFed, StateUnreadable, Store, StoreBusy, database_path, transact_all
+from economizer.store import AlreadyFed, StateUnreadable, Store, StoreBusy, database_path, fed_budget, transact_all
 from economizer_spec.stream import Controllers, ProposerAnswer
 
 __all__ = ["register", "run"]
@@ -217,17 +217,13 @@ def _guard(args: argparse.Namespace) -> int:
     from economizer.guard import Guard
     from economizer.harness import guard_signal
 
-    database_path(args.repository, args.state_dir)  # a name that is not owner/name is refused here
-    try:
-        store, controller = _state(args)
-        store.close()
-    except BadInput:  # the repository's first task: no budget yet, so only the judge could act
-        controller = Controller(args.repository)
+    # Before the repository's first feed there is no budget yet, so only the judge could act.
+    budget, params = fed_budget(args.repository, args.state_dir)
     rows = read_jsonl(_read(args.file), str(args.file))
     if len(rows) != 1:
         raise BadInput(f"{args.file}: expected one partial trajectory, got {len(rows)}")
     controllers = default_controllers()
-    guard = Guard(controller.params, controller.budget(), controllers.trace_judge, controllers.redirect_writer)
+    guard = Guard(params, budget, controllers.trace_judge, controllers.redirect_writer)
     decision = None
     for step in rows[0][1].steps:
         decision = guard.observe(step)

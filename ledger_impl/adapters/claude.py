@@ -54,26 +54,30 @@ def handle(payload: dict[str, Any], session: HookSession) -> Reply:
     tool_input = payload.get("tool_input") or {}
     if event == "PreToolUse":
         return _pre_tool_use(tool, tool_input, call_id, payload.get("cwd"), session)
-    if event == "PostToolUse":
-        record_outcome(session, call_id, _success(tool, tool_input, payload.get("tool_response")))
-    elif event == "PostToolUseFailure":
-        record_outcome(session, call_id, _failure(tool, payload.get("error"), payload.get("is_interrupt")))
+    outcome = _finished(tool, tool_input, payload)
+    if outcome is not None:
+        record_outcome(session, call_id, outcome)
     return None
 
 
 def shell_turn(payload: dict[str, Any]) -> tuple[str, str, int] | None:
     """(command, output the model saw, exit status) of a finished Bash call; None for any other
     call. The failure-loop guard reads a task's shell turns from here."""
-    event, tool_input = payload.get("hook_event_name"), payload.get("tool_input") or {}
+    tool_input = payload.get("tool_input") or {}
     if payload.get("tool_name") != "Bash" or not isinstance(tool_input.get("command"), str):
         return None
+    outcome = _finished("Bash", tool_input, payload)
+    return None if outcome is None else (tool_input["command"], outcome.output, outcome.exit_code)
+
+
+def _finished(tool: str, tool_input: dict[str, Any], payload: dict[str, Any]) -> Outcome | None:
+    """What a finished call printed and its status; None unless the event reports a finish."""
+    event = payload.get("hook_event_name")
     if event == "PostToolUse":
-        outcome = _success("Bash", tool_input, payload.get("tool_response"))
-    elif event == "PostToolUseFailure":
-        outcome = _failure("Bash", payload.get("error"), payload.get("is_interrupt"))
-    else:
-        return None
-    return tool_input["command"], outcome.output, outcome.exit_code
+        return _success(tool, tool_input, payload.get("tool_response"))
+    if event == "PostToolUseFailure":
+        return _failure(tool, payload.get("error"), payload.get("is_interrupt"))
+    return None
 
 
 def note_reply(event: str, text: str) -> dict[str, Any]:
@@ -146,4 +150,4 @@ def _failure(tool: str, error: Any, interrupted: Any) -> Outcome:
 
 
 def _context(event: str, text: str) -> Reply:
-    return {"hookSpecificOutput": {"hookEventName": event, "additionalContext": text}} if text else None
+    return note_reply(event, text) if text else None

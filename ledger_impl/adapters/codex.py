@@ -45,7 +45,7 @@ def handle(payload: dict[str, Any], session: HookSession) -> Reply:
     event = payload.get("hook_event_name")
     if event in ("SessionStart", "UserPromptSubmit"):
         view = session.view()
-        return {"hookSpecificOutput": {"hookEventName": event, "additionalContext": view}} if view else None
+        return note_reply(event, view) if view else None
     tool = payload.get("tool_name")
     call_id = payload.get("tool_use_id")
     if tool not in SHELL_TOOLS | PATCH_TOOLS or not isinstance(call_id, str):
@@ -53,12 +53,7 @@ def handle(payload: dict[str, Any], session: HookSession) -> Reply:
     if event == "PreToolUse":
         return _pre_tool_use(tool, payload.get("tool_input") or {}, call_id, payload.get("cwd"), session)
     if event == "PostToolUse":
-        outcome = _outcome(tool, payload.get("tool_response"))
-        if not outcome.exact and tool in SHELL_TOOLS and isinstance(payload.get("tool_response"), str):
-            status = exit_status_from_transcript(payload.get("transcript_path"), call_id, outcome.output)
-            if status is not None:
-                outcome = Outcome(outcome.output, status)
-        record_outcome(session, call_id, outcome)
+        record_outcome(session, call_id, _finished(tool, call_id, payload))
     return None
 
 
@@ -69,12 +64,20 @@ def shell_turn(payload: dict[str, Any]) -> tuple[str, str, int] | None:
     tool, tool_input = payload.get("tool_name"), payload.get("tool_input") or {}
     if payload.get("hook_event_name") != "PostToolUse" or tool not in SHELL_TOOLS or "command" not in tool_input:
         return None
-    outcome = _outcome(tool, payload.get("tool_response"))
     call_id = payload.get("tool_use_id")
-    if not outcome.exact and isinstance(payload.get("tool_response"), str) and isinstance(call_id, str):
-        status = exit_status_from_transcript(payload.get("transcript_path"), call_id, outcome.output)
-        outcome = Outcome(outcome.output, status) if status is not None else outcome
+    outcome = _finished(tool, call_id if isinstance(call_id, str) else None, payload)
     return command_for(tool, tool_input), outcome.output, outcome.exit_code
+
+
+def _finished(tool: str, call_id: str | None, payload: dict[str, Any]) -> Outcome:
+    """What a finished call printed, with its exit status from the transcript when the
+    response left it out (a shell call whose response is plain text)."""
+    outcome = _outcome(tool, payload.get("tool_response"))
+    if not outcome.exact and tool in SHELL_TOOLS and isinstance(payload.get("tool_response"), str) and call_id is not None:
+        status = exit_status_from_transcript(payload.get("transcript_path"), call_id, outcome.output)
+        if status is not None:
+            return Outcome(outcome.output, status)
+    return outcome
 
 
 def note_reply(event: str, text: str) -> dict[str, Any]:
