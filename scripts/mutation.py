@@ -64,7 +64,9 @@ MODULES: dict[str, tuple[str, ...]] = {
         "tests/test_watchman_detector.py", "tests/test_economizer_cli.py",
     ),
     "ledger_impl/detectors/channel.py": ("tests/test_channel_detector.py",),
-    "ledger_impl/detectors/watchman.py": ("tests/test_watchman_detector.py", "tests/test_check_detector_profiles.py"),
+    "ledger_impl/detectors/watchman.py": (
+        "tests/test_watchman_detector.py", "tests/test_watchman_mutants.py", "tests/test_check_detector_profiles.py",
+    ),
     "ledger_impl/detectors/__init__.py": (
         "tests/test_watchman_detector.py", "tests/test_snapshot_detector.py", "tests/test_event_detector.py", "tests/test_hook_imports.py",
     ),
