@@ -149,13 +149,6 @@ class Options:
                 return
             i += 1
 
-    @classmethod
-    def of_operands(cls, operands: list[tuple[int, Word]]) -> "Options":
-        """A scan result holding only `operands`: for tools whose options were read elsewhere."""
-        scan = cls([])
-        scan.operands = list(operands)
-        return scan
-
     def has(self, *names: str) -> bool:
         return any(name in names for name, _ in self.flags)
 
