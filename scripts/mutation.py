@@ -97,9 +97,12 @@ MODULES: dict[str, tuple[str, ...]] = {
     },
 }
 
-# A mutant whose tests run this many times longer than the unmutated module's tests is counted
-# as a timeout (killed: an infinite loop is noticed). Generous, because the machine is shared.
-TIMEOUT_SECONDS = 600.0
+# A mutant whose tests run longer than this many times the baseline (every test file of the
+# module, under coverage, which is slower than a mutant's selected tests without it) is counted
+# as a timeout (killed: an infinite loop is noticed). Generous, because the machine is shared;
+# bounded, so that a hang costs a module with quick tests a minute or two, not ten.
+TIMEOUT_FACTOR = 4.0
+TIMEOUT_BOUNDS = (60.0, 600.0)
 
 # Operators left out, so that the run spends its time on mutants that say something:
 # - `|` is only ever a type union in an annotation here, and annotations are not evaluated
@@ -153,12 +156,17 @@ def _refresh_tree(tree: Path) -> None:
             shutil.copy2(source, target)
 
 
-def _config(module: str) -> str:
+def _timeout(baseline_seconds: float) -> float:
+    low, high = TIMEOUT_BOUNDS
+    return round(min(high, max(low, TIMEOUT_FACTOR * baseline_seconds)))
+
+
+def _config(module: str, timeout: float) -> str:
     command = f"{sys.executable} {Path(__file__).resolve()} mutant-tests {module}"
     return (
         "[cosmic-ray]\n"
         f'module-path = "{module}"\n'
-        f"timeout = {TIMEOUT_SECONDS}\n"
+        f"timeout = {timeout}\n"
         "excluded-modules = []\n"
         f'test-command = "{command}"\n'
         "\n[cosmic-ray.distributor]\n"
@@ -269,7 +277,7 @@ def run(module: str, retest_survivors: bool) -> None:
     digest_file = directory / "source.sha256"
     directory.mkdir(parents=True, exist_ok=True)
     _refresh_tree(tree)
-    config.write_text(_config(module))
+    config.write_text(_config(module, TIMEOUT_BOUNDS[1]))
     digest = _module_digest(module)
     if not session.exists() or not digest_file.exists() or digest_file.read_text() != digest:
         session.unlink(missing_ok=True)
@@ -280,7 +288,9 @@ def run(module: str, retest_survivors: bool) -> None:
         print(f"mutation: {module}: retesting {_retest_survivors(session)} survivors", flush=True)
     shutil.copy2(REPO / module, directory / "original.py")
     seconds = _baseline(module, tree, directory / "tests_by_line.json")
-    print(f"mutation: {module}: its tests pass unmutated in {seconds:.1f} s (under coverage)", flush=True)
+    config.write_text(_config(module, _timeout(seconds)))
+    print(f"mutation: {module}: its tests pass unmutated in {seconds:.1f} s (under coverage);"
+          f" a mutant's tests time out after {_timeout(seconds)} s", flush=True)
     _cosmic_ray("cosmic-ray", "exec", str(config), str(session), cwd=tree)
 
 
