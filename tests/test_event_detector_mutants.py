@@ -12,6 +12,7 @@ import threading
 import time
 
 import pytest
+from inotify_simple import Event
 
 from detector_scenarios import Session, sh
 from ledger_impl.detectors import EventDetector, events
@@ -432,3 +433,96 @@ def test_a_directory_s_metadata_change_does_not_list_it_again(tmp_path, monkeypa
 def test_a_new_detector_is_not_degraded():
     # Nothing is degraded before the first call: `degraded` is what the Runtime shows.
     assert EventDetector().degraded is None
+
+
+def test_a_machine_without_a_block_device_list_has_no_loop_backed_files(monkeypatch):
+    # A container may have no /sys/block: no loop device can be backed by a file in the root.
+    real = os.listdir
+
+    def no_sys_block(path="."):
+        if os.fspath(path) == "/sys/block":
+            raise PermissionError(13, "Permission denied", "/sys/block")
+        return real(path)
+
+    monkeypatch.setattr(os, "listdir", no_sys_block)
+    assert events._loop_backing_files() == []
+
+
+def test_before_reads_what_piled_up_between_commands(tmp_path):
+    # The kernel queue is bounded: events made while no command runs are read at before(), so
+    # that a long idle period between commands cannot overflow it.
+    with contextlib.closing(EventDetector()) as detector:
+        session = Session(detector, tmp_path)
+        session.step("true")
+        (tmp_path / "made-between-commands.txt").write_text("x")
+        detector.before(tmp_path, "true")
+        assert any(event.name == "made-between-commands.txt" for event in detector._events)
+        changes = detector.after(tmp_path, "true", 0)
+        assert "made-between-commands.txt" in changes.paths
+
+
+def test_no_inotify_is_said_as_such(tmp_path, monkeypatch):
+    monkeypatch.setattr(events, "INotify", None)
+    with contextlib.closing(EventDetector()) as detector:
+        changes, truth = Session(detector, tmp_path).step("echo x > a.txt")
+        assert "a.txt" in changes.paths
+        assert detector.degraded is not None and "inotify is not available" in detector.degraded
+
+
+def test_a_file_removed_between_its_watch_and_its_check_is_reported(tmp_path, monkeypatch):
+    # The name is gone after the watch was added on its inode and before the stat that proves
+    # the watch: the detector lets the watch go and the removal is reported, never raised.
+    (tmp_path / "a.txt").write_text("a")
+    time.sleep(0.05)
+    removed: list[str] = []
+
+    class RemovingAfterTheWatch(events.INotify):  # type: ignore[misc,valid-type]
+        def add_watch(self, path, mask):  # type: ignore[no-untyped-def]
+            wd = super().add_watch(path, mask)
+            if str(path).endswith("a.txt") and not removed:
+                removed.append(str(path))
+                os.unlink(path)
+            return wd
+
+    monkeypatch.setattr(events, "INotify", RemovingAfterTheWatch)
+    with contextlib.closing(EventDetector(racy_window_ns=0)) as detector:
+        detector.before(tmp_path, "true")
+        assert removed
+        changes = detector.after(tmp_path, "true", 0)
+        assert "a.txt" in changes.paths or changes.unknown
+
+
+def test_a_removal_notice_of_a_forgotten_watch_does_not_end_the_batch(tmp_path):
+    # The kernel's last word on a watch the detector no longer records is skipped; the events
+    # queued after it in the same batch are still applied.
+    (tmp_path / "a.txt").write_text("a")
+    with contextlib.closing(EventDetector()) as detector:
+        Session(detector, tmp_path).step("true")
+        (tmp_path / "a.txt").write_text("written\n")
+        root_wd = detector._dir_to_wd[""]
+        unknown_wd = max([*detector._wd_to_dir, *detector._wd_to_inode, detector._marker_wd]) + 100
+        batch = [
+            Event(wd=unknown_wd, mask=events._IGNORED, cookie=0, name=""),
+            Event(wd=root_wd, mask=events._CLOSE_WRITE, cookie=0, name="a.txt"),
+        ]
+        changed: set[str] = set()
+        detector._apply(batch, changed)
+        assert "a.txt" in changed
+
+
+def test_a_directory_refreshed_by_events_is_listed_again_by_a_later_full_diff(tmp_path, monkeypatch):
+    # Events refresh a directory's own entry but not its stored listing: the entry is marked
+    # racy so that a full diff lists the directory again instead of trusting that listing.
+    (tmp_path / "d").mkdir()
+    (tmp_path / "d" / "old.txt").write_text("old")
+    time.sleep(0.05)
+    with contextlib.closing(EventDetector(racy_window_ns=0)) as detector:
+        session = Session(detector, tmp_path)
+        session.step("true")
+        changes, truth = session.step("echo new > d/new.txt")
+        assert "d/new.txt" in changes.paths and detector.fallbacks == 0
+        monkeypatch.setattr(events, "_mount_table", lambda root: ("a mount appeared",))
+        changes, truth = session.step("true")
+        monkeypatch.undo()
+        assert detector.fallbacks == 1
+        assert changes.paths == truth == frozenset(), "the full diff must not take d/new.txt for gone"
