@@ -8,6 +8,7 @@ only), so that each error names the command that failed; everything else runs th
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import pathlib
@@ -40,38 +41,50 @@ def test_available_follows_path(tmp_path, monkeypatch):
 
 
 class ScriptedDaemon:
-    """A Unix socket server that reads one command line and answers it as `behaviour` says:
-    a given reply line, closing without a word, or saying nothing until it is stopped."""
+    """A Unix socket server that answers each command line it reads as `behaviour` says: the
+    next of `replies` (over as many connections as the client opens), closing without a word,
+    or saying nothing until it is stopped."""
 
-    def __init__(self, path: pathlib.Path, behaviour: str, reply: bytes = b"") -> None:
-        self.behaviour, self.reply = behaviour, reply
+    def __init__(self, path: pathlib.Path, behaviour: str, *replies: bytes) -> None:
+        self.behaviour, self.replies = behaviour, list(replies)
+        path.parent.mkdir(parents=True, exist_ok=True)
         self.listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         self.listener.bind(os.fspath(path))
         self.listener.listen(1)
+        self.listener.settimeout(10)
         self.stopped = threading.Event()
         self.thread = threading.Thread(target=self._serve, daemon=True)
         self.thread.start()
 
     def _serve(self) -> None:
-        connection, _ = self.listener.accept()
-        with connection, connection.makefile("rwb") as stream:
-            stream.readline()
-            if self.behaviour == "reply":
-                stream.write(self.reply)
-                stream.flush()
-            elif self.behaviour == "silent":
-                self.stopped.wait(10)
+        while not self.stopped.is_set():
+            try:
+                connection, _ = self.listener.accept()
+            except OSError:
+                return
+            with connection, connection.makefile("rwb") as stream:
+                while stream.readline():
+                    if self.behaviour == "silent":
+                        self.stopped.wait(10)
+                        return
+                    if self.behaviour == "close" or not self.replies:
+                        break
+                    stream.write(self.replies.pop(0))
+                    stream.flush()
 
     def stop(self) -> None:
         self.stopped.set()
-        self.thread.join(10)
+        with contextlib.suppress(OSError):
+            self.listener.shutdown(socket.SHUT_RDWR)  # wakes a blocked accept(); close() alone does not
         self.listener.close()
+        self.thread.join(10)
 
 
 @pytest.mark.parametrize(
     ("behaviour", "reply", "message"),
     [
         ("reply", b"not json\n", "watchman answered 'watch' with b'not json"),
+        ("reply", b"x" * 300 + b"\n", "watchman answered 'watch' with b'" + "x" * 120 + "'"),
         ("reply", b"[1, 2]\n", "watchman answered 'watch' with [1, 2]"),
         ("reply", b'{"error": "no such root"}\n', "watchman watch: no such root"),
         ("close", b"", "the connection closed before an answer to 'watch'"),
@@ -266,4 +279,178 @@ def test_a_detector_on_a_given_state_directory_leaves_it_and_its_daemon_at_close
         assert state.is_dir()
         assert detector.index.daemon.commands(["version"], spawn=False)[0]["version"]
     finally:
+        detector.index.daemon.shutdown()
+
+
+def test_a_long_state_directory_gets_a_short_socket_name_every_process_agrees_on(tmp_path):
+    deep = tmp_path.joinpath(*["a-rather-long-directory-name"] * 5)
+    daemon = watchman.Daemon(deep)
+    assert len(os.fsencode(daemon.socket_path)) <= 107 and not str(daemon.socket_path).startswith(str(deep))
+    assert watchman.Daemon(deep).socket_path == daemon.socket_path
+    assert watchman.Daemon(tmp_path / "other").socket_path != daemon.socket_path
+
+
+def test_no_pid_file_is_no_pid(tmp_path):
+    assert watchman.Daemon(tmp_path).pid() is None
+    (tmp_path / "pid").write_text("not a number\n")
+    assert watchman.Daemon(tmp_path).pid() is None
+    (tmp_path / "pid").write_text("1234\n")
+    assert watchman.Daemon(tmp_path).pid() == 1234
+
+
+@pytest.mark.parametrize("tag", [None, "aaa", "zzz", "ledger-watchman-2"])
+def test_a_baseline_of_another_kind_is_refused(tag):
+    valid = [1, 2, stat.S_IFDIR | 0o755, 0, 0, 4096, 10, 10, 2]
+    document = json.loads(watchman.Baseline("/r", "c:1:2:3:4", None, valid, {}, {}).encode())
+    if tag is None:
+        del document["tag"]
+    else:
+        document["tag"] = tag
+    with pytest.raises(ValueError, match="not a Watchman baseline"):
+        watchman.Baseline.decode(json.dumps(document).encode(), "/r")
+
+
+def test_a_malformed_file_is_quoted_by_its_first_200_characters():
+    with pytest.raises(ValueError) as raised:
+        watchman._entry({"name": "n" * 500, "exists": "yes", "type": "f"})
+    assert len(str(raised.value)) == 200
+    with pytest.raises(ValueError) as raised:
+        watchman._entry(["n" * 500])
+    assert len(str(raised.value)) == 200
+
+
+def test_the_filesystem_root_cannot_be_watched(tmp_path):
+    changes, blob, problem = watchman.WatchmanIndex(tmp_path / "state").changes_since("/", None)
+    assert changes.unknown and blob is None and problem == "the root has no parent directory to watch"
+
+
+def _answer(document: dict) -> bytes:
+    return json.dumps(document).encode() + b"\n"
+
+
+@pytest.mark.parametrize(
+    "query_answer",
+    [
+        {"files": []},
+        {"clock": 7, "files": []},
+        {"clock": "c:1:2:3:4", "files": {}},
+        {"clock": "c:1:2:3:4", "files": [], "warning": 5},
+    ],
+    ids=["no-clock", "clock-not-a-string", "files-not-a-list", "warning-not-a-string"],
+)
+def test_a_malformed_query_answer_is_unknown_scope(tmp_path, query_answer):
+    root = tmp_path / "parent" / "ws"
+    root.mkdir(parents=True)
+    (root / "a.txt").write_text("a\n")
+    root_s = os.path.realpath(root)
+    stored = watchman.Baseline(root_s, "c:1:2:3:3", None, watchman._stat_data(root_s), {}, {}).encode()
+    index = watchman.WatchmanIndex(tmp_path / "state")
+    server = ScriptedDaemon(index.daemon.socket_path, "reply", _answer({"watch": str(root.parent)}), _answer(query_answer))
+    try:
+        changes, blob, problem = index.changes_since(root, stored)
+    finally:
+        server.stop()
+    assert changes.unknown and blob is None and "malformed query answer" in problem
+
+
+def test_a_malformed_item_of_the_full_listing_is_left_out(tmp_path):
+    root = tmp_path / "parent" / "ws"
+    root.mkdir(parents=True)
+    index = watchman.WatchmanIndex(tmp_path / "state")
+    server = ScriptedDaemon(
+        index.daemon.socket_path, "reply",
+        _answer({"watch": str(root.parent)}),
+        _answer({"clock": "c:1:2:3:4", "files": [], "is_fresh_instance": True}),
+        _answer({"clock": "c:1:2:3:4", "files": [1, "x", {"name": 5}, {"name": "d", "type": "d", "ino": 1}]}),
+    )
+    try:
+        changes, blob, problem = index.changes_since(root, None)
+    finally:
+        server.stop()
+    assert changes.unknown and problem == "no stored Watchman clock"
+    assert blob is not None and watchman.Baseline.decode(blob, os.path.realpath(root)).clock == "c:1:2:3:4"
+
+
+@needs_watchman
+def test_a_written_file_is_reported_once_then_not(index, layout):
+    root, _ = layout
+    blob = started(index, root)
+    (root / "a.txt").write_text("edited\n")
+    changes, blob, _ = index.changes_since(root, blob)
+    assert "a.txt" in changes.paths
+    changes, blob, problem = index.changes_since(root, blob)
+    assert (changes.paths, changes.unknown, problem) == (frozenset(), False, None)
+
+
+@needs_watchman
+def test_only_names_with_other_links_are_kept_in_the_baseline(index, layout):
+    """Each kept name costs an lstat at every call: a tree without hard links keeps none, and a
+    name whose other link is gone is let go."""
+    root, _ = layout
+    root_s = os.path.realpath(root)
+    _, blob, _ = index.changes_since(root, None)  # a fresh baseline counts every file's links
+    assert watchman.Baseline.decode(blob, root_s).links == {}
+    blob = started(index, root)
+    assert watchman.Baseline.decode(blob, root_s).links == {}
+    os.link(root / "a.txt", root / "b.txt")
+    changes, blob, _ = index.changes_since(root, blob)
+    assert set(watchman.Baseline.decode(blob, root_s).links) == {"a.txt", "b.txt"}
+    (root / "b.txt").unlink()
+    changes, blob, _ = index.changes_since(root, blob)
+    changes, blob, _ = index.changes_since(root, blob)
+    assert watchman.Baseline.decode(blob, root_s).links == {}
+
+
+@needs_watchman
+def test_hard_linked_device_nodes_are_tracked_like_files(index, layout):
+    root, _ = layout
+    try:
+        os.mknod(root / "dev1", stat.S_IFCHR | 0o600, os.makedev(1, 3))
+    except PermissionError:
+        pytest.skip("no permission to make a device node here")
+    os.link(root / "dev1", root / "dev2")
+    blob = started(index, root)
+    assert {"dev1", "dev2"} <= set(watchman.Baseline.decode(blob, os.path.realpath(root)).links)
+    os.chmod(root / "dev1", 0o644)
+    changes, blob, _ = index.changes_since(root, blob)
+    assert {"dev1", "dev2"} <= changes.paths
+    changes, blob, problem = index.changes_since(root, blob)
+    assert (changes.paths, changes.unknown, problem) == (frozenset(), False, None)
+
+
+def test_a_daemon_gone_before_the_command_is_written_is_unreachable(tmp_path, monkeypatch):
+    """A daemon that exits as a command is sent (a shutdown racing another) must read as
+    unreachable, never as a raw BrokenPipeError: `shutdown()` then says nothing, and a call
+    that may start a daemon starts one."""
+
+    def connect_to_a_closed_peer(self):
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        theirs.close()
+        return ours
+
+    monkeypatch.setattr(watchman.Daemon, "_connect", connect_to_a_closed_peer)
+    daemon = watchman.Daemon(tmp_path)
+    with pytest.raises(watchman.WatchmanError, match="no watchman daemon"):
+        daemon.commands(["version"], spawn=False)
+    daemon.shutdown()
+
+
+@needs_watchman
+def test_a_detector_built_directly_tracks_links_as_make_does(layout, tmp_path):
+    # Embedding code builds `WatchmanDetector(state_dir)` itself: it must be the sound one, which
+    # sees a write through a link made outside the root, not the names-only variant.
+    root, state = layout
+    outside = tmp_path / "elsewhere"
+    outside.mkdir()
+    os.link(root / "a.txt", outside / "a-link.txt")
+    detector = watchman.WatchmanDetector(state)
+    try:
+        detector.before(root, "true")
+        assert detector.after(root, "true", 0).paths == frozenset()
+        detector.before(root, "true")
+        with open(outside / "a-link.txt", "a") as through_the_link:
+            through_the_link.write("written from outside\n")
+        assert "a.txt" in detector.after(root, "true", 0).paths
+    finally:
+        detector.close()
         detector.index.daemon.shutdown()
