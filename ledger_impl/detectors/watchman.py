@@ -154,12 +154,14 @@ class Daemon:
         except OSError as error:
             raise _Unreachable(repr(error)) from None
         answers = []
-        with connection, connection.makefile("rwb") as stream:
+        # Written straight to the socket, read through a read-only buffer: a buffered writer
+        # would flush again when closed, and a daemon gone mid-command would then escape as a
+        # raw BrokenPipeError instead of reading as unreachable.
+        with connection, connection.makefile("rb") as reader:
             for command in commands:
                 try:
-                    stream.write(json.dumps(command).encode("utf-8", "surrogateescape") + b"\n")
-                    stream.flush()
-                    line = stream.readline()
+                    connection.sendall(json.dumps(command).encode("utf-8", "surrogateescape") + b"\n")
+                    line = reader.readline()
                 except ConnectionError as error:
                     raise _Unreachable(repr(error)) from None
                 except OSError as error:  # socket.timeout included: alive, perhaps, but stuck
