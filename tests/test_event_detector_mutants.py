@@ -526,3 +526,162 @@ def test_a_directory_refreshed_by_events_is_listed_again_by_a_later_full_diff(tm
         monkeypatch.undo()
         assert detector.fallbacks == 1
         assert changes.paths == truth == frozenset(), "the full diff must not take d/new.txt for gone"
+
+
+def test_an_unreadable_mount_table_is_no_table(monkeypatch):
+    def no_proc(path, *args, **kwargs):
+        raise PermissionError(13, "Permission denied", path)
+
+    monkeypatch.setattr(events, "open", no_proc, raising=False)
+    assert events._mount_table("/work/root") is None
+
+
+@pytest.mark.parametrize("change", ["a mount went away", "a mount appeared"])
+def test_any_change_of_the_mount_table_is_a_full_diff(tmp_path, monkeypatch, change):
+    # Mounting or unmounting raises no inotify event. A table compared by order rather than
+    # equality would let some changes through (a removed line can sort either way).
+    first, then = (("m1", "m2"), ("m1",)) if change == "a mount went away" else (("m2",), ("m1", "m2"))
+    tables = iter([first, then])
+    monkeypatch.setattr(events, "_mount_table", lambda root: next(tables))
+    with contextlib.closing(EventDetector()) as detector:
+        detector.before(tmp_path, "true")
+        detector.after(tmp_path, "true", 0)
+        assert detector.fallbacks == 1 and "mount table changed" in detector.degraded
+
+
+def test_close_removes_the_private_marker_directory(tmp_path):
+    detector = EventDetector()
+    Session(detector, tmp_path).step("true")
+    private = detector._private_dir
+    assert private is not None and os.path.isdir(private)
+    detector.close()
+    assert not os.path.exists(private)
+
+
+def test_a_refused_watch_on_the_root_names_it_as_dot(tmp_path, monkeypatch):
+    class RefusingTheRoot(events.INotify):  # type: ignore[misc,valid-type]
+        def add_watch(self, path, mask):  # type: ignore[no-untyped-def]
+            if os.fspath(path) == str(tmp_path):
+                raise OSError(28, "No space left on device")
+            return super().add_watch(path, mask)
+
+    monkeypatch.setattr(events, "INotify", RefusingTheRoot)
+    with contextlib.closing(EventDetector()) as detector:
+        Session(detector, tmp_path).step("echo x > a.txt")
+        assert detector.degraded is not None and detector.degraded.startswith("cannot watch . (")
+
+
+def test_a_file_watch_refused_for_another_reason_than_the_limit_leaves_that_file_to_its_stat(tmp_path, monkeypatch):
+    # Only the watch limit (ENOSPC) makes events untrustworthy for good; a file refused for
+    # another reason (EACCES, ELOOP) is re-stat'ed at every after() instead.
+    (tmp_path / "a.txt").write_text("a")
+
+    class RefusingOneFile(events.INotify):  # type: ignore[misc,valid-type]
+        def add_watch(self, path, mask):  # type: ignore[no-untyped-def]
+            if os.fspath(path).endswith("a.txt"):
+                raise OSError(40, "Too many levels of symbolic links")
+            return super().add_watch(path, mask)
+
+    monkeypatch.setattr(events, "INotify", RefusingOneFile)
+    with contextlib.closing(EventDetector()) as detector:
+        Session(detector, tmp_path).step("true")
+        assert detector.degraded is None and "a.txt" in detector._unwatchable
+
+
+@pytest.mark.parametrize("write", ["grows", "shrinks"])
+def test_a_settled_file_changed_either_way_between_its_scan_and_its_watch_is_reported(tmp_path, monkeypatch, write):
+    # The stat after the watch is compared with the scan's for equality: a file that shrank
+    # (its size sorts lower) is as changed as one that grew.
+    root, outside = _root_and_outside(tmp_path)
+    (root / "a.txt").write_text("a longer first text\n")
+    os.link(root / "a.txt", outside / "hl")
+    time.sleep(0.05)
+    raced: list[bool] = []
+
+    def write_through_the_outside_link_once(path: str) -> None:
+        if path.endswith("a.txt") and not raced:
+            raced.append(True)
+            (outside / "hl").write_text("a longer first text\nand more\n" if write == "grows" else "a\n")
+
+    monkeypatch.setattr(events, "INotify", _inotify_acting_before_each_watch(write_through_the_outside_link_once))
+    with contextlib.closing(EventDetector(racy_window_ns=0)) as detector:
+        detector.before(root, "true")
+        assert raced
+        changes = detector.after(root, "true", 0)
+        assert "a.txt" in changes.paths or changes.unknown
+
+
+def test_a_fifo_linked_from_outside_is_tracked_like_a_file(tmp_path):
+    root, outside = _root_and_outside(tmp_path)
+    os.mkfifo(root / "pipe")
+    os.link(root / "pipe", outside / "pipe-link")
+    with contextlib.closing(EventDetector()) as detector:
+        session = Session(detector, root)
+        session.step("true")
+        os.chmod(outside / "pipe-link", 0o600)  # through the outside name: its ctime changes
+        changes, truth = session.step("true")
+        assert "pipe" in truth and "pipe" in changes.paths
+
+
+def test_events_of_a_released_watch_do_not_end_the_batch(tmp_path):
+    (tmp_path / "a.txt").write_text("a")
+    with contextlib.closing(EventDetector()) as detector:
+        Session(detector, tmp_path).step("true")
+        released = max([*detector._wd_to_dir, *detector._wd_to_inode, detector._marker_wd]) + 100
+        detector._released.add(released)
+        (tmp_path / "a.txt").write_text("written\n")
+        batch = [
+            Event(wd=released, mask=events._CLOSE_WRITE, cookie=0, name=""),
+            Event(wd=detector._dir_to_wd[""], mask=events._CLOSE_WRITE, cookie=0, name="a.txt"),
+        ]
+        changed: set[str] = set()
+        detector._apply(batch, changed)
+        assert "a.txt" in changed
+
+
+def test_unwatching_a_directory_the_kernel_already_dropped_is_quiet(tmp_path, monkeypatch):
+    (tmp_path / "d").mkdir()
+    with contextlib.closing(EventDetector()) as detector:
+        Session(detector, tmp_path).step("true")
+
+        def already_removed(wd):
+            raise OSError(22, "Invalid argument")
+
+        monkeypatch.setattr(detector._inotify, "rm_watch", already_removed)
+        wd = detector._dir_to_wd["d"]
+        detector._unwatch("d")
+        assert "d" not in detector._dir_to_wd and detector._retired[wd] == "d"
+
+
+def test_a_directory_made_by_a_command_that_ran_a_full_diff_is_watched(tmp_path, monkeypatch):
+    # The full diff re-arms the watches: a directory it finds first is watched from then on,
+    # so a file created in it by the next command is an event, not a miss.
+    with contextlib.closing(EventDetector()) as detector:
+        session = Session(detector, tmp_path)
+        session.step("true")
+        monkeypatch.setattr(events, "_mount_table", lambda root: ("a mount appeared",))
+        session.step("mkdir n")
+        monkeypatch.undo()
+        assert detector.fallbacks == 1
+        changes, truth = session.step("echo x > n/new.txt")
+        assert "n/new.txt" in truth and "n/new.txt" in changes.paths and detector.fallbacks == 1
+
+
+def test_a_directory_made_while_the_queue_overflowed_is_watched_after_the_full_diff(tmp_path, monkeypatch):
+    # The events of the overflowing round are lost, those of the new directory with them: only
+    # the full diff's re-arming puts a watch on it.
+    with contextlib.closing(EventDetector()) as detector:
+        session = Session(detector, tmp_path)
+        session.step("true")
+        real_drain = detector._drain
+
+        def overflowed():
+            real_drain()  # read and lost, as the kernel drops events when its queue is full
+            return [Event(wd=-1, mask=events._Q_OVERFLOW, cookie=0, name="")]
+
+        monkeypatch.setattr(detector, "_drain", overflowed)
+        session.step("mkdir n")
+        monkeypatch.undo()
+        assert detector.fallbacks == 1
+        changes, truth = session.step("echo x > n/new.txt")
+        assert "n/new.txt" in truth and "n/new.txt" in changes.paths and detector.fallbacks == 1
