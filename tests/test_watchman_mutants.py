@@ -454,3 +454,10 @@ def test_a_detector_built_directly_tracks_links_as_make_does(layout, tmp_path):
     finally:
         detector.close()
         detector.index.daemon.shutdown()
+
+
+@needs_watchman
+def test_shutting_down_no_daemon_starts_none(tmp_path):
+    daemon = watchman.Daemon(tmp_path / "state")
+    daemon.shutdown()
+    assert daemon.pid() is None and not (tmp_path / "state").exists()
