@@ -17,6 +17,7 @@ import socket
 import stat
 import subprocess
 import threading
+import time
 
 import pytest
 
@@ -461,3 +462,142 @@ def test_shutting_down_no_daemon_starts_none(tmp_path):
     daemon = watchman.Daemon(tmp_path / "state")
     daemon.shutdown()
     assert daemon.pid() is None and not (tmp_path / "state").exists()
+
+
+def test_the_socket_lives_in_the_state_directory_while_its_path_fits(tmp_path):
+    short = watchman.Daemon(tmp_path / "state")
+    assert short.socket_path == tmp_path / "state" / "sock"
+    # "/sock" is 5 bytes: a directory of 102 bytes makes a socket path of exactly 107, the
+    # longest Linux takes; one more byte and the short name is used.
+    for extra, fits in ((0, True), (1, False)):
+        directory = tmp_path / ("d" * (102 + extra - len(os.fsencode(tmp_path)) - 1))
+        assert len(os.fsencode(directory / "sock")) == 107 + extra
+        assert (watchman.Daemon(directory).socket_path == directory / "sock") is fits
+
+
+def _fake_watchman(tmp_path: pathlib.Path, script: str, monkeypatch) -> None:
+    bin_dir = tmp_path / "fake-bin"
+    bin_dir.mkdir()
+    program = bin_dir / "watchman"
+    program.write_text(script)
+    program.chmod(0o755)
+    monkeypatch.setenv("PATH", str(bin_dir))
+
+
+@pytest.mark.parametrize(
+    ("script", "message"),
+    [
+        ("#!/bin/sh\nexit 3\n", "watchman get-pid exited 3"),
+        ("#!/bin/sh\nkill -9 $$\n", "watchman get-pid exited -9"),
+        ("#!/nonexistent/interpreter\n", "could not start watchman"),
+        ("#!/bin/sh\nexit 0\n", "watchman started but does not answer"),
+    ],
+    ids=["exit-status", "killed", "cannot-run", "starts-nothing"],
+)
+def test_a_watchman_that_cannot_start_a_daemon_is_a_watchman_error(tmp_path, monkeypatch, script, message):
+    _fake_watchman(tmp_path, script, monkeypatch)
+    daemon = watchman.Daemon(tmp_path / "state")
+    with pytest.raises(watchman.WatchmanError, match=message):
+        daemon.commands(["version"])
+
+
+def test_an_answer_that_is_not_an_object_is_quoted_by_its_first_200_characters(tmp_path, monkeypatch):
+    daemon = watchman.Daemon(tmp_path)
+    server = ScriptedDaemon(daemon.socket_path, "reply", json.dumps(list(range(200))).encode() + b"\n")
+    try:
+        with pytest.raises(watchman.WatchmanError) as raised:
+            daemon.commands(["watch", "/x"], spawn=False)
+    finally:
+        server.stop()
+    assert len(str(raised.value)) == 200 and str(raised.value).startswith("watchman answered 'watch' with [0, 1,")
+
+
+@pytest.mark.parametrize("damage", ["no-format", "format-0", "root-sorting-after", "root-sorting-before"])
+def test_a_baseline_of_another_format_or_root_is_refused(damage):
+    valid = [1, 2, stat.S_IFDIR | 0o755, 0, 0, 4096, 10, 10, 2]
+    document = json.loads(watchman.Baseline("/m/r", "c:1:2:3:4", None, valid, {}, {}).encode())
+    if damage == "no-format":
+        del document["format"]
+    elif damage == "format-0":
+        document["format"] = 0
+    else:
+        document["root"] = "/z/r" if damage == "root-sorting-after" else "/a/r"
+    with pytest.raises(ValueError, match="format|is for"):
+        watchman.Baseline.decode(json.dumps(document).encode(), "/m/r")
+
+
+@needs_watchman
+def test_a_link_made_while_no_daemon_watched_is_counted_by_the_next_baseline(index, layout, tmp_path):
+    root, _ = layout
+    outside = tmp_path / "elsewhere"
+    outside.mkdir()
+    blob = started(index, root)
+    pid = index.daemon.pid()
+    os.kill(pid, 9)
+    for _ in range(200):
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            break
+        time.sleep(0.05)
+    os.link(root / "a.txt", outside / "a-link.txt")  # no daemon sees it
+    changes, blob, problem = index.changes_since(root, blob)
+    assert changes.unknown and "fresh instance" in problem
+    changes, blob, problem = index.changes_since(root, blob)
+    assert (changes.paths, changes.unknown) == (frozenset(), False)
+    with open(outside / "a-link.txt", "a") as through_the_link:
+        through_the_link.write("written from outside\n")
+    changes, blob, _ = index.changes_since(root, blob)
+    assert "a.txt" in changes.paths
+
+
+@needs_watchman
+def test_a_tracked_directory_removed_is_reported(index, layout):
+    root, _ = layout
+    blob = started(index, root)
+    shutil.rmtree(root / "src")
+    changes, blob, problem = index.changes_since(root, blob)
+    assert problem is None and {"src", "src/b.txt"} <= changes.paths
+
+
+@needs_watchman
+def test_a_replaced_root_is_unknown_scope(index, layout):
+    root, _ = layout
+    blob = started(index, root)
+    root.rename(root.parent / "ws-before")
+    root.mkdir()
+    changes, _, problem = index.changes_since(root, blob)
+    assert changes.unknown and problem == "the root was replaced"
+
+
+@needs_watchman
+@pytest.mark.parametrize("mode", [0o700, 0o777])
+def test_the_root_s_mode_changed_either_way_names_its_entries(index, layout, mode):
+    root, _ = layout
+    os.chmod(root, 0o750)
+    blob = started(index, root)
+    os.chmod(root, mode)
+    changes, _, problem = index.changes_since(root, blob)
+    assert problem is None and {"a.txt", "src"} <= changes.paths
+
+
+@needs_watchman
+def test_forgetting_a_root_with_no_daemon_starts_none(tmp_path):
+    index = watchman.WatchmanIndex(tmp_path / "state")
+    index.forget(tmp_path / "parent" / "ws")
+    assert index.daemon.pid() is None and not (tmp_path / "state").exists()
+
+
+@needs_watchman
+def test_closing_a_detector_stops_watching_its_roots(layout):
+    root, state = layout
+    detector = watchman.WatchmanDetector(state)
+    try:
+        detector.before(root, "true")
+        (roots,) = detector.index.daemon.commands(["watch-list"])
+        assert str(root.parent) in roots["roots"]
+        detector.close()
+        (roots,) = detector.index.daemon.commands(["watch-list"])
+        assert str(root.parent) not in roots["roots"]
+    finally:
+        detector.index.daemon.shutdown()
