@@ -685,3 +685,62 @@ def test_a_directory_made_while_the_queue_overflowed_is_watched_after_the_full_d
         assert detector.fallbacks == 1
         changes, truth = session.step("echo x > n/new.txt")
         assert "n/new.txt" in truth and "n/new.txt" in changes.paths and detector.fallbacks == 1
+
+
+def test_loop_devices_after_other_block_devices_are_all_found(monkeypatch):
+    real_listdir, real_open = os.listdir, open
+
+    def listing(path="."):
+        return ["sda", "loop0", "nvme0n1", "loop1"] if os.fspath(path) == "/sys/block" else real_listdir(path)
+
+    def backing(path, *args, **kwargs):
+        name = os.fspath(path)
+        if name.startswith("/sys/block/loop") and name.endswith("/loop/backing_file"):
+            return io.BytesIO(b"/images/" + name.split("/")[3].encode() + b".img\n")
+        return real_open(path, *args, **kwargs)
+
+    monkeypatch.setattr(os, "listdir", listing)
+    monkeypatch.setattr(events, "open", backing, raising=False)
+    assert events._loop_backing_files() == ["/images/loop0.img", "/images/loop1.img"]
+
+
+def test_a_hard_link_removed_inside_the_root_reports_the_other_name_without_inode_watches(tmp_path):
+    # With directory watches only (the variant), the other name's changed link count and
+    # ctime are known only from the removed entry's link count.
+    (tmp_path / "a.txt").write_text("a")
+    os.link(tmp_path / "a.txt", tmp_path / "b.txt")
+    with contextlib.closing(EventDetector(watch_inodes=False)) as detector:
+        session = Session(detector, tmp_path)
+        session.step("true")
+        changes, truth = session.step("rm b.txt")
+        assert "a.txt" in truth and "a.txt" in changes.paths
+
+
+def test_a_stale_marker_whose_name_sorts_after_the_current_one_is_not_taken_for_it(tmp_path):
+    # Markers are numbered; an earlier after()'s marker "9" that arrives late must not end the
+    # wait for marker "10", though "9" sorts after "10" as text.
+    with contextlib.closing(EventDetector()) as detector:
+        Session(detector, tmp_path).step("true")
+        detector._markers = 9
+        detector.before(tmp_path, "echo x > a.txt")
+        stale = os.path.join(detector._private_dir, "9")
+        os.close(os.open(stale, os.O_CREAT | os.O_WRONLY, 0o600))
+        os.unlink(stale)
+        sh(tmp_path, "echo x > a.txt")
+        changes = detector.after(tmp_path, "echo x > a.txt", 0)
+        assert "a.txt" in changes.paths and detector.fallbacks == 0
+
+
+def test_the_last_notice_of_a_watch_removed_by_the_detector_is_read_quietly(tmp_path):
+    # A directory moved out of the root loses its watch; the kernel's removal notice comes
+    # with the next command's events and must neither raise nor cost a full diff.
+    root, outside = _root_and_outside(tmp_path)
+    (root / "d").mkdir()
+    with contextlib.closing(EventDetector()) as detector:
+        session = Session(detector, root)
+        session.step("true")
+        wd = detector._dir_to_wd["d"]
+        session.step(f"mv d {outside / 'd'}")
+        changes, truth = session.step("echo x > a.txt")
+        assert changes.paths == truth == {"a.txt"} and detector.fallbacks == 0
+        assert wd not in detector._wd_to_dir and detector._retired.get(wd) == "d"
