@@ -744,3 +744,45 @@ def test_the_last_notice_of_a_watch_removed_by_the_detector_is_read_quietly(tmp_
         changes, truth = session.step("echo x > a.txt")
         assert changes.paths == truth == {"a.txt"} and detector.fallbacks == 0
         assert wd not in detector._wd_to_dir and detector._retired.get(wd) == "d"
+
+
+def test_a_root_replaced_with_its_parent_by_older_directories_is_unknown_scope(tmp_path):
+    # The parent is swapped for one made earlier, holding a root made earlier: the root's own
+    # watch sees nothing (it moved along with its parent), and every inode number in the new
+    # chain is smaller. The identity is compared for equality, not order.
+    (tmp_path / "older-parent" / "root").mkdir(parents=True)
+    (tmp_path / "parent" / "root").mkdir(parents=True)
+    old_chain = [os.lstat(tmp_path / "parent" / "root").st_ino, os.lstat(tmp_path / "parent").st_ino]
+    new_chain = [os.lstat(tmp_path / "older-parent" / "root").st_ino, os.lstat(tmp_path / "older-parent").st_ino]
+    if not all(new < old for new, old in zip(new_chain, old_chain)):
+        pytest.skip("this filesystem did not number the earlier directories lower")
+    root = tmp_path / "parent" / "root"
+    with contextlib.closing(EventDetector()) as detector:
+        Session(detector, root).step("true")
+        detector.before(root, "true")
+        (tmp_path / "parent").rename(tmp_path / "moved-away")
+        (tmp_path / "older-parent").rename(tmp_path / "parent")
+        changes = detector.after(root, "true", 0)
+        assert changes.unknown
+
+
+def test_files_that_keep_being_replaced_under_the_watches_end_in_a_full_diff(tmp_path, monkeypatch):
+    # Each round of proof finds the name replaced again; after the rounds are spent the
+    # detector gives up on events for this after() rather than leave an inode unproven.
+    (tmp_path / "a.txt").write_text("a")
+    time.sleep(0.05)
+    replacements = [0]
+
+    def replace_a_txt_each_time(path: str) -> None:
+        if path.endswith("a.txt"):
+            replacements[0] += 1
+            fresh = tmp_path / f".fresh{replacements[0]}"
+            fresh.write_text(f"a{replacements[0]}")
+            os.replace(fresh, tmp_path / "a.txt")
+
+    monkeypatch.setattr(events, "INotify", _inotify_acting_before_each_watch(replace_a_txt_each_time))
+    with contextlib.closing(EventDetector(racy_window_ns=0)) as detector:
+        detector.before(tmp_path, "true")
+        changes = detector.after(tmp_path, "true", 0)
+        assert replacements[0] >= 3 and "a.txt" in changes.paths
+        assert detector.fallbacks == 1 and "kept being replaced" in (detector.degraded or "")
