@@ -17,11 +17,11 @@ import socket
 import stat
 import subprocess
 import threading
-import time
 
 import pytest
 
 from ledger_impl.detectors import watchman
+from test_watchman_detector import gone, index, layout, started  # noqa: F401 (fixtures)
 
 # Not `watchman.available()`: a broken `available` would skip the very tests that catch it.
 needs_watchman = pytest.mark.skipif(
@@ -129,34 +129,6 @@ def test_a_malformed_file_in_an_answer_is_refused(item):
     with pytest.raises(ValueError, match="malformed file"):
         watchman._entry(item)
     assert watchman._entry({"name": "a.txt", "exists": False, "type": "f"}) == ("a.txt", False, "f")
-
-
-@pytest.fixture
-def layout(tmp_path: pathlib.Path) -> tuple[pathlib.Path, pathlib.Path]:
-    """A git workspace `parent/ws` with `a.txt` and `src/b.txt`, and a state directory beside it."""
-    root = tmp_path / "parent" / "ws"
-    (root / "src").mkdir(parents=True)
-    (root / "a.txt").write_text("alpha\n")
-    (root / "src" / "b.txt").write_text("beta\n")
-    subprocess.run(["git", "init", "-q", str(root)], check=True)
-    return root, tmp_path / "state"
-
-
-@pytest.fixture
-def index(layout):
-    detector = watchman.WatchmanIndex(layout[1])
-    yield detector
-    detector.daemon.shutdown()
-
-
-def started(index: watchman.WatchmanIndex, root: pathlib.Path) -> bytes:
-    """A baseline after the first (unknown-scope) call and one quiet call."""
-    changes, blob, _ = index.changes_since(root, None)
-    assert changes.unknown
-    changes, blob, problem = index.changes_since(root, blob)
-    assert (changes.paths, changes.unknown, problem) == (frozenset(), False, None)
-    assert blob is not None
-    return blob
 
 
 @needs_watchman
@@ -534,12 +506,7 @@ def test_a_link_made_while_no_daemon_watched_is_counted_by_the_next_baseline(ind
     blob = started(index, root)
     pid = index.daemon.pid()
     os.kill(pid, 9)
-    for _ in range(200):
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            break
-        time.sleep(0.05)
+    gone(pid)
     os.link(root / "a.txt", outside / "a-link.txt")  # no daemon sees it
     changes, blob, problem = index.changes_since(root, blob)
     assert changes.unknown and "fresh instance" in problem
