@@ -56,6 +56,15 @@ def _inotify_acting_before_each_watch(act):
     return RacingINotify
 
 
+def _after_a_raced_first_look(root: pathlib.Path, racing_inotify, monkeypatch: pytest.MonkeyPatch):
+    """The detector's first look at `root` under `racing_inotify`, then an after() with no
+    command: what it reports for the race."""
+    monkeypatch.setattr(events, "INotify", racing_inotify)
+    with contextlib.closing(EventDetector(racy_window_ns=0)) as detector:
+        detector.before(root, "true")
+        return detector.after(root, "true", 0)
+
+
 @pytest.mark.parametrize("complete_link_tracking", [True, False], ids=["sound", "regular-files-only-variant"])
 def test_settled_files_are_proved_by_their_watch_and_not_re_stat_ed(tmp_path, monkeypatch, complete_link_tracking):
     # The module's promise: cost grows with the changes, not the tree. A file whose stat right
@@ -459,29 +468,26 @@ def test_a_file_removed_between_its_watch_and_its_check_is_reported(tmp_path, mo
                 os.unlink(path)
             return wd
 
-    monkeypatch.setattr(events, "INotify", RemovingAfterTheWatch)
-    with contextlib.closing(EventDetector(racy_window_ns=0)) as detector:
-        detector.before(tmp_path, "true")
-        assert removed
-        changes = detector.after(tmp_path, "true", 0)
-        assert "a.txt" in changes.paths or changes.unknown
+    changes = _after_a_raced_first_look(tmp_path, RemovingAfterTheWatch, monkeypatch)
+    assert removed and ("a.txt" in changes.paths or changes.unknown)
 
 
-def test_a_removal_notice_of_a_forgotten_watch_does_not_end_the_batch(tmp_path):
-    # The kernel's last word on a watch the detector no longer records is skipped; the events
-    # queued after it in the same batch are still applied.
+@pytest.mark.parametrize("skipped", ["removal-notice-of-a-forgotten-watch", "event-of-a-released-watch"])
+def test_an_event_the_detector_skips_does_not_end_the_batch(tmp_path, skipped):
+    # The kernel's last word on a watch the detector no longer records, or any event of a watch
+    # it released, is skipped; the events queued after it in the same batch are still applied.
     (tmp_path / "a.txt").write_text("a")
     with contextlib.closing(EventDetector()) as detector:
         Session(detector, tmp_path).step("true")
         (tmp_path / "a.txt").write_text("written\n")
-        root_wd = detector._dir_to_wd[""]
         unknown_wd = max([*detector._wd_to_dir, *detector._wd_to_inode, detector._marker_wd]) + 100
-        batch = [
-            Event(wd=unknown_wd, mask=events._IGNORED, cookie=0, name=""),
-            Event(wd=root_wd, mask=events._CLOSE_WRITE, cookie=0, name="a.txt"),
-        ]
+        if skipped == "event-of-a-released-watch":
+            detector._released.add(unknown_wd)
+            first = Event(wd=unknown_wd, mask=events._CLOSE_WRITE, cookie=0, name="")
+        else:
+            first = Event(wd=unknown_wd, mask=events._IGNORED, cookie=0, name="")
         changed: set[str] = set()
-        detector._apply(batch, changed)
+        detector._apply([first, Event(wd=detector._dir_to_wd[""], mask=events._CLOSE_WRITE, cookie=0, name="a.txt")], changed)
         assert "a.txt" in changed
 
 
@@ -580,12 +586,8 @@ def test_a_write_to_a_settled_file_between_its_scan_and_its_watch_is_reported(tm
             raced.append(True)
             (outside / "hl").write_text("a longer first text\nand more\n" if write == "grows" else "a\n")
 
-    monkeypatch.setattr(events, "INotify", _inotify_acting_before_each_watch(write_through_the_outside_link_once))
-    with contextlib.closing(EventDetector(racy_window_ns=0)) as detector:
-        detector.before(root, "true")
-        assert raced
-        changes = detector.after(root, "true", 0)
-        assert "a.txt" in changes.paths or changes.unknown
+    changes = _after_a_raced_first_look(root, _inotify_acting_before_each_watch(write_through_the_outside_link_once), monkeypatch)
+    assert raced and ("a.txt" in changes.paths or changes.unknown)
 
 
 def test_a_fifo_linked_from_outside_is_tracked_like_a_file(tmp_path):
@@ -598,22 +600,6 @@ def test_a_fifo_linked_from_outside_is_tracked_like_a_file(tmp_path):
         os.chmod(outside / "pipe-link", 0o600)  # through the outside name: its ctime changes
         changes, truth = session.step("true")
         assert "pipe" in truth and "pipe" in changes.paths
-
-
-def test_events_of_a_released_watch_do_not_end_the_batch(tmp_path):
-    (tmp_path / "a.txt").write_text("a")
-    with contextlib.closing(EventDetector()) as detector:
-        Session(detector, tmp_path).step("true")
-        released = max([*detector._wd_to_dir, *detector._wd_to_inode, detector._marker_wd]) + 100
-        detector._released.add(released)
-        (tmp_path / "a.txt").write_text("written\n")
-        batch = [
-            Event(wd=released, mask=events._CLOSE_WRITE, cookie=0, name=""),
-            Event(wd=detector._dir_to_wd[""], mask=events._CLOSE_WRITE, cookie=0, name="a.txt"),
-        ]
-        changed: set[str] = set()
-        detector._apply(batch, changed)
-        assert "a.txt" in changed
 
 
 def test_unwatching_a_directory_the_kernel_already_dropped_is_quiet(tmp_path, monkeypatch):

@@ -131,6 +131,14 @@ def test_a_malformed_file_in_an_answer_is_refused(item):
     assert watchman._entry({"name": "a.txt", "exists": False, "type": "f"}) == ("a.txt", False, "f")
 
 
+def _written_through(link: pathlib.Path, index: watchman.WatchmanIndex, root: pathlib.Path, blob: bytes):
+    """Append to a file through `link`, a name outside the watched parent; the next report."""
+    with open(link, "a") as through_the_link:
+        through_the_link.write("written from outside\n")
+    changes, _, _ = index.changes_since(root, blob)
+    return changes
+
+
 @needs_watchman
 def test_a_write_through_an_outside_link_is_reported_however_many_calls_later(index, layout, tmp_path):
     """A name inside the root linked from outside: a write through the outside name raises no
@@ -144,10 +152,7 @@ def test_a_write_through_an_outside_link_is_reported_however_many_calls_later(in
     for _ in range(2):
         changes, blob, problem = index.changes_since(root, blob)
         assert (changes.paths, changes.unknown, problem) == (frozenset(), False, None)
-    with open(outside / "a-link.txt", "a") as through_the_link:
-        through_the_link.write("written from outside\n")
-    changes, blob, _ = index.changes_since(root, blob)
-    assert "a.txt" in changes.paths
+    assert "a.txt" in _written_through(outside / "a-link.txt", index, root, blob).paths
 
 
 @needs_watchman
@@ -512,10 +517,7 @@ def test_a_link_made_while_no_daemon_watched_is_counted_by_the_next_baseline(ind
     assert changes.unknown and "fresh instance" in problem
     changes, blob, problem = index.changes_since(root, blob)
     assert (changes.paths, changes.unknown) == (frozenset(), False)
-    with open(outside / "a-link.txt", "a") as through_the_link:
-        through_the_link.write("written from outside\n")
-    changes, blob, _ = index.changes_since(root, blob)
-    assert "a.txt" in changes.paths
+    assert "a.txt" in _written_through(outside / "a-link.txt", index, root, blob).paths
 
 
 @needs_watchman
