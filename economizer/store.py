@@ -138,10 +138,8 @@ class Store(contextlib.AbstractContextManager["Store"]):
 
     def begin(self) -> None:
         """Take the write lock (`BEGIN IMMEDIATE`), or raise `StoreBusy` past the timeout."""
-        try:
+        with self._readable():
             self.connection.execute("BEGIN IMMEDIATE")
-        except sqlite3.OperationalError as error:
-            raise StoreBusy(f"state database {self.path} is locked by another writer ({error})") from None
 
     def stage(self, work: Callable[[Controller], Any], **load_args: Any) -> Any:
         """Inside the open transaction: run `work` on the stored controller and write the new
@@ -180,7 +178,6 @@ class Store(contextlib.AbstractContextManager["Store"]):
 
     def fed_ids(self) -> set[str]:
         return {r[0] for r in self.connection.execute("SELECT task_id FROM tasks")}
-
 
 
 def transact_all(jobs: Sequence[tuple[Store, Callable[[Controller], Any], dict[str, Any]]]) -> list[Any]:
