@@ -146,8 +146,11 @@ def materialize(setup: WorkspaceSetup, parent: pathlib.Path) -> Placement:
     (outside / "home").mkdir(exist_ok=True)
     (outside / "bin").mkdir(exist_ok=True)
     if setup.git:
-        # An empty template: no sample hooks, fewer files to hash at every step.
-        for args in (["init", "-q", "-b", "main", "--template="], ["add", "-A"], ["commit", "-q", "--allow-empty", "-m", "initial"]):
+        # An empty template: no sample hooks, fewer files to hash at every step. The first
+        # commit starts no `git maintenance run --auto` (a process of its own, which a
+        # repository this small never needs): the steps' own commits still do.
+        initial_commit = ["-c", "maintenance.auto=false", "commit", "-q", "--allow-empty", "-m", "initial"]
+        for args in (["init", "-q", "-b", "main", "--template="], ["add", "-A"], initial_commit):
             subprocess.run(["git", *args], cwd=root, check=True, capture_output=True, env={**os.environ, **GIT_ENVIRONMENT})
     return Placement(root.resolve(), outside.resolve())
 
@@ -394,9 +397,8 @@ def checked_session(setup: WorkspaceSetup, detector: object, policy: Policy | No
         session = CheckedSession(placement, detector, policy)
         yield session
     finally:
-        if session is not None:
-            session.close()
-        sweeper.remove(parent)  # in the background during a hunt: nothing looks at it again
+        # In the background during a hunt: nothing looks at the session or its workspace again.
+        sweeper.remove(parent, session.close if session is not None else None)
 
 
 def run_checked(

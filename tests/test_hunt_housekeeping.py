@@ -1,7 +1,7 @@
-"""The hunt's housekeeping, made cheaper without changing what a run checks: workspaces are
-removed in the background but never left behind, a closing run kills its background writers
-instead of waiting for them, and a worker's progress file is rewritten only as often as the
-parent reads it."""
+"""The hunt's housekeeping, made cheaper without changing what a run checks: sessions are
+closed and workspaces removed in the background but never left behind, a closing run kills
+its background writers instead of waiting for them, and a worker's progress file is
+rewritten only as often as the parent reads it."""
 
 from __future__ import annotations
 
@@ -53,15 +53,59 @@ def test_a_block_ended_by_an_exception_still_leaves_nothing(tmp_path: pathlib.Pa
     assert not any(root.exists() for root in roots)
 
 
-def test_an_interrupted_wait_removes_the_rest_itself(tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_closing_runs_before_its_directory_is_removed_and_by_the_end_of_the_block(tmp_path: pathlib.Path) -> None:
+    roots = [_tree(tmp_path, f"w{index}") for index in range(4)]
+    closed: list[tuple[str, bool, bool]] = []
+
+    def closing(root: pathlib.Path) -> sweeper.Closing:
+        # Which thread closed, and whether the directory was still there when it did.
+        return lambda: closed.append((root.name, root.exists(), threading.current_thread() is threading.main_thread()))
+
+    with sweeper.sweeping():
+        for root in roots:
+            sweeper.remove(root, closing(root))
+    assert closed == [(root.name, True, False) for root in roots]
+    assert not any(root.exists() for root in roots)
+
+
+def test_a_closing_that_fails_in_the_background_is_raised_at_the_end_of_the_block(tmp_path: pathlib.Path) -> None:
+    roots = [_tree(tmp_path, f"w{index}") for index in range(3)]
+    closed: list[str] = []
+
+    def failing() -> None:
+        raise OSError("the detector could not be closed")
+
+    with pytest.raises(OSError, match="could not be closed"):
+        with sweeper.sweeping():
+            sweeper.remove(roots[0], lambda: closed.append("first"))
+            sweeper.remove(roots[1], failing)
+            sweeper.remove(roots[2], lambda: closed.append("last"))
+    assert closed == ["first", "last"], "a failed closing does not stop the others"
+    assert not any(root.exists() for root in roots), "a directory whose closing failed is still removed"
+
+
+def test_outside_a_sweeping_block_a_closing_runs_at_once_and_its_directory_goes_even_if_it_fails(tmp_path: pathlib.Path) -> None:
+    root = _tree(tmp_path, "w")
+
+    def failing() -> None:
+        raise OSError("the detector could not be closed")
+
+    with pytest.raises(OSError):
+        sweeper.remove(root, failing)
+    assert not root.exists()
+
+
+def test_an_interrupted_wait_closes_and_removes_the_rest_itself(tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch) -> None:
     # The sweeping thread is held up and the wait for it is interrupted (a second Ctrl-C): the
-    # waiting thread removes what is left before the interruption goes on.
+    # waiting thread closes and removes what is left before the interruption goes on.
     release = threading.Event()
     monkeypatch.setattr(sweeper.Sweeper, "_run", lambda self: release.wait())
     held = sweeper.Sweeper()
     roots = [_tree(tmp_path, f"w{index}") for index in range(3)]
-    for root in roots:
-        held.remove(root)
+    closed: list[str] = []
+    held.remove(roots[0])
+    for root in roots[1:]:
+        held.remove(root, lambda name=root.name: closed.append(name))
 
     def interrupted(timeout: float | None = None) -> None:
         raise KeyboardInterrupt
@@ -70,7 +114,21 @@ def test_an_interrupted_wait_removes_the_rest_itself(tmp_path: pathlib.Path, mon
     with pytest.raises(KeyboardInterrupt):
         held.finish()
     release.set()
+    assert closed == [root.name for root in roots[1:]]
     assert not any(root.exists() for root in roots)
+
+
+def test_a_hunt_session_is_closed_off_the_hunt_thread_and_its_writers_are_gone_by_the_end(tmp_path: pathlib.Path) -> None:
+    late = tmp_path / "late"
+    with hunt_environment(), sweeper.sweeping():
+        with checked_session(SETUP, default_detector()) as session:
+            session.step(f"(sleep 0.5; echo x > {late}) &")
+            groups = session._background()
+            assert groups
+    assert all(not _alive(group) for group in groups)
+    assert session.runtime.detector._inotify is None, "the detector's inotify instance is released"
+    time.sleep(1.0)
+    assert not late.exists()
 
 
 def test_a_hunt_workspace_is_removed_by_the_end_of_the_block(tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch) -> None:
