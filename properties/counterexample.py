@@ -28,12 +28,14 @@ import pathlib
 import posixpath
 import re
 import shlex
-from typing import Any, Callable, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Mapping
 
 import attrs
 
 from ledger_spec.values import Category, Verdict
-from ledger_spec.z3_model import AbstractTrace
+
+if TYPE_CHECKING:  # z3 is imported by `ledger prove`, not by every hunt worker (50 ms each)
+    from ledger_spec.z3_model import AbstractTrace
 
 from .oracle import PROPERTIES, REUSE_IS_FRESH, StepRecord, Violation as OracleViolation
 from .shell_strategies import WorkspaceSetup
