@@ -146,8 +146,11 @@ class WorkspaceSetup:
 @st.composite
 def file_texts(draw: st.DrawFn, *, max_lines: int = 8, words: Sequence[str] = WORDS) -> str:
     """A small text: numbered lines of a few words, sometimes without a final newline."""
+    # One strategy for every word drawn: building (and validating) a new one per word was most
+    # of the time a hunt run spent drawing its workspace. The draws are the same.
+    word = st.sampled_from(words)
     count = draw(st.integers(0, max_lines))
-    lines = [f"{draw(st.sampled_from(words))} {i + 1} {draw(st.sampled_from(words))}" for i in range(count)]
+    lines = [f"{draw(word)} {i + 1} {draw(word)}" for i in range(count)]
     text = "\n".join(lines)
     if lines and draw(st.integers(0, 3)) != 0:
         text += "\n"
@@ -157,7 +160,8 @@ def file_texts(draw: st.DrawFn, *, max_lines: int = 8, words: Sequence[str] = WO
 @st.composite
 def workspaces(draw: st.DrawFn, *, files: Sequence[str] = TEXT_FILES, max_lines: int = 8) -> WorkspaceSetup:
     """The initial workspace: every file of `files` with drawn text, the fixture and its test."""
-    contents = {name: draw(file_texts(max_lines=max_lines)) for name in files}
+    text = file_texts(max_lines=max_lines)
+    contents = {name: draw(text) for name in files}
     contents[FIXTURE] = "snapshot 0\n"
     contents[TEST_SCRIPT] = TEST_SCRIPT_TEXT
     outside = {OUTSIDE_FILE: draw(file_texts(max_lines=4))}
