@@ -616,33 +616,34 @@ def test_unwatching_a_directory_the_kernel_already_dropped_is_quiet(tmp_path, mo
         assert "d" not in detector._dir_to_wd and detector._retired[wd] == "d"
 
 
-def test_a_directory_made_by_a_command_that_ran_a_full_diff_is_watched(tmp_path, monkeypatch):
-    # The full diff re-arms the watches: a directory it finds first is watched from then on,
-    # so a file created in it by the next command is an event, not a miss.
+def _mount_table_changed(detector: EventDetector, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(events, "_mount_table", lambda root: ("a mount appeared",))
+
+
+def _queue_overflowed(detector: EventDetector, monkeypatch: pytest.MonkeyPatch) -> None:
+    real_drain = detector._drain
+
+    def overflowed():
+        real_drain()  # read and lost, as the kernel drops events when its queue is full
+        return [Event(wd=-1, mask=events._Q_OVERFLOW, cookie=0, name="")]
+
+    monkeypatch.setattr(detector, "_drain", overflowed)
+
+
+@pytest.mark.parametrize(
+    "full_diff",
+    [_mount_table_changed, _queue_overflowed],
+    # The detector is left degraded after the first, not after the second.
+    ids=["mount-table-changed", "queue-overflowed"],
+)
+def test_a_directory_made_in_a_round_that_ended_in_a_full_diff_is_watched_after_it(tmp_path, monkeypatch, full_diff):
+    # The full diff re-arms the watches: a directory it finds first (its events lost with the
+    # round, or never looked at) is watched from then on, so a file created in it by the next
+    # command is an event, not a miss.
     with contextlib.closing(EventDetector()) as detector:
         session = Session(detector, tmp_path)
         session.step("true")
-        monkeypatch.setattr(events, "_mount_table", lambda root: ("a mount appeared",))
-        session.step("mkdir n")
-        monkeypatch.undo()
-        assert detector.fallbacks == 1
-        changes, truth = session.step("echo x > n/new.txt")
-        assert "n/new.txt" in truth and "n/new.txt" in changes.paths and detector.fallbacks == 1
-
-
-def test_a_directory_made_while_the_queue_overflowed_is_watched_after_the_full_diff(tmp_path, monkeypatch):
-    # The events of the overflowing round are lost, those of the new directory with them: only
-    # the full diff's re-arming puts a watch on it.
-    with contextlib.closing(EventDetector()) as detector:
-        session = Session(detector, tmp_path)
-        session.step("true")
-        real_drain = detector._drain
-
-        def overflowed():
-            real_drain()  # read and lost, as the kernel drops events when its queue is full
-            return [Event(wd=-1, mask=events._Q_OVERFLOW, cookie=0, name="")]
-
-        monkeypatch.setattr(detector, "_drain", overflowed)
+        full_diff(detector, monkeypatch)
         session.step("mkdir n")
         monkeypatch.undo()
         assert detector.fallbacks == 1

@@ -5,10 +5,12 @@ rewritten only as often as the parent reads it."""
 
 from __future__ import annotations
 
+import contextlib
 import pathlib
 import tempfile
 import threading
 import time
+from typing import Callable
 
 import pytest
 
@@ -27,6 +29,10 @@ def _tree(parent: pathlib.Path, name: str) -> pathlib.Path:
         (root / f"d{index}" / "e").mkdir(parents=True)
         (root / f"d{index}" / "e" / "f").write_text("x")
     return root
+
+
+def _failing_close() -> None:
+    raise OSError("the detector could not be closed")
 
 
 def test_outside_a_sweeping_block_a_directory_is_removed_at_once(tmp_path: pathlib.Path) -> None:
@@ -71,14 +77,10 @@ def test_a_closing_runs_before_its_directory_is_removed_and_by_the_end_of_the_bl
 def test_a_closing_that_fails_in_the_background_is_raised_at_the_end_of_the_block(tmp_path: pathlib.Path) -> None:
     roots = [_tree(tmp_path, f"w{index}") for index in range(3)]
     closed: list[str] = []
-
-    def failing() -> None:
-        raise OSError("the detector could not be closed")
-
     with pytest.raises(OSError, match="could not be closed"):
         with sweeper.sweeping():
             sweeper.remove(roots[0], lambda: closed.append("first"))
-            sweeper.remove(roots[1], failing)
+            sweeper.remove(roots[1], _failing_close)
             sweeper.remove(roots[2], lambda: closed.append("last"))
     assert closed == ["first", "last"], "a failed closing does not stop the others"
     assert not any(root.exists() for root in roots), "a directory whose closing failed is still removed"
@@ -86,12 +88,8 @@ def test_a_closing_that_fails_in_the_background_is_raised_at_the_end_of_the_bloc
 
 def test_outside_a_sweeping_block_a_closing_runs_at_once_and_its_directory_goes_even_if_it_fails(tmp_path: pathlib.Path) -> None:
     root = _tree(tmp_path, "w")
-
-    def failing() -> None:
-        raise OSError("the detector could not be closed")
-
     with pytest.raises(OSError):
-        sweeper.remove(root, failing)
+        sweeper.remove(root, _failing_close)
     assert not root.exists()
 
 
@@ -118,19 +116,6 @@ def test_an_interrupted_wait_closes_and_removes_the_rest_itself(tmp_path: pathli
     assert not any(root.exists() for root in roots)
 
 
-def test_a_hunt_session_is_closed_off_the_hunt_thread_and_its_writers_are_gone_by_the_end(tmp_path: pathlib.Path) -> None:
-    late = tmp_path / "late"
-    with hunt_environment(), sweeper.sweeping():
-        with checked_session(SETUP, default_detector()) as session:
-            session.step(f"(sleep 0.5; echo x > {late}) &")
-            groups = session._background()
-            assert groups
-    assert all(not _alive(group) for group in groups)
-    assert session.runtime.detector._inotify is None, "the detector's inotify instance is released"
-    time.sleep(1.0)
-    assert not late.exists()
-
-
 def test_a_hunt_workspace_is_removed_by_the_end_of_the_block(tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("TMPDIR", str(tmp_path))
     monkeypatch.setattr(tempfile, "tempdir", None)
@@ -141,13 +126,20 @@ def test_a_hunt_workspace_is_removed_by_the_end_of_the_block(tmp_path: pathlib.P
     assert list(tmp_path.iterdir()) == []
 
 
-def test_closing_a_run_kills_a_sleeping_writer_instead_of_waiting_for_it(tmp_path: pathlib.Path) -> None:
+@pytest.mark.parametrize("closing", [contextlib.nullcontext, sweeper.sweeping], ids=["at-once", "in-the-background"])
+def test_closing_a_run_kills_a_sleeping_writer_instead_of_waiting_for_it(
+    tmp_path: pathlib.Path, closing: Callable[[], contextlib.AbstractContextManager[None]]
+) -> None:
+    # A hunt closes its runs in the background (inside `sweeping()`), a replay at once: either
+    # way the writer is killed and the detector released by the end of the block.
     late = tmp_path / "late"
-    with hunt_environment(), checked_session(SETUP, default_detector()) as session:
-        session.step(f"(sleep 0.5; echo x > {late}) &")
-        groups = session._background()
-        assert groups, "the writer is tracked as a background job"
+    with hunt_environment(), closing():
+        with checked_session(SETUP, default_detector()) as session:
+            session.step(f"(sleep 0.5; echo x > {late}) &")
+            groups = session._background()
+            assert groups, "the writer is tracked as a background job"
     assert all(not _alive(group) for group in groups)
+    assert session.runtime.detector._inotify is None, "the detector's inotify instance is released"
     time.sleep(1.0)  # past the writer's sleep: it would have written by now had it lived
     assert not late.exists()
 
