@@ -1,8 +1,9 @@
-"""The limits the README's "What the guarantee assumes" keeps, each shown happening.
+"""The limits that "What the guarantee assumes" (docs/safety/claim.md) keeps, each shown happening.
 
-These tests pass while a limit holds: each demonstrates the README's sentence on a real
+These tests pass while a limit holds: each demonstrates that page's sentence on a real
 filesystem with the default detector and the fingerprint on, as shipped. One that starts to
-fail means the limit was closed (or moved): update the README's list with it.
+fail means the limit was closed (or moved): update the page's list (and the README's safety
+paragraph, which names the limits) with it.
 """
 
 from __future__ import annotations
