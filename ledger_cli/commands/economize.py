@@ -21,7 +21,10 @@ import contextlib
 import json
 import pathlib
 import sys
-from typing import Any
+from fractions import Fraction
+from typing import Any, Callable
+
+import attrs
 
 from economizer.codec import BadInput, proposals_from_json, read_jsonl, record_to_json
 from economizer.controller import Controller
@@ -29,6 +32,7 @@ from economizer.harness import HARNESSES, mask_option, prompt_with_manual
 from economizer.protocols import default_controllers
 from economizer.bounded import DEFAULT_TIMEOUT, BoundedMatcher, TimedOut
 from economizer.store import AlreadyFed, StateUnreadable, Store, StoreBusy, database_path, fed_budget, transact_all
+from economizer_spec.params import GUARD_RULES, Params
 from economizer_spec.stream import Controllers, ProposerAnswer
 
 __all__ = ["register", "run"]
@@ -42,7 +46,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         p.add_argument("--state-dir", type=pathlib.Path, default=None, help="Ledger's state root; the databases live in its economizer/ folder (default $XDG_STATE_HOME/ledger, as for `ledger sessions`)")
         return p
 
-    feed = with_state(sub.add_parser("feed", help="feed finished tasks, in order"))
+    def with_guard_rule(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
+        p.add_argument("--guard", choices=GUARD_RULES, default=None,
+                       help="the forced rule's threshold: kappa (the paper's kappa*B) or conformal (false-stop rate <= --alpha); default: the stored state's, kappa for a new one")
+        p.add_argument("--alpha", type=Fraction, default=None, help="the conformal guard's false-stop rate, in (0, 1) (default 0.05)")
+        p.add_argument("--kappa", type=Fraction, default=None, help="the kappa rule's multiple of B (default 2.5)")
+        return p
+
+    feed = with_guard_rule(with_state(sub.add_parser("feed", help="feed finished tasks, in order")))
     feed.add_argument("file", type=pathlib.Path)
     feed.add_argument("--proposals", type=pathlib.Path, help="a proposer answer (JSON {\"skills\": [...]}) used at each due proposer call instead of the digest-mining default")
     feed.add_argument("--catalog", default="bash", help="comma-separated tool catalog (used when a repository's state is created)")
@@ -52,7 +63,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     feed.add_argument("--detector-timeout-s", type=float, default=DEFAULT_TIMEOUT,
                       help=f"seconds a skill's detectors may take on one trajectory before they are stopped (default {DEFAULT_TIMEOUT:g})")
 
-    show = with_state(sub.add_parser("show", help="show a repository's controller state"))
+    show = with_guard_rule(with_state(sub.add_parser("show", help="show a repository's controller state")))
     show.add_argument("repository")
     show.add_argument("--json", action="store_true")
 
@@ -65,7 +76,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     mask.add_argument("repository")
     mask.add_argument("--harness", choices=HARNESSES, default="claude")
 
-    guard = with_state(sub.add_parser("guard", help="the guard's signal after the last step of a partial trajectory"))
+    guard = with_guard_rule(with_state(sub.add_parser("guard", help="the guard's signal after the last step of a partial trajectory")))
     guard.add_argument("repository")
     guard.add_argument("file", type=pathlib.Path)
 
@@ -100,6 +111,16 @@ def _controllers(proposals: pathlib.Path | None) -> Controllers:
     return Controllers(lambda repository, ids, digests: answer, defaults.trace_judge, defaults.redirect_writer, None)
 
 
+def _guard_setting(args: argparse.Namespace) -> Callable[[Params], Params]:
+    """The command line's guard rule over a state's parameters (validated before any write)."""
+    changes = {k: v for k, v in (("guard_rule", args.guard), ("alpha", args.alpha), ("kappa", args.kappa)) if v is not None}
+    try:
+        attrs.evolve(Params(), **changes)
+    except ValueError as error:
+        raise BadInput(str(error)) from None
+    return lambda params: attrs.evolve(params, **changes)
+
+
 def _split(names: str) -> tuple[str, ...]:
     return tuple(n for n in (x.strip() for x in names.split(",")) if n)
 
@@ -107,6 +128,7 @@ def _split(names: str) -> tuple[str, ...]:
 def _feed(args: argparse.Namespace) -> int:
     rows = read_jsonl(_read(args.file), str(args.file))
     controllers = _controllers(args.proposals)  # validated in full before any write
+    adjust = _guard_setting(args)
     if not args.detector_timeout_s > 0:
         raise BadInput(f"--detector-timeout-s must be positive, got {args.detector_timeout_s}")
     by_repository: dict[str, list] = {}
@@ -134,6 +156,7 @@ def _feed(args: argparse.Namespace) -> int:
             store = stack.enter_context(Store(repository, args.state_dir, args.busy_timeout_ms))
 
             def work(controller: Controller, trajectories: list = trajectories) -> list[Any]:
+                controller.params = adjust(controller.params)  # stored with the state
                 records = [controller.feed(t, controllers) for t in trajectories]
                 if args.proposals is not None:  # the file's regex, not the controller, is at fault
                     for rejection in (r for record in records for r in record.rejections if r.reason == timed_out):
@@ -174,11 +197,13 @@ def _state(args: argparse.Namespace) -> tuple[Store, Controller]:
 
 def _show(args: argparse.Namespace) -> int:
     store, controller = _state(args)
+    controller.params = _guard_setting(args)(controller.params)
     with store:
         summary = {
             "repository": controller.repository,
             "tasks": controller.index,
             "budget": controller.budget(),
+            "guard": {"rule": controller.params.guard_rule, "alpha": str(controller.params.alpha), "kappa": str(controller.params.kappa)},
             "skills": controller.skill_summary(),
             "tools": {name: {"ever_called": c, "streak": s} for name, (c, s) in controller.tools.items()},
             "rejections": [[r.task, r.skill_id, r.reason] for r in controller.rejections],
@@ -187,7 +212,9 @@ def _show(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(summary, indent=2, default=str))
         return 0
-    print(f"{controller.repository}: {controller.index} tasks, budget B={summary['budget']}")
+    rule = controller.params.guard_rule
+    setting = f"conformal alpha={controller.params.alpha}, stop point T" if rule == "conformal" else f"kappa={controller.params.kappa}, budget B"
+    print(f"{controller.repository}: {controller.index} tasks, guard {setting}={summary['budget']}")
     for name, s in summary["skills"].items():
         print(f"  skill {name}: {s['status']} confirmations={s['confirmations']} contradictions={s['contradictions']} "
               f"needed={s['needed']}/{s['exercised']} support={float(s['support']):.2f} injected={len(s['injected_tasks'])}"
@@ -218,7 +245,7 @@ def _guard(args: argparse.Namespace) -> int:
     from economizer.harness import guard_signal
 
     # Before the repository's first feed there is no budget yet, so only the judge could act.
-    budget, params = fed_budget(args.repository, args.state_dir)
+    budget, params = fed_budget(args.repository, args.state_dir, _guard_setting(args))
     rows = read_jsonl(_read(args.file), str(args.file))
     if len(rows) != 1:
         raise BadInput(f"{args.file}: expected one partial trajectory, got {len(rows)}")
