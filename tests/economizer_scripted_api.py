@@ -13,7 +13,7 @@ import json
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import Any, Callable
 
 import attrs
 
@@ -98,8 +98,10 @@ def _openai_chunks(model: str, answer: Answer) -> list[dict[str, Any]]:
 
 
 class ScriptedApi:
-    def __init__(self, script: list[Action] | None = None) -> None:
+    def __init__(self, script: list[Action] | None = None, responder: Callable[[dict[str, Any]], Action] | None = None) -> None:
         self.script: list[Action] = list(script or [])
+        self.responder = responder
+        """Answers each request once the script is used up (else: a 500)."""
         self.requests: list[tuple[str, dict[str, Any]]] = []
         self._lock = threading.Lock()
         api = self
@@ -112,7 +114,7 @@ class ScriptedApi:
                 body = json.loads(self.rfile.read(int(self.headers.get("content-length", 0))) or b"{}")
                 with api._lock:
                     api.requests.append((self.path, body))
-                    action = api.script.pop(0) if api.script else Status(500)
+                    action = api.script.pop(0) if api.script else api.responder(body) if api.responder else Status(500)
                 api._serve(self, body, action)
 
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)

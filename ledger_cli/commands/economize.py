@@ -32,6 +32,9 @@ from economizer.harness import HARNESSES, mask_option, prompt_with_manual
 from economizer.protocols import default_controllers
 from economizer.bounded import DEFAULT_TIMEOUT, BoundedMatcher, TimedOut
 from economizer.store import AlreadyFed, StateUnreadable, Store, StoreBusy, database_path, fed_budget, transact_all
+from economizer.model_client import ModelSetupError
+from economizer.model_recording import ReplayDiverged
+from economizer_spec.cost import Prices
 from economizer_spec.params import GUARD_RULES, Params
 from economizer_spec.stream import Controllers, ProposerAnswer
 
@@ -53,6 +56,16 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         p.add_argument("--kappa", type=Fraction, default=None, help="the kappa rule's multiple of B (default 2.5)")
         return p
 
+    def with_model(p: argparse.ArgumentParser) -> None:
+        p.add_argument("--model", default=None, metavar="PROVIDER:NAME",
+                       help="ask a real model: anthropic:NAME (key in $ANTHROPIC_API_KEY) or openai:NAME (any OpenAI-compatible endpoint, key in $OPENAI_API_KEY, base URL in $OPENAI_BASE_URL)")
+        p.add_argument("--record", type=pathlib.Path, default=None, help="write every model call of this run (request, answer, tokens, cost) to this JSONL file")
+        p.add_argument("--replay", type=pathlib.Path, default=None, help="answer every model call from this recording, offline; a call that differs from it is refused")
+        p.add_argument("--model-timeout-s", type=float, default=60.0, help="seconds one model request may take (default 60)")
+        p.add_argument("--model-retries", type=int, default=3, help="retries of a rate-limited, overloaded or dropped request (default 3)")
+        p.add_argument("--stream", action="store_true", help="stream the model's answers")
+        p.add_argument("--prices", default=None, metavar="IN,CACHE_READ,CACHE_WRITE,OUT", help="USD per million tokens of each class, for the recording's cost")
+
     feed = with_guard_rule(with_state(sub.add_parser("feed", help="feed finished tasks, in order")))
     feed.add_argument("file", type=pathlib.Path)
     feed.add_argument("--proposals", type=pathlib.Path, help="a proposer answer (JSON {\"skills\": [...]}) used at each due proposer call instead of the digest-mining default")
@@ -60,6 +73,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     feed.add_argument("--core", default="bash", help="comma-separated core tools, never masked")
     feed.add_argument("--json", action="store_true")
     feed.add_argument("--busy-timeout-ms", type=int, default=5000, help="how long to wait for another writer (default 5000)")
+    with_model(feed)
     feed.add_argument("--detector-timeout-s", type=float, default=DEFAULT_TIMEOUT,
                       help=f"seconds a skill's detectors may take on one trajectory before they are stopped (default {DEFAULT_TIMEOUT:g})")
 
@@ -79,6 +93,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     guard = with_guard_rule(with_state(sub.add_parser("guard", help="the guard's signal after the last step of a partial trajectory")))
     guard.add_argument("repository")
     guard.add_argument("file", type=pathlib.Path)
+    with_model(guard)
 
     evaluate = sub.add_parser("evaluate", help="replay a corpus as per-repository streams")
     evaluate.add_argument("corpus", type=pathlib.Path)
@@ -103,8 +118,44 @@ def _read(path: pathlib.Path) -> str:
         raise BadInput(f"cannot read {path}: {error}") from None
 
 
-def _controllers(proposals: pathlib.Path | None) -> Controllers:
+def _model_client(args: argparse.Namespace) -> Any:
+    """The model calls' client for this run (a replay, a recorded or a plain SDK client), or None."""
+    from economizer.model_client import ModelSpec, RetryPolicy, connect
+    from economizer.model_recording import Recorder, Replayer
+
+    if args.record is not None and args.replay is not None:
+        raise BadInput("--record and --replay exclude each other")
+    if args.replay is not None:
+        replayer = Replayer(args.replay)
+        if args.model is not None and str(ModelSpec.parse(args.model)) != replayer.model:
+            raise BadInput(f"{args.replay} recorded {replayer.model}, not {args.model}")
+        return replayer
+    if args.model is None:
+        if args.record is not None:
+            raise BadInput("--record needs --model")
+        return None
+    if args.model_retries < 0 or not args.model_timeout_s > 0:
+        raise BadInput("--model-retries must be >= 0 and --model-timeout-s positive")
+    client = connect(ModelSpec.parse(args.model), args.model_timeout_s, RetryPolicy(retries=args.model_retries), args.stream)
+    if args.record is None:
+        return client
+    prices = None
+    if args.prices is not None:
+        try:
+            prices = Prices(*(Fraction(x) for x in args.prices.split(",")))
+        except (TypeError, ValueError, ZeroDivisionError):
+            raise BadInput(f"--prices must be four numbers IN,CACHE_READ,CACHE_WRITE,OUT, got {args.prices!r}") from None
+    return Recorder(client, args.record, prices)
+
+
+def _controllers(proposals: pathlib.Path | None, client: Any = None, tool_judge: bool = False) -> Controllers:
     defaults = default_controllers()
+    if client is not None:
+        from economizer.model_calls import ModelCalls
+
+        if proposals is not None:
+            raise BadInput("--proposals and a model (--model/--replay) exclude each other")
+        return ModelCalls(client).controllers(tool_judge)
     if proposals is None:
         return defaults
     answer = ProposerAnswer(proposals_from_json(_read(proposals), str(proposals)))
@@ -127,8 +178,14 @@ def _split(names: str) -> tuple[str, ...]:
 
 def _feed(args: argparse.Namespace) -> int:
     rows = read_jsonl(_read(args.file), str(args.file))
-    controllers = _controllers(args.proposals)  # validated in full before any write
     adjust = _guard_setting(args)
+    client = _model_client(args)
+    optional_tools = bool(set(_split(args.catalog)) - set(_split(args.core)))
+    controllers = _controllers(args.proposals, client, optional_tools)  # validated in full before any write
+    return _feed_with(args, rows, controllers, adjust, client)
+
+
+def _feed_with(args: argparse.Namespace, rows: list, controllers: Controllers, adjust: Callable[[Params], Params], client: Any) -> int:
     if not args.detector_timeout_s > 0:
         raise BadInput(f"--detector-timeout-s must be positive, got {args.detector_timeout_s}")
     by_repository: dict[str, list] = {}
@@ -155,9 +212,11 @@ def _feed(args: argparse.Namespace) -> int:
         for repository, trajectories in by_repository.items():
             store = stack.enter_context(Store(repository, args.state_dir, args.busy_timeout_ms))
 
-            def work(controller: Controller, trajectories: list = trajectories) -> list[Any]:
+            def work(controller: Controller, trajectories: list = trajectories, last: bool = repository == max(by_repository)) -> list[Any]:
                 controller.params = adjust(controller.params)  # stored with the state
                 records = [controller.feed(t, controllers) for t in trajectories]
+                if last and client is not None:  # staged last (repository order): a replay must use every call
+                    client.close()
                 if args.proposals is not None:  # the file's regex, not the controller, is at fault
                     for rejection in (r for record in records for r in record.rejections if r.reason == timed_out):
                         raise BadInput(f"{args.proposals}: skill {rejection.skill_id}: {rejection.reason}")
@@ -249,11 +308,14 @@ def _guard(args: argparse.Namespace) -> int:
     rows = read_jsonl(_read(args.file), str(args.file))
     if len(rows) != 1:
         raise BadInput(f"{args.file}: expected one partial trajectory, got {len(rows)}")
-    controllers = default_controllers()
+    client = _model_client(args)
+    controllers = _controllers(None, client)
     guard = Guard(params, budget, controllers.trace_judge, controllers.redirect_writer)
     decision = None
     for step in rows[0][1].steps:
         decision = guard.observe(step)
+    if client is not None:
+        client.close()
     signal = guard_signal(decision) if decision is not None else None
     if signal is None:
         print(json.dumps({"action": "continue", "turn": guard.turns}))
@@ -301,7 +363,7 @@ def run(args: argparse.Namespace) -> int:
         return 2
     try:
         return handler(args)
-    except (BadInput, AlreadyFed, StoreBusy, StateUnreadable) as error:
+    except (BadInput, AlreadyFed, StoreBusy, StateUnreadable, ModelSetupError, ReplayDiverged) as error:
         return _fail(str(error))
     except OSError as error:
         return _fail(f"{error.strerror or error}: {getattr(error, 'filename', '') or ''}".rstrip(": "))
