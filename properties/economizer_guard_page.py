@@ -54,6 +54,14 @@ def render(report: Mapping[str, Any]) -> str:
         "runs the guard could act on, across every ordering. Computed at commit "
         f"`{machine['commit'][:10]}` on {machine['cpus']} CPUs (1-minute load {machine['load_1min']}).",
         "",
+        "**The rules.** The paper's forced stop acts at turns >= kappa x B (B = ceil(p90 of the passed runs' "
+        "turns x (1 + beta))) under the strict stall rule. The conformal guard (`--guard conformal --alpha A`, "
+        "`economizer_spec/conformal.py`) uses the stop point T = L_(k) + 1 instead, where L_(k) is the k-th "
+        "smallest turn count of the n passed runs seen so far and k = ceil((n + 1)(1 - alpha)). No stop of any "
+        "kind happens before T, and there is no T until k <= n. When the runs arrive in exchangeable order, a new "
+        "passed run is then stopped with probability at most alpha. This is checked exactly over every small "
+        "stream in `tests/test_economizer_conformal.py`.",
+        "",
         "A false stop is a passed run that the guard stopped; a failed run stopped is a saving, and the spend "
         "after the stop is the context-weighted estimate of what it cut (a stop ends the run; the corpus gives "
         "each run's total cost only). The recorded agent never saw a redirect, so redirects are exposures.",
