@@ -105,11 +105,18 @@ def _retryable(error: Exception) -> bool:
 class SdkClient:
     """The shared retry loop around one provider's `_send`."""
 
-    def __init__(self, spec: ModelSpec, policy: RetryPolicy, sleep: Callable[[float], None] = time.sleep) -> None:
+    def __init__(self, spec: ModelSpec, api_key: str, timeout_s: float, policy: RetryPolicy, stream: bool = False,
+                 sleep: Callable[[float], None] = time.sleep) -> None:
         self.model = str(spec)
         self.spec = spec
         self.policy = policy
+        self.stream = stream
         self.sleep = sleep
+        self.client = self._sdk(api_key, timeout_s)
+
+    def _sdk(self, api_key: str, timeout_s: float) -> Any:
+        """The provider's SDK client, its own retries off (this class retries)."""
+        raise NotImplementedError
 
     def _send(self, request: Request) -> tuple[str, Usage]:
         raise NotImplementedError
@@ -132,13 +139,10 @@ class SdkClient:
 
 
 class AnthropicClient(SdkClient):
-    def __init__(self, spec: ModelSpec, api_key: str, timeout_s: float, policy: RetryPolicy, stream: bool = False,
-                 sleep: Callable[[float], None] = time.sleep) -> None:
+    def _sdk(self, api_key: str, timeout_s: float) -> Any:
         import anthropic
 
-        super().__init__(spec, policy, sleep)
-        self.stream = stream
-        self.client = anthropic.Anthropic(api_key=api_key, timeout=timeout_s, max_retries=0)
+        return anthropic.Anthropic(api_key=api_key, timeout=timeout_s, max_retries=0)
 
     def _send(self, request: Request) -> tuple[str, Usage]:
         arguments: dict[str, Any] = dict(
@@ -161,13 +165,10 @@ class AnthropicClient(SdkClient):
 
 
 class OpenAIClient(SdkClient):
-    def __init__(self, spec: ModelSpec, api_key: str, timeout_s: float, policy: RetryPolicy, stream: bool = False,
-                 sleep: Callable[[float], None] = time.sleep) -> None:
+    def _sdk(self, api_key: str, timeout_s: float) -> Any:
         import openai
 
-        super().__init__(spec, policy, sleep)
-        self.stream = stream
-        self.client = openai.OpenAI(api_key=api_key, timeout=timeout_s, max_retries=0)
+        return openai.OpenAI(api_key=api_key, timeout=timeout_s, max_retries=0)
 
     def _send(self, request: Request) -> tuple[str, Usage]:
         arguments: dict[str, Any] = dict(

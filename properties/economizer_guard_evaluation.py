@@ -37,11 +37,10 @@ import attrs
 from economizer.guard import Guard
 from economizer.protocols import default_controllers
 from economizer_spec import conformal
-from economizer_spec.guard import budget as budget_of
 from economizer_spec.params import Params
 from economizer_spec.trajectory import Trajectory
 
-from .economizer_evaluation import cost_after, load_streams
+from .economizer_evaluation import cost_after, guard_outcome, load_streams, replay_stream
 
 
 @attrs.frozen
@@ -75,15 +74,7 @@ class Outcomes:
         key = (setting.name, repository, trajectory.task_id, b)
         if key not in self._seen:
             guard = Guard(setting.params, b, self._controllers.trace_judge, self._controllers.redirect_writer)
-            first = stop = None
-            for step in trajectory.steps:
-                decision = guard.observe(step)
-                if decision.action != "continue" and first is None:
-                    first = decision.turn
-                if decision.action == "stop":
-                    stop = decision.turn
-                    break
-            self._seen[key] = (first, stop)
+            self._seen[key] = guard_outcome(guard, trajectory.steps)
         return self._seen[key]
 
 
@@ -91,15 +82,14 @@ def replay(setting: Setting, repository: str, runs: Sequence[tuple[Trajectory, f
     """One ordering of one repository's stream: the counts and the spend after stops."""
     figures: dict[str, float] = {name: 0 for name in COUNTS}
     figures["cost_after_stop"] = 0.0
-    passed_turns: list[int] = []
-    for trajectory, cost in runs:
-        b = budget_of(passed_turns, setting.params)
-        first, stop = outcomes(setting, repository, trajectory, b)
+    def outcome(trajectory: Trajectory, b: int | None) -> tuple[int | None, int | None]:
+        return outcomes(setting, repository, trajectory, b)
+
+    for trajectory, cost, b, first, stop in replay_stream(runs, setting.params, outcome):
         if trajectory.passed:
             figures["passed"] += 1
             figures["passed_actable"] += b is not None
             figures["false_stops"] += stop is not None
-            passed_turns.append(trajectory.turns)
         else:
             figures["failed"] += 1
             figures["failed_redirected"] += first is not None
