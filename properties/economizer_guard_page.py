@@ -59,8 +59,9 @@ def render(report: Mapping[str, Any]) -> str:
         "`economizer_spec/conformal.py`) uses the stop point T = L_(k) + 1 instead, where L_(k) is the k-th "
         "smallest turn count of the n passed runs seen so far and k = ceil((n + 1)(1 - alpha)). No stop of any "
         "kind happens before T, and there is no T until k <= n. When the runs arrive in exchangeable order, a new "
-        "passed run is then stopped with probability at most alpha. This is checked exactly over every small "
-        "stream in `tests/test_economizer_conformal.py`.",
+        "passed run is then stopped with probability at most alpha. The probability is checked exactly over every "
+        "small stream in `tests/test_economizer_conformal.py`, and Z3 proves the rank's arithmetic for every n and "
+        "alpha (`ledger economize prove`: conformal-rank-bound, -minimal, -needs-enough-runs).",
         "",
         "A false stop is a passed run that the guard stopped; a failed run stopped is a saving, and the spend "
         "after the stop is the context-weighted estimate of what it cut (a stop ends the run; the corpus gives "

@@ -199,3 +199,36 @@ def test_a_bad_alpha_is_refused_before_any_write(tmp_path, capsys) -> None:
     runs = write(tmp_path / "runs.jsonl", _rows([3, 4]))
     assert main(["economize", "feed", str(runs), "--state-dir", str(state), "--guard", "conformal", "--alpha", "1"]) == 2
     assert "alpha" in capsys.readouterr().err and snapshot(state) == {}
+
+
+# --- the rank's arithmetic, proved with Z3 ----------------------------------------------------
+
+
+def test_z3_proves_the_rank_and_refutes_broken_ones() -> None:
+    import z3
+
+    from economizer_spec.z3_theorems import _refute, conformal_queries
+
+    assert {name: _refute(*queries)[0] for name, queries in conformal_queries().items()} == {"bound": "proved", "minimal": "proved", "enough": "proved"}
+
+    def floor_rank(k, size, alpha):
+        return z3.And(z3.ToReal(k) <= size * (1 - alpha), size * (1 - alpha) < z3.ToReal(k) + 1)
+
+    def one_higher(k, size, alpha):  # ceil + 1: safe but not minimal
+        return z3.And(z3.ToReal(k) - 2 < size * (1 - alpha), size * (1 - alpha) <= z3.ToReal(k) - 1)
+
+    assert _refute(*conformal_queries(floor_rank)["bound"])[0] == "counterexample"
+    assert _refute(*conformal_queries(one_higher)["minimal"])[0] == "counterexample"
+
+
+@settings(max_examples=200, deadline=None)
+@given(n=st.integers(1, 500), alpha=st.fractions(Fraction(1, 1000), Fraction(999, 1000)))
+def test_the_proved_rank_is_the_one_the_spec_computes(n: int, alpha: Fraction) -> None:
+    """The encoding Z3 reasons about holds for the spec's k (or for k = n + 1 when it has none)."""
+    import z3
+
+    from economizer_spec.z3_theorems import ceiling_rank
+
+    k = conformal.conformal_rank(n, alpha) or n + 1
+    held = z3.simplify(ceiling_rank(z3.IntVal(k), z3.RealVal(n + 1), z3.RealVal(f"{alpha.numerator}/{alpha.denominator}")))
+    assert z3.is_true(held), (n, alpha, k)
