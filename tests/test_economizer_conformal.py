@@ -8,7 +8,7 @@ from fractions import Fraction
 from typing import Callable, Sequence
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from economizer.controller import Controller
@@ -223,6 +223,8 @@ def test_z3_proves_the_rank_and_refutes_broken_ones() -> None:
 
 @settings(max_examples=200, deadline=None)
 @given(n=st.integers(1, 500), alpha=st.fractions(Fraction(1, 1000), Fraction(999, 1000)))
+@example(n=1, alpha=Fraction(1, 2))  # (n+1)(1-alpha) an integer: where a wrong strictness shows
+@example(n=19, alpha=Fraction(1, 20))
 def test_the_proved_rank_is_the_one_the_spec_computes(n: int, alpha: Fraction) -> None:
     """The encoding Z3 reasons about holds for the spec's k (or for k = n + 1 when it has none)."""
     import z3
