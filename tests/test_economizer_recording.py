@@ -128,3 +128,26 @@ def test_feed_with_a_model_records_and_replays(tmp_path: pathlib.Path, monkeypat
     other = write(tmp_path / "other.jsonl", _rows()[:4])  # stops before the judged task: calls left over
     assert main(["economize", "feed", str(other), "--state-dir", str(tmp_path / "s3"), "--replay", str(recording)]) == 2
     assert "recorded calls" in capsys.readouterr().err and snapshot(tmp_path / "s3") in ({}, {"owner__repo.sqlite3": ([], [])})
+
+
+def test_guard_with_a_model_redirects_in_its_words_and_replays(tmp_path: pathlib.Path, monkeypatch, capsys) -> None:
+    from ledger_cli.main import main
+    from tests.test_economizer_cli import row, write
+
+    state = tmp_path / "state"
+    assert main(["economize", "feed", str(write(tmp_path / "runs.jsonl", _rows()[:4])), "--state-dir", str(state)]) == 0
+    partial = write(tmp_path / "partial.jsonl", [row("owner__repo-9", [(LOOP.command, LOOP.output, 1)] * 3, resolved=False)])
+    recording = tmp_path / "guard.jsonl"
+    capsys.readouterr()
+    with ScriptedApi(responder=answer) as api:
+        monkeypatch.setenv("OPENAI_API_KEY", "test-key")
+        monkeypatch.setenv("OPENAI_BASE_URL", api.base_url + "/v1")
+        assert main(["economize", "guard", "owner/repo", str(partial), "--state-dir", str(state),
+                     "--model", "openai:scripted", "--record", str(recording)]) == 0
+        live = json.loads(capsys.readouterr().out)
+        assert [json.loads(line)["request"]["kind"] for line in recording.read_text().splitlines()] == ["trace_judge", "redirect_writer"]
+    assert live["action"] == "redirect" and "Print both sides of the assertion" in live["nudge"]
+    assert main(["economize", "guard", "owner/repo", str(partial), "--state-dir", str(state), "--replay", str(recording)]) == 0
+    assert json.loads(capsys.readouterr().out) == live
+    assert main(["economize", "guard", "owner/repo", str(partial), "--state-dir", str(state), "--replay", str(recording),
+                 "--model", "anthropic:scripted"]) == 2  # the recording is of another model
