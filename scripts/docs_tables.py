@@ -29,8 +29,15 @@ class UnknownTable(KeyError):
 
 
 def load_series(results: Path = RESULTS) -> dict[str, dict[str, Any]]:
-    """Every series, by the file name it is stored under (without `.json`)."""
-    return {path.stem: json.loads(path.read_text(encoding="utf-8")) for path in sorted(results.glob("*.json"))}
+    """Every table series (a result file with `columns` and `rows`), by the file name it is
+    stored under (without `.json`). Other result files are measurements with a page generator
+    of their own (the economizer's guard evaluation, for one)."""
+    loaded = {path.stem: json.loads(path.read_text(encoding="utf-8")) for path in sorted(results.glob("*.json"))}
+    return {name: series for name, series in loaded.items() if is_series(series)}
+
+
+def is_series(document: Mapping[str, Any]) -> bool:
+    return "columns" in document and "rows" in document
 
 
 def _cell(value: Any, column: Mapping[str, Any]) -> str:
