@@ -123,6 +123,51 @@ class Ledger:
             pending=tuple(self._pending.values()),
         )
 
+    @classmethod
+    def from_state(cls, state: State, policy: Policy | None = None) -> "Ledger":
+        """The ledger whose `snapshot()` is `state`, every index rebuilt from the logs (O(n)):
+        how a stored session is loaded. The indexes are functions of the logs, so rebuilding
+        them here, in log order, gives the ledger the events built; the differential's reload
+        rule checks that the result keeps agreeing with the spec."""
+        ledger = cls(policy)
+        for position, modification in enumerate(state.modifications):
+            ledger._modifications.append(modification)
+            ledger._note_modified(modification.changes, modification.step, position)
+        last_use: dict[int, int] = {}
+        for record in state.history:
+            ledger._note_concluded(record)
+            if record.served_from is not None:
+                last_use[record.served_from] = record.step
+        for index, observation in enumerate(state.observations):
+            ledger._observations.append(observation)
+            target = observation.command.target
+            assert target is not None, "only observations with a target are logged"
+            if observation.retained:
+                ledger._retained[observation.step] = index
+                ledger._stored_bytes += observation.stored_bytes
+                ledger._epoch_of(target).add(observation)
+                last_use.setdefault(observation.step, observation.step)
+            if not (isinstance(target, FileTarget) and ledger._is_transient(target.key)):
+                ledger._newest_shown.pop(observation.command.normalized, None)
+                ledger._newest_shown[observation.command.normalized] = (
+                    observation, texts.observation_line_prefix(observation)
+                )
+        # Least recently used first: an output was last used when observed or last served.
+        for step in sorted(ledger._retained, key=last_use.__getitem__):
+            ledger._retained.move_to_end(step)
+        ledger._pending = {pending.call: pending for pending in state.pending}
+        ledger._step = state.step
+        return ledger
+
+    def _epoch_of(self, target: object) -> CurrentEpoch:
+        """The epoch a current observation of `target` belongs to (made if there is none yet)."""
+        if isinstance(target, FileTarget):
+            epoch = self._file_epochs.get(target.key)
+            if epoch is None:
+                epoch = self._file_epochs[target.key] = CurrentEpoch(self.policy.range_reuse)
+            return epoch
+        return self._tree_epoch
+
     def _is_transient(self, key: str) -> bool:
         cached = self._transient.get(key)
         if cached is None:
@@ -152,15 +197,21 @@ class Ledger:
             for epoch in self._file_epochs.values():
                 self._drop_epoch(epoch)
             self._file_epochs.clear()  # W moved: no file observation is current any more
-            self._last_not_only_transient_step = step
-            self._last_not_only_transient_position = self._modifications.total - 1
         for key in changes.paths:
             dropped = self._file_epochs.pop(key, None)
             if dropped is not None:
                 self._drop_epoch(dropped)
+        self._note_modified(changes, step, self._modifications.total - 1)
+
+    def _note_modified(self, changes: Changes, step: int, position: int) -> None:
+        """The nudge and view bookkeeping of one logged modification at `position`."""
+        if changes.unknown:
+            self._last_not_only_transient_step = step
+            self._last_not_only_transient_position = position
+        for key in changes.paths:
             if not self._is_transient(key):
                 self._last_not_only_transient_step = step
-                self._last_not_only_transient_position = self._modifications.total - 1
+                self._last_not_only_transient_position = position
                 # Re-insert so the dict stays in last-modified order (steps never decrease).
                 self._latest_modified.pop(key, None)
                 self._latest_modified[key] = step
@@ -267,13 +318,7 @@ class Ledger:
         if self.is_current(observation):
             self._retained[observation.step] = len(self._observations)
             self._stored_bytes += observation.stored_bytes
-            if is_file:
-                epoch = self._file_epochs.get(target.key)
-                if epoch is None:
-                    epoch = self._file_epochs[target.key] = CurrentEpoch(self.policy.range_reuse)
-                epoch.add(observation)
-            else:
-                self._tree_epoch.add(observation)
+            self._epoch_of(target).add(observation)
         else:
             # A change recorded since its command started may have reached it midway.
             observation = observation.dropped()
@@ -287,16 +332,19 @@ class Ledger:
         started_at: int | None = None,
     ) -> None:
         started_at = self._modifications.total if started_at is None else started_at
-        record = CommandRecord(self._step, command, verdict, exit_status, served_from, started_at)
-        self._history.append(record)
-        if verdict in INTERVENING:
-            self._interventions += 1
-        if verdict is Verdict.NUDGE:
-            self._last_nudge_step = self._step
-        if verdict not in WITHHOLDING:
-            self._last_execution[command.normalized] = record
-        self._repeats.record(command.normalized)
+        self._note_concluded(CommandRecord(self._step, command, verdict, exit_status, served_from, started_at))
         self._step += 1
+
+    def _note_concluded(self, record: CommandRecord) -> None:
+        """Log one concluded command, with govern's and the view's bookkeeping of it."""
+        self._history.append(record)
+        if record.verdict in INTERVENING:
+            self._interventions += 1
+        if record.verdict is Verdict.NUDGE:
+            self._last_nudge_step = record.step
+        if record.verdict not in WITHHOLDING:
+            self._last_execution[record.command.normalized] = record
+        self._repeats.record(record.command.normalized)
 
     # --- govern -------------------------------------------------------------------------------
 

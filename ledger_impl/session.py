@@ -27,11 +27,8 @@ Theory of operation.
 
 from __future__ import annotations
 
-import functools
-import hashlib
 import os
 import pathlib
-import pickle
 import time
 from typing import Protocol
 
@@ -41,6 +38,7 @@ from ledger_spec import Changes, Command, Policy, Reuse, State
 from ledger_spec.values import Allow
 
 from . import fingerprint as fingerprints
+from . import state_codec
 from .classifier import classify
 from .detectors import session_detector
 from .fingerprint import Fingerprint
@@ -79,19 +77,6 @@ class Decision:
     note: str | None = None  # the nudge or reuse note for the agent
     served_step: int | None = None  # the step whose result is reused
     degraded: str | None = None  # any degraded or unknown state the user should see
-
-
-@functools.cache
-def code_fingerprint() -> str:
-    """A hash of the code whose pickled ledger the store holds: state pickled by other code
-    is discarded rather than trusted (its meaning may have changed)."""
-    digest = hashlib.sha256()
-    here = pathlib.Path(__file__).resolve().parent
-    for package in (here, here.parent / "ledger_spec"):
-        for path in sorted(package.rglob("*.py")):
-            digest.update(str(path.relative_to(package.parent)).encode())
-            digest.update(path.read_bytes())
-    return digest.hexdigest()[:32]
 
 
 class DurableSession:
@@ -200,12 +185,9 @@ class DurableSession:
                 if state.ledger.running(call_id) is not None:
                     state.ledger.abandon(call_id)  # the earlier call under this id (it may have run)
                 state.ledger.start(call_id, classified, decision, started_with)
-                blob = pickle.dumps((classified, decision), protocol=pickle.HIGHEST_PROTOCOL)
                 may_write = not classified.read_only or (earlier is not None and earlier.may_write)
                 self._store.add_pending(
-                    PendingRow(
-                        call_id, _storable(command), blob, checksum(blob), state.ledger.total, may_write, time.time()
-                    )
+                    PendingRow(call_id, _storable(command), state.ledger.total, may_write, time.time())
                 )
                 if ambiguous:
                     # After this call's start stamp: its own record then counts as overlapped.
@@ -353,8 +335,9 @@ class DurableSession:
         state.ledger.modify(changes)
 
     def _save(self, state: "_State") -> None:
-        blob = pickle.dumps(state.ledger, protocol=pickle.HIGHEST_PROTOCOL)
-        self._store.save_state(code_fingerprint(), blob, state.index, state.ledger.step)
+        # surrogatepass: outputs and names may carry lone surrogates (undecodable bytes).
+        blob = state_codec.dumps(state.ledger.snapshot()).encode("utf-8", "surrogatepass")
+        self._store.save_state(state_codec.dumps(state.ledger.policy), blob, state.index, state.ledger.step)
 
     def _fingerprint(self, classified: Command) -> Fingerprint | None:
         """What a read's output depends on beyond the tree (the program PATH resolves, the
@@ -366,21 +349,20 @@ class DurableSession:
 
 
 def trusted_ledger(row: StateRow, policy: Policy | None) -> tuple[Ledger | None, str | None]:
-    """The stored ledger if it can be shown intact (and kept under `policy`, unless None),
-    else None and why not."""
-    if row.code != code_fingerprint():
-        return None, "it was written by another version of Ledger"
+    """The stored ledger, its indexes rebuilt, if it can be shown intact (and kept under
+    `policy`, unless None), else None and why not."""
     if checksum(row.ledger) != row.ledger_sum:
         return None, "its checksum does not match"
     try:
-        loaded = pickle.loads(row.ledger)
-    except Exception as error:  # noqa: BLE001 - any failure means: not trusted
-        return None, f"it cannot be read ({type(error).__name__})"
-    if not isinstance(loaded, Ledger):
+        stored_policy = state_codec.loads(row.policy)
+        state = state_codec.loads(row.ledger.decode("utf-8", "surrogatepass"))
+    except (state_codec.CodecError, UnicodeDecodeError) as error:
+        return None, f"it cannot be read ({error})"
+    if not isinstance(stored_policy, Policy) or not isinstance(state, State):
         return None, "it is not a ledger"
-    if policy is not None and loaded.policy != policy:
+    if policy is not None and stored_policy != policy:
         return None, "it was kept under another policy"
-    return loaded, None
+    return Ledger.from_state(state, stored_policy), None
 
 
 @attrs.define
@@ -392,7 +374,7 @@ class _State:
 
 def _storable(text: str) -> str:
     """`text` with anything SQLite cannot store as UTF-8 (lone surrogates) replaced: the pending
-    row's command is for display; the pickled classification is what the record uses."""
+    row's command is for display; the classification in the ledger's pending call is what the record uses."""
     return text.encode("utf-8", "surrogatepass").decode("utf-8", "replace")
 
 

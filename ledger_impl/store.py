@@ -9,8 +9,13 @@ Theory of operation. Every hook call is its own process; the store is what they 
   transaction or none of it.
 - The ledger and the stat index are stored in the same row, each with a checksum, and written
   in the same transaction, so a baseline can never be newer than the ledger it belongs to.
-- What cannot be shown intact (another schema version, a failed integrity check, a checksum
-  mismatch, state written by other code) is discarded, never trusted, and a note says so. An
+- The ledger is stored as its spec-level state (`ledger_spec.State`, frozen values) in the
+  plain encoding of `ledger_impl.state_codec`, never pickled: what a row means is fixed by the
+  format number (`SCHEMA_VERSION`), not by the code that wrote it, so an upgrade of Ledger keeps
+  the sessions. A new format comes with a migration from the one before (`MIGRATIONS`); the
+  format is documented in `docs/internals/session-store.md`.
+- What cannot be shown intact (an unknown schema version, a failed integrity check, a checksum
+  mismatch, a row that does not decode) is discarded, never trusted, and a note says so. An
   empty ledger can only cost reuse: with no observations, nothing is reused.
 """
 
@@ -22,13 +27,13 @@ import os
 import pathlib
 import sqlite3
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import attrs
 
 from ledger_impl.detectors.stat_index import check_outside, default_state_dir
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 BUSY_TIMEOUT_S = 30.0
 DATABASE_SUFFIX = ".sqlite"
 DISCARDED_INFIX = ".discarded-"  # a database set aside for inspection: `<name>.sqlite.discarded-<ns>`
@@ -37,18 +42,16 @@ _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS state (
     id INTEGER PRIMARY KEY CHECK (id = 1),
-    code TEXT NOT NULL,          -- fingerprint of the code that pickled the ledger
-    ledger BLOB NOT NULL,
-    ledger_sum TEXT NOT NULL,
+    policy TEXT NOT NULL,        -- the Policy the ledger was kept under (state_codec)
+    ledger BLOB NOT NULL,        -- its ledger_spec.State, state_codec JSON in UTF-8
+    ledger_sum TEXT NOT NULL,    -- SHA-256 of ledger, hex
     stat_index BLOB,             -- checksummed inside (see detectors.stat_index.encode)
     steps INTEGER NOT NULL,
     updated_at REAL NOT NULL
 );
 CREATE TABLE IF NOT EXISTS pending (
     call_id TEXT PRIMARY KEY,
-    command TEXT NOT NULL,
-    blob BLOB NOT NULL,          -- pickled (classified command, decision)
-    blob_sum TEXT NOT NULL,
+    command TEXT NOT NULL,       -- as proposed, for display (the ledger's state holds the call)
     total_at_start INTEGER NOT NULL,
     may_write INTEGER NOT NULL,
     started_at REAL NOT NULL,
@@ -80,8 +83,6 @@ def database_path(root: os.PathLike[str] | str, state_dir: os.PathLike[str] | st
 class PendingRow:
     call_id: str
     command: str
-    blob: bytes
-    blob_sum: str
     total_at_start: int
     may_write: bool
     started_at: float
@@ -90,7 +91,7 @@ class PendingRow:
 
 @attrs.frozen
 class StateRow:
-    code: str
+    policy: str
     ledger: bytes
     ledger_sum: str
     stat_index: bytes | None
@@ -152,34 +153,30 @@ class Store:
 
     def load_state(self) -> StateRow | None:
         row = self._db.execute(
-            "SELECT code, ledger, ledger_sum, stat_index, steps, updated_at FROM state WHERE id = 1"
+            "SELECT policy, ledger, ledger_sum, stat_index, steps, updated_at FROM state WHERE id = 1"
         ).fetchone()
         return None if row is None else StateRow(row[0], bytes(row[1]), row[2], None if row[3] is None else bytes(row[3]), row[4], row[5])
 
-    def save_state(self, code: str, ledger: bytes, stat_index: bytes | None, steps: int) -> None:
+    def save_state(self, policy: str, ledger: bytes, stat_index: bytes | None, steps: int) -> None:
         self._db.execute(
-            "INSERT OR REPLACE INTO state (id, code, ledger, ledger_sum, stat_index, steps, updated_at)"
+            "INSERT OR REPLACE INTO state (id, policy, ledger, ledger_sum, stat_index, steps, updated_at)"
             " VALUES (1, ?, ?, ?, ?, ?, ?)",
-            (code, ledger, checksum(ledger), stat_index, steps, time.time()),
+            (policy, ledger, checksum(ledger), stat_index, steps, time.time()),
         )
 
     # --- pending calls ------------------------------------------------------------------------
 
     def add_pending(self, row: PendingRow) -> None:
         self._db.execute(
-            "INSERT OR REPLACE INTO pending VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-            (
-                row.call_id, row.command, row.blob, row.blob_sum, row.total_at_start,
-                int(row.may_write), row.started_at, int(row.abandoned),
-            ),
+            "INSERT OR REPLACE INTO pending VALUES (?, ?, ?, ?, ?, ?)",
+            (row.call_id, row.command, row.total_at_start, int(row.may_write), row.started_at, int(row.abandoned)),
         )
 
     def pending(self) -> list[PendingRow]:
         rows = self._db.execute(
-            "SELECT call_id, command, blob, blob_sum, total_at_start, may_write, started_at, abandoned"
-            " FROM pending ORDER BY started_at"
+            "SELECT call_id, command, total_at_start, may_write, started_at, abandoned FROM pending ORDER BY started_at"
         ).fetchall()
-        return [PendingRow(r[0], r[1], bytes(r[2]), r[3], r[4], bool(r[5]), r[6], bool(r[7])) for r in rows]
+        return [PendingRow(r[0], r[1], r[2], bool(r[3]), r[4], bool(r[5])) for r in rows]
 
     def mark_abandoned(self, call_id: str) -> None:
         self._db.execute("UPDATE pending SET abandoned = 1 WHERE call_id = ?", (call_id,))
@@ -243,23 +240,52 @@ def _initialize(connection: sqlite3.Connection, root: str) -> None:
     if connection.execute("PRAGMA quick_check").fetchone()[0] != "ok":
         raise sqlite3.DatabaseError("integrity check failed")
     version = connection.execute("PRAGMA user_version").fetchone()[0]
-    if version == SCHEMA_VERSION:
+    if version == SCHEMA_VERSION or version in MIGRATIONS:
         stored_root = connection.execute("SELECT value FROM meta WHERE key = 'root'").fetchone()
         if stored_root is not None and stored_root[0] != root:
             raise sqlite3.DatabaseError(f"database belongs to {stored_root[0]!r}")
+    if version == SCHEMA_VERSION:
         return
     with write_transaction(connection):
         version = connection.execute("PRAGMA user_version").fetchone()[0]
-        if version not in (0, SCHEMA_VERSION):
+        if version != 0 and version not in MIGRATIONS and version != SCHEMA_VERSION:
             raise sqlite3.DatabaseError(f"schema version {version}, expected {SCHEMA_VERSION}")
         if version == 0:
-            # One statement at a time: executescript would commit the open transaction first.
-            for statement in _SCHEMA.split(";"):
-                if statement.strip():
-                    connection.execute(statement)
+            _create(connection)
             connection.execute("INSERT OR IGNORE INTO meta VALUES ('root', ?)", (root,))
             connection.execute("INSERT OR IGNORE INTO meta VALUES ('created_at', ?)", (repr(time.time()),))
-            connection.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+        while version in MIGRATIONS:
+            version = MIGRATIONS[version](connection)
+        connection.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+
+
+def _create(connection: sqlite3.Connection) -> None:
+    # One statement at a time: executescript would commit the open transaction first.
+    for statement in _SCHEMA.split(";"):
+        if statement.strip():
+            connection.execute(statement)
+
+
+def _from_pickled(connection: sqlite3.Connection) -> int:
+    """Format 2 -> 3. Format 2 held the ledger and the pending calls pickled, trusted only by the
+    code that wrote them: they cannot be read as values, so they are dropped (a new ledger
+    starts: that costs reuse, never correctness) and a note says so; the root and the notes are
+    kept."""
+    had_state = connection.execute("SELECT COUNT(*) FROM state").fetchone()[0]
+    connection.execute("DROP TABLE state")
+    connection.execute("DROP TABLE pending")
+    _create(connection)
+    if had_state:
+        connection.execute(
+            "INSERT INTO notes (at, text) VALUES (?, ?)",
+            (time.time(), "session state written by an earlier Ledger (pickled, format 2) not read; starting a new ledger"),
+        )
+    return 3
+
+
+# Each function moves an open database from its format to the next, inside the opening
+# transaction, and returns the format it reached.
+MIGRATIONS: dict[int, Callable[[sqlite3.Connection], int]] = {2: _from_pickled}
 
 
 @attrs.frozen

@@ -48,6 +48,7 @@ from hypothesis.stateful import (
 )
 
 import ledger_spec
+from ledger_impl import state_codec
 from ledger_impl.ledger import Ledger
 from ledger_spec import (
     NUMBERED,
@@ -249,6 +250,17 @@ class LedgerMatchesSpec(RuleBasedStateMachine):
         """A change noticed between commands (a background job, the user)."""
         self.apply(Event(changes=report), f"modify {report!r}")
 
+    @rule()
+    def reload(self) -> None:
+        """The ledger stored and loaded again, as a session is between hook calls: its state
+        through the store's encoding, its indexes rebuilt (`Ledger.from_state`)."""
+        self.reload_ledger()
+
+    def reload_ledger(self) -> None:
+        self.where = "reload"
+        stored = state_codec.dumps(self.ledger.snapshot())
+        self.ledger = Ledger.from_state(state_codec.loads(stored), self.policy)
+
     # --- invariants ---------------------------------------------------------------------
 
     @invariant()
@@ -285,13 +297,17 @@ class LedgerMatchesSpec(RuleBasedStateMachine):
         _agree(self.where + ": snapshot", self.state, self.ledger.snapshot())
 
 
-def replay(policy: Policy, events: Sequence[Event]) -> Ledger:
+def replay(policy: Policy, events: Sequence[Event], *, reload: bool = False) -> Ledger:
     """Drive both sides through `events`, raising `Divergence` at the first disagreement;
-    return the ledger they leave behind."""
+    return the ledger they leave behind. `reload`: after every event the ledger is stored and
+    loaded again (the session store's round trip), and must go on agreeing."""
     machine = LedgerMatchesSpec(policy)
     for index, event in enumerate(events):
         machine.apply(event, f"event {index} ({event!r})")
         machine.check()
+        if reload:
+            machine.reload_ledger()
+            machine.check()
     return machine.ledger
 
 
@@ -457,7 +473,9 @@ def _policy_strategy() -> st.SearchStrategy[Policy]:
     return policies() | policies(vary_budget=False)
 
 
-def run_shape(shape: str, max_examples: int, seed: int | None = None, *, shrink: bool = True) -> tuple[bool, str]:
+def run_shape(
+    shape: str, max_examples: int, seed: int | None = None, *, shrink: bool = True, reload: bool = False
+) -> tuple[bool, str]:
     """One session shape; on failure the message holds the minimal diverging example (or the
     first one found, without `shrink`: shrinking long sessions can take minutes)."""
     failure: list[str] = []
@@ -473,7 +491,7 @@ def run_shape(shape: str, max_examples: int, seed: int | None = None, *, shrink:
     @given(policy=_policy_strategy(), events=SHAPES[shape]())
     def differential(policy: Policy, events: list[Event]) -> None:
         try:
-            replay(policy, events)
+            replay(policy, events, reload=reload)
         except Exception as error:
             # Hypothesis replays the minimal failing example last, so this ends up describing it.
             failure[:] = [_describe(policy, events, error)]

@@ -1,0 +1,135 @@
+"""The session store's format: plain values under a format number, no pickle, so an upgrade of
+Ledger keeps the sessions, and state from an older format is migrated or refused visibly."""
+
+from __future__ import annotations
+
+import shutil
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from ledger_impl import state_codec
+from ledger_impl.session import DurableSession
+from ledger_impl.store import SCHEMA_VERSION, checksum, database_path
+from ledger_spec import Policy
+
+DATA = Path(__file__).parent / "data"
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture
+def workspace(tmp_path: Path) -> Path:
+    root = tmp_path / "ws"
+    root.mkdir()
+    (root / "a.txt").write_text("alpha\n")
+    return root
+
+
+def _call(root: Path, state: Path, command: str, call_id: str, output: str | None = None):  # type: ignore[no-untyped-def]
+    with DurableSession.open(root, state_dir=state) as session:
+        decision = session.decide(command, call_id=call_id)
+        if decision.verdict != "reuse":
+            session.record(call_id, output if output is not None else "", 0)
+    return decision
+
+
+def test_a_database_of_the_pickled_format_is_migrated_with_a_note(workspace: Path, tmp_path: Path) -> None:
+    state = tmp_path / "state"
+    path = database_path(workspace, state)
+    path.parent.mkdir(parents=True)
+    shutil.copy(DATA / "session-format-2.sqlite", path)
+    with sqlite3.connect(path) as db:
+        assert db.execute("PRAGMA user_version").fetchone()[0] == 2
+        db.execute("UPDATE meta SET value = ? WHERE key = 'root'", (str(workspace.resolve()),))
+    decision = _call(workspace, state, "cat a.txt", "n1", "alpha\n")
+    assert decision.verdict == "allow", "the pickled observation is never trusted"
+    assert "format 2" in (decision.degraded or "") and "starting a new ledger" in (decision.degraded or "")
+    assert _call(workspace, state, "cat a.txt", "n2").verdict == "reuse", "the migrated store works"
+    with sqlite3.connect(path) as db:
+        assert db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
+        assert db.execute("SELECT COUNT(*) FROM pending").fetchone()[0] == 0, "the pickled pending call is gone"
+
+
+def test_the_stored_ledger_is_plain_json_with_no_pickle(workspace: Path, tmp_path: Path) -> None:
+    state = tmp_path / "state"
+    _call(workspace, state, "cat a.txt", "t1", "alpha\n")
+    with sqlite3.connect(database_path(workspace, state)) as db:
+        policy, ledger = db.execute("SELECT policy, ledger FROM state").fetchone()
+    assert state_codec.loads(policy) == Policy()
+    stored = state_codec.loads(bytes(ledger).decode())
+    assert [observation.output for observation in stored.observations] == ["alpha\n"]
+    assert b"\x80" not in bytes(ledger), "a pickle starts with the PROTO opcode 0x80"
+
+
+def test_a_store_survives_an_edit_to_any_python_file_of_the_package(workspace: Path, tmp_path: Path) -> None:
+    # The package copied, a session written with it, then every .py file of the copy edited: the
+    # next process, running the edited code, still serves the stored read.
+    copy = tmp_path / "code"
+    for package in ("ledger_spec", "ledger_impl"):
+        shutil.copytree(ROOT / package, copy / package, ignore=shutil.ignore_patterns("__pycache__"))
+    program = (
+        "import sys; from ledger_impl.session import DurableSession\n"
+        "s = DurableSession.open(sys.argv[1], state_dir=sys.argv[2])\n"
+        "d = s.decide('cat a.txt', call_id=sys.argv[3])\n"
+        "print(d.verdict)\n"
+        "d.verdict == 'reuse' or s.record(sys.argv[3], 'alpha\\n', 0)\n"
+    )
+    def run(call_id: str) -> str:
+        done = subprocess.run(
+            [sys.executable, "-c", program, str(workspace), str(tmp_path / "state"), call_id],
+            capture_output=True, text=True, env={"PYTHONPATH": str(copy), "PATH": "/usr/bin:/bin"}, timeout=120,
+        )
+        assert done.returncode == 0, done.stderr
+        return done.stdout.strip()
+
+    assert run("t1") == "allow"
+    for path in copy.rglob("*.py"):
+        path.write_text(path.read_text() + "\n# edited by an upgrade\n")
+    assert run("t2") == "reuse"
+
+
+def test_a_row_that_does_not_decode_is_discarded_with_a_note(workspace: Path, tmp_path: Path) -> None:
+    # Intact by its checksum, yet naming a class the format does not have: refused, not trusted.
+    state = tmp_path / "state"
+    _call(workspace, state, "cat a.txt", "t1", "alpha\n")
+    forged = b'{"a":["Pickled",{}]}'
+    with sqlite3.connect(database_path(workspace, state)) as db:
+        db.execute("UPDATE state SET ledger = ?, ledger_sum = ?", (forged, checksum(forged)))
+    decision = _call(workspace, state, "cat a.txt", "t2", "alpha\n")
+    assert decision.verdict == "allow"
+    assert "discarded" in (decision.degraded or "") and "cannot be read" in (decision.degraded or "")
+
+
+def test_state_kept_under_another_policy_is_refused_by_its_stored_policy(workspace: Path, tmp_path: Path) -> None:
+    state = tmp_path / "state"
+    _call(workspace, state, "cat a.txt", "t1", "alpha\n")
+    with DurableSession.open(workspace, state_dir=state, policy=Policy(nudge_cooldown=7)) as session:
+        decision = session.decide("cat a.txt", call_id="t2")
+    assert decision.verdict == "allow" and "another policy" in (decision.degraded or "")
+
+
+@pytest.mark.parametrize(
+    "value",
+    [[1, 2], {"k": 1}, object(), {1, 2}],
+    ids=["list", "dict", "object", "set"],
+)
+def test_the_codec_refuses_what_it_cannot_write_exactly(value: object) -> None:
+    with pytest.raises(state_codec.CodecError):
+        state_codec.dumps(value)
+
+
+@pytest.mark.parametrize(
+    "text",
+    ['{"t": 1}', '{"a": ["Command", []]}', '{"e": ["Category", "no-such"]}', '{"x": 1}', "[1]", "not json", '{"b": "zz"}'],
+)
+def test_the_codec_refuses_text_that_is_not_an_encoding(text: str) -> None:
+    with pytest.raises(state_codec.CodecError):
+        state_codec.loads(text)
+
+
+def test_the_codec_round_trips_the_values_a_session_holds(workspace: Path, tmp_path: Path) -> None:
+    values = (None, True, 3, 2.5, "é\udcff", b"\x00\xff", (1, ("x",)), frozenset({"b", "a"}), Policy())
+    assert state_codec.loads(state_codec.dumps(values)) == values
