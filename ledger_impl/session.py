@@ -200,12 +200,16 @@ class DurableSession:
             self._save(state)
         return result
 
-    def record(self, call_id: str, output: str, exit_code: int, *, exact: bool = True) -> None:
+    def record(
+        self, call_id: str, output: str, exit_code: int, *, exact: bool = True, ran: str | None = None
+    ) -> None:
         """What the command decided under `call_id` printed and returned; the detector's report of
         everything changed since the last call is recorded with it. `exact=False`: the caller
         cannot vouch that `output` and `exit_code` are exactly what the command printed and
         returned (an agent's hook that sees only a reformatted or status-less result): the
-        step is kept, its output is never served."""
+        step is kept, its output is never served. `ran`: the command the agent reports it ran;
+        when it is not the one decided (another hook rewrote it, the payloads disagree), what
+        ran is unknown: the step is recorded as a change in unknown scope, its output not kept."""
         _check_call_id(call_id)
         if not isinstance(output, str):
             raise TypeError(f"output is a string, got {type(output).__name__}")
@@ -221,6 +225,12 @@ class DurableSession:
                 # hook's Read answered as unchanged), so it leaves no note.
                 if exact:
                     self._store.add_note(f"record for unknown call {call_id!r}: its output is not kept")
+            elif ran is not None and ran != running.command.text:
+                state.ledger.finish(call_id, output, exit_code, UNKNOWN_SCOPE, exact=False)
+                self._store.add_note(
+                    f"call {call_id!r} ran a command other than the one decided (rewritten by another hook?): "
+                    "changes unknown, its output not kept"
+                )
             else:
                 # A fingerprint that moved while the command ran: its output may mix both worlds.
                 moved = self._fingerprint(running.command) != running.fingerprint

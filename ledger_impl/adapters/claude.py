@@ -31,7 +31,7 @@ import re
 import shlex
 from typing import Any
 
-from .hook_session import HookSession, Outcome, nudge_text, pre_tool_use_reply, record_outcome, reuse_text
+from .hook_session import HookSession, Outcome, command_named, nudge_text, pre_tool_use_reply, record_outcome, reuse_text
 
 NO_OUTPUT = "(Bash completed with no output)"
 EDIT_TOOLS = frozenset({"Edit", "MultiEdit", "Write", "NotebookEdit"})
@@ -56,7 +56,7 @@ def handle(payload: dict[str, Any], session: HookSession) -> Reply:
         return _pre_tool_use(tool, tool_input, call_id, payload.get("cwd"), session)
     outcome = _finished(tool, tool_input, payload)
     if outcome is not None:
-        record_outcome(session, call_id, outcome)
+        record_outcome(session, call_id, outcome, command_named(command_for, tool, tool_input))
     return None
 
 

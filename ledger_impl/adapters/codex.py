@@ -34,7 +34,7 @@ import os
 import shlex
 from typing import Any
 
-from .hook_session import HookSession, Outcome, nudge_text, pre_tool_use_reply, record_outcome, reuse_text
+from .hook_session import HookSession, Outcome, command_named, nudge_text, pre_tool_use_reply, record_outcome, reuse_text
 
 Reply = dict[str, Any] | None
 SHELL_TOOLS = frozenset({"Bash", "shell", "local_shell", "exec_command"})
@@ -53,7 +53,8 @@ def handle(payload: dict[str, Any], session: HookSession) -> Reply:
     if event == "PreToolUse":
         return _pre_tool_use(tool, payload.get("tool_input") or {}, call_id, payload.get("cwd"), session)
     if event == "PostToolUse":
-        record_outcome(session, call_id, _finished(tool, call_id, payload))
+        ran = command_named(command_for, tool, payload.get("tool_input") or {})
+        record_outcome(session, call_id, _finished(tool, call_id, payload), ran)
     return None
 
 

@@ -17,7 +17,7 @@ changes are still counted, but nothing is stored that a later Reuse could serve.
 
 from __future__ import annotations
 
-from typing import Any, Protocol
+from typing import Any, Callable, Protocol
 
 import attrs
 
@@ -38,7 +38,9 @@ class HookSession(Protocol):
 
     def decide(self, command: str, *, call_id: str, cwd: str | None = None, serve_slices: bool = True) -> Verdict: ...
 
-    def record(self, call_id: str, output: str, exit_code: int, *, exact: bool = True) -> None: ...
+    def record(
+        self, call_id: str, output: str, exit_code: int, *, exact: bool = True, ran: str | None = None
+    ) -> None: ...
 
     def view(self) -> str: ...
 
@@ -53,9 +55,20 @@ class Outcome:
     exact: bool = True
 
 
-def record_outcome(session: HookSession, call_id: str, outcome: Outcome) -> None:
-    """Close the call's bracket; its result is stored for reuse only when exact."""
-    session.record(call_id, outcome.output, outcome.exit_code, exact=outcome.exact)
+def record_outcome(session: HookSession, call_id: str, outcome: Outcome, ran: str) -> None:
+    """Close the call's bracket; its result is stored for reuse only when exact, and only if
+    `ran`, the command the finished call's payload names, is the one decided (a hook that runs
+    after Ledger's may rewrite the command: `updatedInput`). "" for a payload that names none."""
+    session.record(call_id, outcome.output, outcome.exit_code, exact=outcome.exact, ran=ran)
+
+
+def command_named(command_for: Callable[[str, dict[str, Any]], str], tool: str, tool_input: Any) -> str:
+    """The command a finished call's payload names, as `command_for` spells it for the decision;
+    "" when the payload names none (it then matches no decided command)."""
+    try:
+        return command_for(tool, tool_input)
+    except (KeyError, TypeError, ValueError):
+        return ""
 
 
 def reuse_header(step: int | None, exit_code: int | None = None) -> str:

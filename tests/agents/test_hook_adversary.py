@@ -118,3 +118,18 @@ def test_a_line_range_is_never_cut_from_claudes_rendering_of_a_whole_file(claude
     (claude.root / "a.txt").write_text("\n\nX\nY\n")
     claude.bash("1", "cat a.txt")
     assert served(claude.pre_bash("2", command)) in (None, claude.run(command))
+
+
+@pytest.mark.parametrize("rewritten", ["cat b.txt", ""], ids=["another-command", "no-command"])
+def test_a_command_rewritten_by_another_hook_never_has_its_output_served(claude: Claude, rewritten: str) -> None:
+    # Another PreToolUse hook answered `updatedInput`: Claude ran `cat b.txt` where Ledger decided
+    # `cat a.txt`. Stored under the decided command, b's output would later be served for a.txt.
+    (claude.root / "a.txt").write_text("alpha\n")
+    (claude.root / "b.txt").write_text("beta\n")
+    claude.pre_bash("1", "cat a.txt")
+    tool_input = {"command": rewritten} if rewritten else {}
+    response = {"stdout": "beta", "stderr": "", "interrupted": False, "isImage": False}
+    claude.hook("PostToolUse", "Bash", "1", tool_input, tool_response=response)
+    reply = claude.pre_bash("2", "cat a.txt")
+    assert served(reply) is None, "the rewritten command's output was stored under the decided one"
+    assert "other than the one decided" in reply.get("systemMessage", "")
