@@ -105,7 +105,8 @@ class Runtime:
         self.fingerprint_enabled = fingerprint
 
     def classify(self, command: str) -> Command:
-        return classify(command, cwd=".", root=self.root)
+        # The git-config check must read the environment the command will run with.
+        return classify(command, cwd=".", root=self.root, environment=command_environment(self.environment))
 
     def step(self, command: str, run: Executor | None = None) -> Step:
         """Govern `command`, run it unless reused, record what happened.
