@@ -129,12 +129,15 @@ def _change_between(root: Path, env: dict[str, str], read: str, change: Callable
 
 
 def test_the_worktree_s_own_head_moving_reruns_the_read(linked: Path, env: dict[str, str]) -> None:
-    _change_between(linked, env, "git status", lambda: _git(linked, env, "checkout", "-q", "-b", "other"))
+    # A branch that exists already and names the same commit: only the worktree's HEAD moves.
+    _git(linked, env, "branch", "other")
+    _change_between(linked, env, "git status", lambda: _git(linked, env, "symbolic-ref", "HEAD", "refs/heads/other"))
 
 
 def test_the_worktree_s_own_index_moving_reruns_the_read(linked: Path, env: dict[str, str]) -> None:
     # The file is in the root but the detector is blind, so only the index (outside) tells.
-    (linked / "a.txt").write_text("staged\n")
+    # Its new content is b.txt's, whose blob exists: staging it writes the index and no object.
+    (linked / "a.txt").write_text("two\n")
     _change_between(linked, env, "git diff --cached --stat", lambda: _git(linked, env, "add", "a.txt"))
 
 
@@ -165,3 +168,17 @@ def test_a_system_config_git_still_reads_is_fingerprinted(tmp_path: Path, main_r
     env = {**env, "GIT_CONFIG_NOSYSTEM": value, "GIT_CONFIG_SYSTEM": str(system)}
     (main_repo / "new.txt").write_text("untracked\n")
     _change_between(main_repo, env, "git status", lambda: system.write_text("[status]\n\tshort = true\n"))
+
+
+@pytest.mark.parametrize(
+    "config",
+    ["[diff]\n\texternal = /bin/true\n", '[diff "py"]\n\ttextconv = cat\n', '[diff "py"]\n\tcommand = /bin/true\n',
+     "[core]\n\tfsmonitor = true\n", "[core]\n\tpager = less\n"],
+    ids=["external", "textconv", "command", "fsmonitor", "pager"],
+)
+def test_a_program_in_the_repository_s_config_makes_a_git_read_run(main_repo: Path, env: dict[str, str], config: str) -> None:
+    environment = command_environment(env)
+    assert classify("git diff", root=main_repo, environment=environment).category is not Category.RUN
+    with (main_repo / ".git" / "config").open("a") as handle:
+        handle.write(config)
+    assert classify("git diff", root=main_repo, environment=environment).category is Category.RUN
