@@ -28,6 +28,7 @@ NOT_REUSABLE = {
     "git ls-files --exclude-from=../outside": "reads a file outside the root",
     "git fetch": "writes refs and talks to a remote",
     "git branch -D side": "deletes a branch",
+    "git branch --unset-upstream": "writes the repository's config",
     "git diff --output=patch.txt": "writes a file",
     "git log -o patch.txt": "writes a file",
     "git show -o patch.txt": "writes a file",
