@@ -53,9 +53,9 @@ def main(argv: list[str] | None = None) -> int:
         if unknown:
             parser.error(f"no such mutant: {', '.join(sorted(unknown))}")
         mutants = tuple(mutant for mutant in mutants if mutant.id in args.only)
-    load_before, started = os.getloadavg(), time.monotonic()
+    state, load_before, started = runner.tree_state(TREE), os.getloadavg(), time.monotonic()
     verdicts = runner.run_mutants(mutants, TREE, baseline=not args.no_baseline)
-    document = runner.result_document(verdicts, TREE, load_before, time.monotonic() - started)
+    document = runner.result_document(verdicts, state, load_before, time.monotonic() - started)
     print(json.dumps(document["summary"]))
     if not args.only:
         runner.write_json(document, RESULT)

@@ -130,11 +130,18 @@ def summary(verdicts: list[Verdict]) -> dict[str, object]:
     return {"mutants": len(verdicts), **counts, "score_percent": score}
 
 
-def result_document(verdicts: list[Verdict], source: Path, load_before: tuple[float, ...], seconds: float) -> dict[str, object]:
-    """The JSON recorded under benchmarks/results: what ran, on which commit, under what load."""
+def tree_state(source: Path) -> tuple[str, bool]:
+    """(HEAD's commit, whether tracked files differ from it): taken before the run, since the
+    copy the mutants run in is made then."""
     commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=source, capture_output=True, text=True).stdout.strip()
     dirty = bool(subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=source,
                                 capture_output=True, text=True).stdout.strip())
+    return commit, dirty
+
+
+def result_document(verdicts: list[Verdict], state: tuple[str, bool], load_before: tuple[float, ...], seconds: float) -> dict[str, object]:
+    """The JSON recorded under benchmarks/results: what ran, on which commit, under what load."""
+    commit, dirty = state
     return {
         "commit": commit,
         "work_tree_dirty": dirty,
