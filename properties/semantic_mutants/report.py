@@ -37,6 +37,9 @@ def table(document: Mapping[str, object], mutants: Sequence[Mutant]) -> str:
             f"| {mutant.id} | `{mutant.target}` | {mutant.kind} | {_cell(mutant.description)} | "
             f"{verdicts.get(mutant.id, 'not run')} | {killers} |"
         )
+    arguments = [f"- **{mutant.id}** ({mutant.name}): {mutant.equivalent}" for mutant in mutants if mutant.equivalent]
+    if arguments:
+        lines += ["", "Why the equivalent mutants are equivalent:", "", *arguments]
     return "\n".join(lines)
 
 
