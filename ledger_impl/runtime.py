@@ -188,7 +188,9 @@ class Runtime:
         """The fingerprint govern and the observation use: only reads with a target have one
         that matters; with the fingerprint off, the steady value the spec defaults to."""
         if not self.fingerprint_enabled:
-            return STEADY
+            # Without it, nothing sees a repository outside the root (a `.git` file): never reused.
+            outside = command.read_only and fingerprints.repository_outside_the_root(self.root, command)
+            return None if outside else STEADY
         if not command.read_only or command.target is None:
             return None
         return fingerprints.take(self.root, command, environment)
