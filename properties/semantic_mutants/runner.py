@@ -12,6 +12,7 @@ from __future__ import annotations
 import datetime
 import json
 import os
+import platform
 import shutil
 import subprocess
 import sys
@@ -142,12 +143,15 @@ def tree_state(source: Path) -> tuple[str, bool]:
 def result_document(verdicts: list[Verdict], state: tuple[str, bool], load_before: tuple[float, ...], seconds: float) -> dict[str, object]:
     """The JSON recorded under benchmarks/results: what ran, on which commit, under what load."""
     commit, dirty = state
+    after = os.getloadavg()
     return {
+        "machine": f"{platform.system()} {platform.machine()}, {os.cpu_count()} CPUs",
+        "load": f"1-minute load average {load_before[0]:.2f} before, {after[0]:.2f} after",
         "commit": commit,
         "work_tree_dirty": dirty,
         "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
         "load_average_before": [round(value, 2) for value in load_before],
-        "load_average_after": [round(value, 2) for value in os.getloadavg()],
+        "load_average_after": [round(value, 2) for value in after],
         "cpus": os.cpu_count(),
         "wall_seconds": round(seconds, 1),
         "summary": summary(verdicts),
