@@ -114,7 +114,7 @@ def take(root: Path, command: Command, env: Mapping[str, str]) -> Fingerprint | 
         if called is None:
             return None
         names.extend(called)
-        if any(name == "git" or name.endswith("/git") for name in called):
+        if _runs_git(called):
             runs_git = True
             git_config.extend(_command_line_config(simple))
     if isinstance(command.target, FileTarget):
@@ -152,6 +152,30 @@ def take(root: Path, command: Command, env: Mapping[str, str]) -> Fingerprint | 
         git=git,
         spelling=spelling,
     )
+
+
+def repository_outside_the_root(root: Path, command: Command) -> bool:
+    """Whether `command` may run git on a repository whose `.git` is a file (a linked worktree,
+    a submodule, `--separate-git-dir`). Such a repository's index, refs and objects lie outside
+    the root, where no detector looks: only a fingerprint covers them, so with the fingerprint
+    off such a read must not be reused. Unparsable or compound text counts as running git."""
+    if not os.path.isfile(os.path.join(root, ".git")):
+        return False
+    try:
+        script = shell.parse(command.text)
+    except shell.ShellSyntaxError:
+        return True
+    for simple in script.commands():
+        if simple.compound is not None:
+            return True
+        called = _called_programs(simple) if simple.words else []
+        if called is None or _runs_git(called):
+            return True
+    return False
+
+
+def _runs_git(called: list[str]) -> bool:
+    return any(name == "git" or name.endswith("/git") for name in called)
 
 
 def _root_chain(root: str) -> tuple[Identity, ...] | None:

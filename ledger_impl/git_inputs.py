@@ -230,11 +230,13 @@ def discover(root: str, env: Mapping[str, str]) -> tuple[str, str] | None:
     return os.path.realpath(git_dir), os.path.realpath(common)
 
 
-def _config_files(git_dir: str, common: str, env: Mapping[str, str]) -> list[str]:
+def config_files(git_dir: str, common: str, env: Mapping[str, str]) -> list[str]:
+    """The configuration files git reads first for a repository, in git's order (includes
+    are followed by the caller)."""
     home = env.get("HOME")
     xdg = env.get("XDG_CONFIG_HOME") or (os.path.join(home, ".config") if home else None)
     files: list[str] = []
-    if not env.get("GIT_CONFIG_NOSYSTEM"):
+    if not _env_true(env.get("GIT_CONFIG_NOSYSTEM")):
         files.append(env.get("GIT_CONFIG_SYSTEM") or "/etc/gitconfig")
     if env.get("GIT_CONFIG_GLOBAL") is not None:
         if env["GIT_CONFIG_GLOBAL"]:
@@ -249,6 +251,20 @@ def _config_files(git_dir: str, common: str, env: Mapping[str, str]) -> list[str
     if env.get("GIT_CONFIG"):
         files.append(env["GIT_CONFIG"])
     return files
+
+
+def _env_true(value: str | None) -> bool:
+    """A Boolean variable as git reads it, and true only when git would surely take it so
+    (`0`, `false`, an unknown word: the file it turns off is read, and counted)."""
+    if value is None:
+        return False
+    word = value.strip().lower()
+    if word in ("true", "yes", "on"):
+        return True
+    try:
+        return int(word) != 0
+    except ValueError:
+        return False
 
 
 def _environment_entries(env: Mapping[str, str]) -> list[tuple[str, str]]:
@@ -282,7 +298,7 @@ def inputs(root: str, env: Mapping[str, str], command_config: Iterable[tuple[str
     home = env.get("HOME")
     xdg = env.get("XDG_CONFIG_HOME") or (os.path.join(home, ".config") if home else None)
     seen: dict[str, Identity] = {}
-    pending = _config_files(git_dir, common, env)
+    pending = config_files(git_dir, common, env)
     path_values: list[str] = []
     while pending:
         path = pending.pop(0)
@@ -317,12 +333,31 @@ def inputs(root: str, env: Mapping[str, str], command_config: Iterable[tuple[str
     stat_paths += _ref_directories(common)
     if git_dir != common:
         stat_paths += _ref_directories(git_dir)
+    stat_paths += _other_worktrees(common)
     return (
         git_dir,
         common,
         tuple(sorted(seen.items())),
         tuple((path, identity(path)) for path in stat_paths),
     )
+
+
+_WORKTREE_FILES: Final = ("HEAD", "gitdir", "locked")
+
+
+def _other_worktrees(common: str) -> list[str]:
+    """Each worktree's HEAD and where it lives: `git branch` marks the branches checked out in
+    other worktrees, `git worktree list` prints them, so a linked worktree's read depends on
+    the main worktree's HEAD and its siblings', all outside its root."""
+    found = [os.path.join(common, "HEAD"), os.path.join(common, "worktrees")]
+    try:
+        with os.scandir(found[-1]) as entries:
+            names = sorted(entry.name for entry in entries)[:64]
+    except OSError:
+        return found
+    for name in names:
+        found += [os.path.join(common, "worktrees", name, file) for file in _WORKTREE_FILES]
+    return found
 
 
 def _ref_directories(git_dir: str) -> list[str]:

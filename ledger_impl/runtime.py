@@ -114,7 +114,8 @@ class Runtime:
         self.fingerprint_enabled = fingerprint
 
     def classify(self, command: str) -> Command:
-        return classify(command, cwd=".", root=self.root)
+        # The git-config check must read the environment the command will run with.
+        return classify(command, cwd=".", root=self.root, environment=command_environment(self.environment))
 
     def step(self, command: str, run: Executor | None = None) -> Step:
         """Govern `command`, run it unless reused, record what happened.
@@ -204,7 +205,9 @@ class Runtime:
         """The fingerprint govern and the observation use: only reads with a target have one
         that matters; with the fingerprint off, the steady value the spec defaults to."""
         if not self.fingerprint_enabled:
-            return STEADY
+            # Without it, nothing sees a repository outside the root (a `.git` file): never reused.
+            outside = command.read_only and fingerprints.repository_outside_the_root(self.root, command)
+            return None if outside else STEADY
         if not command.read_only or command.target is None:
             return None
         return fingerprints.take(self.root, command, environment)

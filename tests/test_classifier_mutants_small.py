@@ -516,12 +516,27 @@ def test_a_config_file_that_cannot_be_read_makes_git_reads_run(git_home):
     assert classify("git status", root=git_home).category is Category.RUN  # judged, not an internal error
 
 
-def test_a_repository_whose_git_directory_is_elsewhere_makes_git_reads_run(tmp_path, git_home):
-    # A `.git` file (a worktree or submodule) names a directory whose config is not looked at.
+@pytest.mark.parametrize("where", ["main-config", "worktree-config"])
+def test_a_linked_worktree_s_config_is_followed_through_its_dot_git_file(tmp_path, git_home, where):
+    # Issue 23: a `.git` file (a linked worktree) used to make every git read run. git reads
+    # the main repository's config and the worktree's own config.worktree: the classifier now
+    # reads the same files, so a worktree's read is reusable until one of them names a program.
     other = tmp_path / "other"
     subprocess.run(["git", "-C", str(git_home), "worktree", "add", "-q", str(other)], check=True, capture_output=True)
     assert (other / ".git").is_file()
+    assert not _not_reusable(other)
+    main_git = git_home / ".git"
+    path = main_git / "config" if where == "main-config" else main_git / "worktrees" / "other" / "config.worktree"
+    with path.open("a") as handle:
+        handle.write(_PROGRAM)
     assert _not_reusable(other)
+
+
+def test_an_unreadable_dot_git_file_makes_git_reads_run(git_home):
+    git_dir = git_home / ".git"
+    git_dir.rename(git_home / "moved")
+    git_dir.write_text("not a gitdir line\n")
+    assert _not_reusable(git_home)
 
 
 def test_a_program_key_late_in_a_long_config_file_is_seen(git_home):

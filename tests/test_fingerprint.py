@@ -13,6 +13,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
+import attrs
 import pytest
 
 from ledger_impl import Runtime
@@ -215,3 +216,222 @@ def test_what_cannot_be_fingerprinted_is_none(root: Path, env: dict[str, str]) -
     computed = Command("$TOOL src/app.py", "cat src/app.py", Category.READ, FileTarget("src/app.py"))
     assert take(root, computed, env) is None
     assert take(root / "missing", classify("cat src/app.py", cwd=".", root=root), env) is None
+
+
+# -- issue 23, semantic mutants: one input at a time, each change alone must move the fingerprint
+
+
+def _write(path: Path, text: str, mode: int = 0o644) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    path.chmod(mode)
+    return path
+
+
+def _rewrite_in_place(path: Path, text: str) -> None:
+    """Same inode, new bytes (an editor that writes through the file, `cp` over it)."""
+    with open(path, "r+") as handle:
+        handle.seek(0)
+        handle.truncate()
+        handle.write(text)
+
+
+def _moves(root: Path, env: dict[str, str], command: str, change, changed_env=None) -> None:
+    before = fingerprint(root, command, env)
+    assert before is not None
+    assert fingerprint(root, command, env) == before
+    change()
+    assert fingerprint(root, command, changed_env or env) != before
+
+
+@pytest.mark.parametrize("variable", ["TZ", "LC_ALL", "GIT_CONFIG_GLOBAL"])
+def test_a_variable_s_new_value_alone_moves_the_fingerprint(root: Path, env: dict[str, str], variable: str) -> None:
+    # An environment cache keyed by the names alone would answer the old value's tuple.
+    first, second = {**env, variable: "one"}, {**env, variable: "two"}
+    _moves(root, first, "ls -l src", lambda: None, changed_env=second)
+
+
+@pytest.mark.parametrize("variable,command", [("RIPGREP_CONFIG_PATH", "rg line src"), ("BASH_ENV", "cat src/app.py")])
+def test_a_file_read_at_start_rewritten_moves_the_fingerprint(
+    root: Path, env: dict[str, str], tmp_path: Path, variable: str, command: str
+) -> None:
+    config = _write(tmp_path / "read-at-start", "# nothing\n")
+    env[variable] = str(config)
+    _moves(root, env, command, lambda: config.write_text("--max-count=1\n" if variable.startswith("RIP") else "cat() { :; }\n"))
+
+
+def test_the_root_recreated_moves_a_listing_of_the_root(root: Path, env: dict[str, str]) -> None:
+    # A listing of the root has no path chain: only the root's own identity tells it is new.
+    # The old root is kept (moved aside) so that the new one cannot get its inode number back.
+    def recreate() -> None:
+        root.rename(root.with_name("work.old"))
+        root.mkdir()
+
+    _moves(root, env, "ls", recreate)
+
+
+def test_a_directory_on_the_path_made_unreadable_moves_the_fingerprint(root: Path, env: dict[str, str]) -> None:
+    _moves(root, env, "cat src/app.py", lambda: (root / "src").chmod(0o311))
+
+
+@pytest.mark.parametrize("how", ["rewritten", "symlink-target-rewritten"])
+def test_a_program_rewritten_in_place_moves_the_fingerprint(root: Path, env: dict[str, str], tmp_path: Path, how: str) -> None:
+    real = _write(tmp_path / "tools" / "grep", "#!/bin/sh\nexec /bin/grep \"$@\"\n", 0o755)
+    shadow = tmp_path / "shadow-bin"
+    shadow.mkdir()
+    if how == "rewritten":
+        shutil.move(real, shadow / "grep")
+        real = shadow / "grep"
+    else:
+        (shadow / "grep").symlink_to(real)
+    env["PATH"] = f"{shadow}:{env['PATH']}"
+    _moves(root, env, "grep -n line src/app.py", lambda: _rewrite_in_place(real, "#!/bin/sh\necho no match here\n"))
+
+
+@pytest.mark.parametrize("wrapper", ["env", "timeout 5", "nice"])
+def test_a_program_run_through_a_wrapper_is_fingerprinted(root: Path, env: dict[str, str], tmp_path: Path, wrapper: str) -> None:
+    shadow = tmp_path / "shadow-bin"
+    shadow.mkdir()
+    env["PATH"] = f"{shadow}:{env['PATH']}"
+    _moves(root, env, f"{wrapper} grep -n line src/app.py",
+           lambda: _write(shadow / "grep", "#!/bin/sh\necho shadowed\n", 0o755))
+
+
+def test_git_named_by_its_path_is_fingerprinted_as_git(root: Path, env: dict[str, str]) -> None:
+    _init_repository(root, env)
+    git = shutil.which("git", path=env["PATH"])
+    assert git is not None
+    _moves(root, env, f"{git} status", lambda: _write(Path(env["HOME"]) / ".gitconfig", "[status]\n\tshort = true\n"))
+
+
+@pytest.mark.parametrize("how", ["exported function", "program earlier on PATH"])
+def test_a_tail_that_is_not_the_system_s_allows_only_verbatim_repeats(
+    root: Path, env: dict[str, str], tmp_path: Path, how: str
+) -> None:
+    # bash runs the function (or the shadowing program) instead of the system's tail: range
+    # reuse, which applies the real tail's semantics, must not answer another spelling from it.
+    if how == "exported function":
+        env["BASH_FUNC_tail%%"] = "() {  echo function tail; command tail \"$@\"\n}"
+    else:
+        _write(tmp_path / "shadow-bin" / "tail", "#!/bin/sh\necho shadowed tail\nexec /usr/bin/tail \"$@\"\n", 0o755)
+        env["PATH"] = f"{tmp_path / 'shadow-bin'}:{env['PATH']}"
+    runtime = Runtime(root, blind(), environment=env)
+    try:
+        runtime.step("tail -n +5 src/app.py")
+        narrower = runtime.step("tail -n +10 src/app.py")
+        assert narrower.verdict != "reuse" and narrower.output == fresh(root, "tail -n +10 src/app.py", env)
+    finally:
+        runtime.close()
+
+
+def _home(env: dict[str, str]) -> Path:
+    return Path(env["HOME"])
+
+
+def _commit(root: Path, env: dict[str, str], message: str) -> None:
+    (root / "src" / "app.py").write_text(f"{message}\n")
+    _git(root, env, "-c", "user.name=t", "-c", "user.email=t@e", "commit", "-qam", message)
+
+
+def _include_if(env: dict[str, str]) -> Path:
+    _write(_home(env) / ".gitconfig", '[includeIf "gitdir:/"]\n\tpath = ~/conditional.gitconfig\n')
+    return _write(_home(env) / "conditional.gitconfig", "[core]\n\tquotePath = false\n")
+
+
+def _excludes_file(env: dict[str, str]) -> Path:
+    _write(_home(env) / ".gitconfig", "[core]\n\texcludesFile = ~/ignored-globally\n")
+    return _write(_home(env) / "ignored-globally", "*.tmp\n")
+
+
+def _relative_include(env: dict[str, str]) -> Path:
+    _write(_home(env) / ".gitconfig", "[include]\n\tpath = relative.gitconfig\n")
+    return _write(_home(env) / "relative.gitconfig", "[core]\n\tquotePath = false\n")
+
+
+def _nested_branch(root: Path, env: dict[str, str]) -> None:
+    _commit(root, env, "two")
+    _git(root, env, "branch", "feature/x")
+
+
+# Each row: (what to set up, the one change made outside the counters' view, the read).
+_GIT_INPUTS = {
+    "includeIf target": (_include_if, lambda root, env, made: made.write_text("[core]\n\tquotePath = true\n"), "git status"),
+    "excludes file alone": (_excludes_file, lambda root, env, made: made.write_text("*.log\n"), "git status"),
+    "relative include": (_relative_include, lambda root, env, made: made.write_text("[core]\n\tquotePath = true\n"), "git status"),
+    "XDG config": (lambda env: None,
+                   lambda root, env, made: _write(Path(env["XDG_CONFIG_HOME"]) / "git" / "config", "[status]\n\tshort = true\n"),
+                   "git status"),
+    "a loose ref in a ref subdirectory": (lambda env: None,
+                                          lambda root, env, made: _git(root, env, "update-ref", "refs/heads/feature/x", "HEAD~1"),
+                                          "git log --oneline feature/x"),
+    "packed-refs": (lambda env: None,
+                    lambda root, env, made: (root / ".git" / "packed-refs").write_text(
+                        "# pack-refs with: peeled fully-peeled sorted\n" + _git_out(root, env, "rev-parse", "HEAD~1") + " refs/tags/v0\n"),
+                    "git log --oneline"),
+    "info/exclude": (lambda env: None, lambda root, env, made: _write(root / ".git" / "info" / "exclude", "*.log\n"), "git status"),
+    "config.worktree": (lambda env: None, lambda root, env, made: _write(root / ".git" / "config.worktree", "[status]\n\tshort = true\n"),
+                        "git status"),
+}
+
+
+def _git_out(root: Path, env: dict[str, str], *args: str) -> str:
+    return subprocess.run(["git", *args], cwd=root, env=env, check=True, capture_output=True, text=True).stdout.strip()
+
+
+@pytest.mark.parametrize("case", sorted(_GIT_INPUTS))
+def test_a_git_input_changed_alone_moves_the_fingerprint(root: Path, env: dict[str, str], case: str) -> None:
+    setup, change, read = _GIT_INPUTS[case]
+    _init_repository(root, env)
+    _nested_branch(root, env)
+    made = setup(env)
+    _moves(root, env, read, lambda: change(root, env, made))
+
+
+@pytest.mark.parametrize(
+    "variables",
+    [
+        {"GIT_EXTERNAL_DIFF": "/bin/true"},
+        {"GIT_CONFIG_COUNT": "1", "GIT_CONFIG_KEY_0": "diff.external", "GIT_CONFIG_VALUE_0": "/bin/true"},
+        {"GIT_CONFIG_PARAMETERS": "'core.fsmonitor=true'"},
+    ],
+    ids=["GIT_EXTERNAL_DIFF", "GIT_CONFIG_COUNT", "GIT_CONFIG_PARAMETERS"],
+)
+def test_a_program_given_through_git_s_environment_is_never_fingerprinted(
+    root: Path, env: dict[str, str], variables: dict[str, str]
+) -> None:
+    _init_repository(root, env)
+    command = classify("git diff", cwd=".", root=root)
+    assert take(root, command, command_environment(env)) is not None
+    assert take(root, command, command_environment({**env, **variables})) is None
+
+
+def test_a_program_named_in_git_dash_c_is_never_fingerprinted_whatever_the_classifier_says(root: Path, env: dict[str, str]) -> None:
+    # The fingerprint is a line of defense of its own: it must refuse even a command the
+    # classifier (which today makes any `git -c` a run) were to let through.
+    from ledger_spec import Category, Command, TreeTarget
+
+    _init_repository(root, env)
+    plain = Command("git log --oneline", "git log --oneline", Category.SEARCH, TreeTarget("."))
+    assert take(root, plain, command_environment(env)) is not None
+    configured = attrs.evolve(plain, text="git -c diff.external=/bin/true log --oneline")
+    assert take(root, configured, command_environment(env)) is None
+
+
+@pytest.mark.parametrize("include", ['[include]\n\tpath = ~/more.gitconfig\n', '[includeIf "gitdir:/"]\n\tpath = ~/more.gitconfig\n',
+                                     '[includeIf "onbranch:main"]\n\tpath = more.gitconfig\n'])
+def test_a_program_in_an_included_file_is_seen(root: Path, env: dict[str, str], include: str) -> None:
+    # The included file's identity alone is not enough: what it sets must be read too.
+    _init_repository(root, env)
+    _write(_home(env) / ".gitconfig", include)
+    included = _write(_home(env) / "more.gitconfig", "[core]\n\tquotePath = false\n")
+    assert fingerprint(root, "git status", env) is not None
+    included.write_text("[diff]\n\texternal = /bin/true\n")
+    assert fingerprint(root, "git status", env) is None
+
+
+def test_a_program_in_the_worktree_s_own_config_is_seen(root: Path, env: dict[str, str]) -> None:
+    _init_repository(root, env)
+    _git(root, env, "config", "extensions.worktreeConfig", "true")
+    assert fingerprint(root, "git status", env) is not None
+    _write(root / ".git" / "config.worktree", "[diff]\n\texternal = /bin/true\n")
+    assert fingerprint(root, "git status", env) is None

@@ -201,8 +201,8 @@ def test_oracle_flags_a_read_only_command_that_writes(monkeypatch: pytest.Monkey
 
     real = runtime.classify
 
-    def lying(command: str, cwd: str = ".", root: object = None) -> object:
-        classified = real(command, cwd=cwd, root=root)
+    def lying(command: str, cwd: str = ".", root: object = None, environment: object = None) -> object:
+        classified = real(command, cwd=cwd, root=root, environment=environment)
         if command.startswith("touch"):
             import attrs
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-
+from typing import Mapping
 
 from ledger_spec import NL_NUMBERED, NUMBERED, PLAIN, WHOLE_FILE, Category, Command, FileTarget, LineRange, TreeTarget
 
@@ -24,8 +24,14 @@ def _unknown(text: str) -> Command:
     return Command(text=text, normalized=text, category=Category.UNKNOWN)
 
 
-def classify(command: str, cwd: str = ".", root: str | os.PathLike[str] | None = None) -> Command:
-    """Classify `command`, run in `cwd` (relative to `root`), into a spec `Command`.
+def classify(
+    command: str,
+    cwd: str = ".",
+    root: str | os.PathLike[str] | None = None,
+    environment: Mapping[str, str] | None = None,
+) -> Command:
+    """Classify `command`, run in `cwd` (relative to `root`) with `environment` (this
+    process's own by default), into a spec `Command`.
 
     Never raises: unparsable, unsupported or malformed input is `Category.UNKNOWN`.
     """
@@ -35,7 +41,7 @@ def classify(command: str, cwd: str = ".", root: str | os.PathLike[str] | None =
         except Exception:
             command = repr(command)
     try:
-        return classify_strict(command, cwd, root)
+        return classify_strict(command, cwd, root, environment)
     except shell.ShellSyntaxError:
         return _unknown(command)
     except Exception:  # noqa: BLE001 - the layer must never crash on an agent's command
@@ -59,7 +65,12 @@ def _effective_redirect_kind(effect: Effect, redirects: list[Redirect]) -> Effec
     return effect
 
 
-def classify_strict(text: str, cwd: str = ".", root: str | os.PathLike[str] | None = None) -> Command:
+def classify_strict(
+    text: str,
+    cwd: str = ".",
+    root: str | os.PathLike[str] | None = None,
+    environment: Mapping[str, str] | None = None,
+) -> Command:
     """`classify`, but an internal error propagates (and unparsable text raises
     `shell.ShellSyntaxError`): for tools that count the classifier's own failures."""
     script = shell.parse(text)
@@ -75,7 +86,9 @@ def classify_strict(text: str, cwd: str = ".", root: str | os.PathLike[str] | No
     for category, kind in zip(_PRIORITY, (Kind.TEST, Kind.RUN, Kind.EDIT)):
         if kind in kinds:
             return Command(text=text, normalized=_canonical(script, start_cwd), category=category)
-    if any(e.repository for e in effects) and git_config_runs_programs(workspace.real_root):
+    if any(e.repository for e in effects) and git_config_runs_programs(
+        workspace.real_root, os.environ if environment is None else environment
+    ):
         # An external diff, textconv or fsmonitor program may write and print anything.
         return Command(text=text, normalized=_canonical(script, start_cwd), category=Category.RUN)
     if background or Kind.READS not in kinds:

@@ -19,8 +19,11 @@ from __future__ import annotations
 
 import os
 import re
+from typing import Mapping
 
 import attrs
+
+from .. import git_inputs
 
 
 @attrs.frozen
@@ -127,45 +130,36 @@ _GIT_PROGRAM_KEYS = re.compile(r"^\s*(external|textconv|command|fsmonitor|pager|
 _CONFIG_READ_LIMIT = 1_000_000
 
 
-def _git_dir(real_root: str) -> str | None:
-    dot_git = os.path.join(real_root, ".git")
-    if os.path.isdir(dot_git):
-        return dot_git
-    return None  # a `.git` file (worktree, submodule) points elsewhere: nothing is proven
-
-
-def git_config_files(real_root: str) -> list[str] | None:
-    """The config files git reads for a repository in `real_root`, or None when they cannot be
-    listed from here (a `.git` file, config from the environment)."""
-    if any(name in os.environ for name in ("GIT_CONFIG_PARAMETERS", "GIT_CONFIG", "GIT_DIR")):
+def git_config_files(real_root: str, environment: Mapping[str, str]) -> list[str] | None:
+    """The config files git reads for a repository in `real_root` run with `environment`, or
+    None when they cannot be listed from here (no `.git` in the root, an unreadable `.git`
+    file, config given through the environment). A linked worktree's `.git` file is followed
+    as git follows it (`git_inputs.discover`): its own `config.worktree`, the main
+    repository's `config`."""
+    if any(name in environment for name in ("GIT_CONFIG_PARAMETERS", "GIT_CONFIG", "GIT_DIR")):
         return None
-    git_dir = _git_dir(real_root)
-    if git_dir is None:
+    if not os.path.lexists(os.path.join(real_root, ".git")):
         return None
-    files = [os.path.join(git_dir, "config")]
-    if os.environ.get("GIT_CONFIG_NOSYSTEM") not in ("1", "true", "yes"):
-        files.append(os.environ.get("GIT_CONFIG_SYSTEM", "/etc/gitconfig"))
-    home = os.environ.get("HOME", "")
-    xdg = os.environ.get("XDG_CONFIG_HOME") or os.path.join(home, ".config")
-    if "GIT_CONFIG_GLOBAL" in os.environ:
-        files.append(os.environ["GIT_CONFIG_GLOBAL"])
-    else:
-        files += [os.path.join(xdg, "git", "config"), os.path.join(home, ".gitconfig")]
-    return files
+    found = git_inputs.discover(real_root, environment)
+    if found is None:
+        return None
+    git_dir, common = found
+    return git_inputs.config_files(git_dir, common, environment)
 
 
-def git_config_runs_programs(real_root: str | None) -> bool:
-    """Whether a git read in this repository may run a configured program: unless every config
-    file git reads is readable here and sets none of the keys that name one, assume it may.
+def git_config_runs_programs(real_root: str | None, environment: Mapping[str, str]) -> bool:
+    """Whether a git read in this repository, run with `environment` (what the command runs
+    with, not this process's own), may run a configured program: unless every config file git
+    reads is readable here and sets none of the keys that name one, assume it may.
 
     Config given through GIT_CONFIG_COUNT is allowed only as far as the Runtime sets it itself
     (diff.autoRefreshIndex), which runs nothing."""
     if real_root is None:
         return False  # lexical classification: nothing on disk to consult
-    for index in range(int(os.environ.get("GIT_CONFIG_COUNT", "0") or 0)):
-        if _GIT_PROGRAM_KEYS.search(os.environ.get(f"GIT_CONFIG_KEY_{index}", "").rpartition(".")[2] + "="):
+    for index in range(int(environment.get("GIT_CONFIG_COUNT", "0") or 0)):
+        if _GIT_PROGRAM_KEYS.search(environment.get(f"GIT_CONFIG_KEY_{index}", "").rpartition(".")[2] + "="):
             return True
-    files = git_config_files(real_root)
+    files = git_config_files(real_root, environment)
     if files is None:
         return True
     for path in files:
