@@ -8,10 +8,20 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import importlib.metadata
 import sys
 from typing import Sequence
 
+DISTRIBUTION = "ledger-runtime"
 COMMANDS: tuple[str, ...] = ("verify", "prove", "check_detector", "replay", "sessions", "hook", "hooks", "economize", "audit")
+
+
+def installed_version() -> str:
+    """The version of the installed distribution (one source of truth: pyproject's, as installed)."""
+    try:
+        return importlib.metadata.version(DISTRIBUTION)
+    except importlib.metadata.PackageNotFoundError:
+        return "unknown (not installed: run from a source tree)"
 
 
 def build_parser(commands: Sequence[str] = COMMANDS) -> argparse.ArgumentParser:
@@ -19,6 +29,7 @@ def build_parser(commands: Sequence[str] = COMMANDS) -> argparse.ArgumentParser:
         prog="ledger",
         description="Verification-first execution state for coding agents.",
     )
+    parser.add_argument("--version", action="version", version=f"ledger {installed_version()}")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in commands:
         importlib.import_module(f"ledger_cli.commands.{name}").register(subparsers)
