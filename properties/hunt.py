@@ -38,7 +38,7 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, precondition,
 
 from ledger_spec import Policy
 
-from .counterexample import dump, from_run, to_json
+from .counterexample import dump_into, from_run, to_json
 from .oracle import (
     DETECTOR_COVERS_CHANGES,
     PROPERTIES,
@@ -587,7 +587,7 @@ def _run_hunt(
     counterexamples = [from_run(run.setup, run.steps, run.violation, detector=name, found_by=found_by) for run in runs]
     files: tuple[pathlib.Path, ...] = ()
     if out_dir is not None and counterexamples:
-        files = tuple(dump(counterexample, pathlib.Path(out_dir)) for counterexample in counterexamples)
+        files = tuple(dump_into(counterexample, out_dir) for counterexample in counterexamples)
     return HuntReport(
         name, chosen.name, seed, examples, steps, seconds,
         tuple(to_json(counterexample) for counterexample in counterexamples), files,
