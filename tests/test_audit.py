@@ -396,3 +396,23 @@ def test_a_users_detector_module_is_imported_from_their_directory(
     [result] = json.loads(report.read_text())["trajectories"]
     assert result["status"] == "done" and [s["step"] for s in result["stale"]] == [6]
     assert result["misses"]["my_detector:make"][0]["step"] == 5
+
+
+def test_a_bare_repository_is_audited_and_the_table_fits_80_columns(
+    tmp_path: Path, project: tuple[Path, str], capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    repo, base = project
+    bare = tmp_path / "project.git"
+    _git(tmp_path, "clone", "-q", "--bare", str(repo), str(bare))
+    assert resolve(Base(str(bare), base[:10])) == Base(str(bare.resolve()), base)
+    monkeypatch.setenv("COLUMNS", "80")
+    trajectory = _commands(tmp_path / "a-long-trajectory-name-that-would-be-cut.jsonl", THREE_FINDINGS)
+    code, out, err = _audit([str(trajectory), "--repo", str(bare), "--base-commit", base, "--detector", UNSOUND], capsys)
+    assert code == 1, err  # the stale trap, found from the bare repository as from the checkout
+    assert "STALE" in out
+    table = out.split("STALE")[0]
+    assert "…" not in table and max(map(len, table.splitlines())) <= 80, table
+    boxed = [line for line in table.split("totals")[0].splitlines() if line[:1] in "┏┃┡│└"]
+    assert boxed and all(line.rstrip()[-1] in "┓┃┩│┘" for line in boxed), table  # no row cut at the edge
+    first_column = "".join(line.split("│")[1].strip() for line in table.split("totals")[0].splitlines() if line.startswith("│"))
+    assert first_column.startswith("a-long-trajectory-name-that-would-be-cut"), first_column  # wrapped, whole

@@ -176,7 +176,8 @@ def _run_step(
     result["verdicts"][step.verdict] += 1
     record: dict[str, Any] = {"step": index, "command": command[:300], "category": category, "verdict": step.verdict,
                               "bytes": len(step.output.encode()), "redundant": None, "misses": [], "stale": False,
-                              "violation": False, "changed": len(keys), "unknown": unknown}
+                              "violation": False, "changed": len(keys), "unknown": unknown,
+                              "exit": step.exit_code, "excerpt": excerpt(step.output)}
     output, exit_code, complete = step.output, step.exit_code, step.complete
     stale = False
     if step.verdict == "reuse":
@@ -218,6 +219,17 @@ def _run_step(
         result["perfect"] += 1
     result["timeline"].append(record)
     return now
+
+
+EXCERPT_LINES, EXCERPT_CHARS = 6, 400
+
+
+def excerpt(output: str) -> str:
+    """The start of what the agent got back, as the report shows it: a few lines, a few hundred
+    characters, with a marker when more was cut."""
+    lines = output.splitlines(keepends=True)
+    shown = "".join(lines[:EXCERPT_LINES])[:EXCERPT_CHARS]
+    return shown + ("\n[...]" if len(shown) < len(output) else "")
 
 
 def _skip(result: dict[str, Any], index: int, reason: str) -> None:

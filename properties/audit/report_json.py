@@ -29,7 +29,8 @@ divided by `bytes_per_token`):
       unknown         {detector: n}: replayed steps whose report was "unknown scope" (the
                       detector could not say what changed; costs reuse, never a miss)
       timeline[]      per step: {step, category, verdict, bytes, redundant, misses[], stale,
-                      violation, changed, unknown[] (detectors that said "unknown"), command}
+                      violation, changed, unknown[] (detectors that said "unknown"), command,
+                      exit (the exit status the agent got), excerpt (its output's first lines)}
                       or {step, category: "skipped", reason}
       seconds         wall time of the replay
 
