@@ -39,6 +39,7 @@ if TYPE_CHECKING:  # z3 is imported by `ledger prove`, not by every hunt worker 
 
 from .oracle import PROPERTIES, REUSE_IS_FRESH, StepRecord, Violation as OracleViolation
 from .shell_strategies import WorkspaceSetup
+from ledger_spec.errors import InvalidInput
 
 SCHEMA = "ledger-counterexample/2"
 """The schema written. Its `violation.step` counts from 1, as every step a user sees does."""
@@ -65,7 +66,7 @@ _DETECTOR = re.compile(r"^[A-Za-z_]\w*(\.[A-Za-z_]\w*)*:[A-Za-z_]\w*$")
 _VERDICTS = frozenset(verdict.value for verdict in Verdict)
 
 
-class CounterexampleError(ValueError):
+class CounterexampleError(InvalidInput, ValueError):
     """A counterexample file or value that does not follow the schema; the message is one line."""
 
 

@@ -69,11 +69,12 @@ from .shell_strategies import (
     workspaces,
 )
 from .sweeper import sweeping
+from ledger_spec.errors import DetectorFailure, PropertyViolation
 
 DetectorFactory = Callable[[], object]
 
 
-class DetectorFailed(Exception):
+class DetectorFailed(DetectorFailure):
     """The detector under test could not be made: its factory raised."""
 
 
@@ -91,7 +92,7 @@ class GuardedFactory:
             raise DetectorFailed(f"the detector factory raised {type(error).__name__}: {error}") from error
 
 
-class HuntViolation(AssertionError):
+class HuntViolation(PropertyViolation, AssertionError):
     """A safety property failed; one subclass per property so Hypothesis shrinks each apart."""
 
 

@@ -24,14 +24,13 @@ from rich.markup import escape
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from ledger_cli.errors import EXIT_HARNESS_ERROR, EXIT_INTERRUPTED
 from properties.profiles import default_workers
 from properties.replay import DetectorLoadError, load_factory, parse_spec
 
 if TYPE_CHECKING:  # the hunt machinery is imported when a hunt runs, not to parse arguments
     from properties.hunt import HuntReport
 
-EXIT_HARNESS_ERROR = 3
-EXIT_INTERRUPTED = 130
 MAX_SEED = 2**32 - 1
 
 

@@ -32,6 +32,7 @@ from typing import Any
 
 from ledger_impl.adapters.claude import TOOLS
 from ledger_impl.detectors.stat_index import default_state_dir
+from ledger_spec.errors import UnreadableState
 
 #: Per agent: events and their matchers (None: the event takes no matcher, or all tools).
 EVENTS: dict[str, dict[str, str | None]] = {
@@ -53,7 +54,7 @@ CLAUDE_EVENTS = EVENTS["claude"]
 HOOK_TIMEOUT_S = 60
 
 
-class SettingsError(Exception):
+class SettingsError(UnreadableState):
     """The settings file cannot be read as Claude Code settings."""
 
 

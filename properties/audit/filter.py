@@ -22,6 +22,7 @@ from ledger_impl import RulesDetector, classify, shell
 from ledger_spec.values import READ_ONLY
 
 from .formats import FileEdit, FileRead, FileWrite, Item, Shell, Skipped
+from ledger_spec.errors import InvalidInput
 
 PACKAGE_INSTALL = "package install"
 NETWORK = "network"
@@ -64,7 +65,7 @@ open(path, "w", encoding="utf-8").write(text.replace(old, new, -1 if every == "1
 """
 
 
-class OutsideWrite(ValueError):
+class OutsideWrite(InvalidInput, ValueError):
     """A step that certainly writes outside the workspace: bad input, not something to run."""
 
 
