@@ -50,7 +50,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--budget", type=float, default=None, metavar="MIN", help="start no trajectory after this many minutes")
     parser.add_argument("--results", type=Path, default=None, metavar="DIR",
                         help="keep one result file per trajectory here; a rerun skips finished ones")
-    parser.add_argument("--json", type=Path, default=None, metavar="FILE", help="write the report (schema ledger-audit/1)")
+    parser.add_argument("--json", type=Path, default=None, metavar="FILE", help=f"write the report (schema {report_json.SCHEMA})")
     parser.add_argument("--html", type=Path, default=None, metavar="FILE", help="write a self-contained HTML report")
     parser.add_argument("--no-sandbox", action="store_true", help="run commands without bubblewrap")
     parser.add_argument("--skip-outside-writes", action="store_true",

@@ -133,9 +133,10 @@ def replay(
         for item in trajectory.items:
             if on_step is not None:
                 on_step(item.index)
+            step = item.index + 1  # results number steps from 1, as every report does
             if time.monotonic() - started > settings.trajectory_timeout:
                 result["status"] = "timed out"
-                _skip(result, item.index, TIME_LIMIT)
+                _skip(result, step, TIME_LIMIT)
                 continue
             try:
                 command = "" if isinstance(item, Skipped) else to_command(item, trajectory.recorded_root, workspace, settings.protected)
@@ -145,9 +146,9 @@ def replay(
                     raise
                 reason = "writes outside workspace"
             if reason is not None:
-                _skip(result, item.index, reason)
+                _skip(result, step, reason)
                 continue
-            truth = _run_step(item.index, command, runtime, detector, truth, cache, perfect, pending, result)
+            truth = _run_step(step, command, runtime, detector, truth, cache, perfect, pending, result)
     finally:
         runtime.stop_background()
         runtime.close()

@@ -108,7 +108,7 @@ def _timeline(t: dict[str, Any]) -> str:
             cx = x + step_w / 2
             parts.append(f'<polygon class="mark miss" points="{cx},{top + 56} {cx - 5},{top + 68} {cx + 5},{top + 68}" fill="{MISS_COLOUR}">'
                          f'<title>missed by {_e(", ".join(step["misses"]))}</title></polygon>')
-    parts.append(f'<text x="20" y="{top + 88}">step 0</text><text x="{width - 20}" y="{top + 88}" text-anchor="end">'
+    parts.append(f'<text x="20" y="{top + 88}">step {steps[0]["step"]}</text><text x="{width - 20}" y="{top + 88}" text-anchor="end">'
                  f'step {steps[-1]["step"]}</text></svg>')
     legend = '<p class="legend">' + "".join(
         f'<span><i class="sw" style="background:{colour}"></i>{kind}</span>' for kind, colour in _KIND_COLOURS.items()
@@ -229,7 +229,7 @@ deciding detector: {_e(doc['settings'].get('detector') or 'default')}; sandbox: 
 <h2>Stale reuses</h2>{_stale_section(trajectories)}
 <h2>Classifier violations</h2>{_violations_section(trajectories)}
 <h2>Commands</h2>{_counts_table('category', totals['categories'])}{_counts_table('skipped because', totals['skipped'])}
-<h2>Steps</h2><p class="sub">Each step as replayed, numbered by its place in the trajectory file (from 0): the command, Ledger's
+<h2>Steps</h2><p class="sub">Each step as replayed, numbered by its place in the trajectory file (from 1): the command, Ledger's
 verdict, the exit status and the start of the output the agent got (for a Reuse, the stored output).</p>{_steps_section(trajectories)}
 {('<h2>Failed trajectories</h2>' + failed_html) if failed else ''}"""
     return f"""<!DOCTYPE html>

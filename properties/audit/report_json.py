@@ -1,9 +1,10 @@
-"""The `--json` report: schema `ledger-audit/1`, and the totals every report shows.
+"""The `--json` report: schema `ledger-audit/2`, and the totals every report shows.
 
 Document (all counts are integers, bytes are UTF-8 bytes of command output, tokens are bytes
 divided by `bytes_per_token`):
 
-    schema            "ledger-audit/1"; a change that removes or renames a field bumps it
+    schema            "ledger-audit/2"; a change that removes or renames a field, or changes
+                      what one means, bumps it (/2: steps count from 1)
     settings          command_timeout, trajectory_timeout (s), detector (MODULE:FACTORY or
                       null), sandboxed, bytes_per_token
     totals            the sums below over all trajectories, plus `trajectories`, `failed`,
@@ -34,7 +35,8 @@ divided by `bytes_per_token`):
                       or {step, category: "skipped", reason}
       seconds         wall time of the replay
 
-`step` is the index of the step in the trajectory as read (0-based). Totals are sums over
+`step` is the step's place in the trajectory as read, counted from 1 (the first tool call or
+command is step 1), as in every report of Ledger (docs/reference/step-numbering.md). Totals are sums over
 results sorted by name, so they do not depend on `-j` or on completion order; only `seconds`
 varies between runs.
 """
@@ -47,7 +49,7 @@ from typing import Any, Iterable
 
 from .engine import BYTES_PER_TOKEN
 
-SCHEMA = "ledger-audit/1"
+SCHEMA = "ledger-audit/2"
 
 
 def _add(into: dict[str, int], counts: dict[str, int]) -> None:
