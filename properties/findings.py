@@ -44,8 +44,8 @@ class StaleRead:
         if self.step is not None:
             return (f"step {self.step} `{self.command}` would be served stale if run again after {after}, "
                     f"whose change to {self.file} the ledger did not see")
-        return (f"no read of {self.file} comes before {after} in this run; one (e.g. `{self.command}`) "
-                f"run again after it would be served stale: the ledger did not see its change to {self.file}")
+        return (f"a read of {self.file} before {after} (e.g. `{self.command}`), run again after it, would be served "
+                f"stale: the ledger did not see that step change {self.file} (this run has no such read)")
 
     def to_json(self) -> dict[str, Any]:
         return {**attrs.asdict(self), "sentence": self.sentence()}

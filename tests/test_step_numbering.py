@@ -85,4 +85,4 @@ def test_a_finding_names_the_read_that_would_go_stale() -> None:
     # Without one, the finding still names the file and the step after which a read is stale.
     read = stale_read(missed)
     assert read is not None and (read.file, read.step, read.after_step) == ("tests/fixture.txt", None, 1)
-    assert "no read of tests/fixture.txt comes before step 1" in read.sentence()
+    assert read.sentence().startswith("a read of tests/fixture.txt before step 1 (`ln -f tests/fixture.txt b.txt`) (e.g. `cat tests/fixture.txt`)")

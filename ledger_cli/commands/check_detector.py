@@ -197,7 +197,7 @@ def print_summary(summary: Mapping[str, Any], out: Console, *, as_json: bool = F
     violations = summary["violations"]
     table = Table(title=f"check-detector {summary['detector']} ({summary['profile']}, seed {summary['seed']})")
     for column in ("property", "step", "file"):
-        table.add_column(column)
+        table.add_column(column, overflow="fold")  # a path is shown whole: it is what to replay
     for found in violations:
         table.add_row(found["property"], str(found["step"]), found["file"] or "(not written)")
     if violations:
