@@ -56,6 +56,7 @@ from .profiles import Profile, profile as named_profile
 from .replay import run_recorded
 from .shell_strategies import (
     DEFAULT_POOL,
+    DESCENDANT_IDIOMS,
     DETECTOR_READ_IDIOMS,
     EDIT_IDIOMS,
     FINGERPRINT_CLASS_IDIOMS,
@@ -361,10 +362,12 @@ def hunt_settings(profile: Profile, **overrides: object) -> settings:
     return settings(**values)  # type: ignore[arg-type]
 
 
-FULL_GRAMMAR = Grammar(read_idioms=READ_IDIOMS, edit_idioms=EDIT_IDIOMS + FINGERPRINT_CLASS_IDIOMS)
+FULL_GRAMMAR = Grammar(
+    read_idioms=READ_IDIOMS, edit_idioms=EDIT_IDIOMS + FINGERPRINT_CLASS_IDIOMS + DESCENDANT_IDIOMS
+)
 """Every read idiom, including those with an open classifier fault, and every edit, including
-those outside the root that only the fingerprint covers: what `ledger verify` hunts (with the
-fingerprint on, as shipped)."""
+those outside the root that only the fingerprint covers and background writers that leave bash's
+process group or session: what `ledger verify` hunts (with the fingerprint on, as shipped)."""
 
 
 def run_verify_hunt(

@@ -46,7 +46,7 @@ def test_hunt_finds_a_violation_for_each_unsound_detector(name: str, factory: ob
     # The detector is on trial, as in `ledger check-detector`: the fingerprint would turn some of
     # its misses into fresh runs. Seed 3: under seed 2 append_blind's smallest failing run holds a
     # background writer, whose timing a loaded machine moves, so its replay is not confirmed and
-    # the finding is counted as `unconfirmed` (a known limit of `minimize`, see the README).
+    # the finding is counted as `unconfirmed` (a known limit of `minimize`, see docs/hunt/index.md).
     report = run_hunt(factory, "ci", seed=3, out_dir=tmp_path, detector=f"test:{name}", max_examples=15, fingerprint=False)  # type: ignore[arg-type]
     _report(name, report)
     assert report.found, f"the hunt missed the known fault of {name}"
