@@ -20,6 +20,9 @@ PACKAGES = ("ledger_spec", "ledger_impl", "properties", "ledger_cli", "economize
 CLASSES: dict[str, tuple[type[errors.LedgerError], type[BaseException] | None]] = {
     "economizer.codec:BadInput": (errors.InvalidInput, ValueError),
     "economizer.controller:DetectorTimeout": (errors.DetectorFailure, None),
+    "economizer.model_client:ModelSetupError": (errors.UsageError, ValueError),
+    "economizer.model_client:Truncated": (errors.DetectorFailure, None),
+    "economizer.model_recording:ReplayDiverged": (errors.InvalidInput, ValueError),
     "economizer.store:StoreBusy": (errors.UnreadableState, RuntimeError),
     "economizer.store:AlreadyFed": (errors.UsageError, ValueError),
     "economizer.store:StateUnreadable": (errors.UnreadableState, RuntimeError),
