@@ -17,9 +17,10 @@ from economizer_spec.params import Params
 from economizer_spec.skills import Rejection, SkillDefinition, Status, definition_error
 from economizer_spec.stream import TaskRecord
 from economizer_spec.trajectory import Step, Trajectory
+from ledger_spec.errors import InvalidInput
 
 
-class BadInput(ValueError):
+class BadInput(InvalidInput, ValueError):
     """Input the controller refuses, with a one-line reason."""
 
 

@@ -34,6 +34,7 @@ from economizer_spec.trajectory import Step, Trajectory
 
 from .bounded import BoundedMatcher, TimedOut
 from .guard import Guard
+from ledger_spec.errors import DetectorFailure
 
 
 @attrs.define
@@ -73,7 +74,7 @@ class LiveSkill:
             self.decayed_at = task
 
 
-class DetectorTimeout(Exception):
+class DetectorTimeout(DetectorFailure):
     def __init__(self, reason: str) -> None:
         super().__init__(reason)
         self.reason = reason

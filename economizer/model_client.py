@@ -23,12 +23,13 @@ from typing import Any, Callable, Literal, Protocol
 import attrs
 
 from economizer_spec.cost import CallKind, NO_USAGE, Usage
+from ledger_spec.errors import DetectorFailure, UsageError
 
 Provider = Literal["anthropic", "openai"]
 KEY_VARIABLES: dict[Provider, str] = {"anthropic": "ANTHROPIC_API_KEY", "openai": "OPENAI_API_KEY"}
 
 
-class ModelSetupError(ValueError):
+class ModelSetupError(UsageError, ValueError):
     """A `--model` setting that cannot be used (unknown provider, no key)."""
 
 
@@ -71,7 +72,7 @@ class ModelClient(Protocol):
     def complete(self, request: Request) -> Reply: ...
 
 
-class Truncated(Exception):
+class Truncated(DetectorFailure):
     """The answer stopped at the token limit."""
 
 

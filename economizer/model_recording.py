@@ -21,9 +21,10 @@ import attrs
 from economizer_spec.cost import Prices, Usage, cost
 
 from .model_client import ModelClient, Reply, Request
+from ledger_spec.errors import InvalidInput
 
 
-class ReplayDiverged(ValueError):
+class ReplayDiverged(InvalidInput, ValueError):
     """The replayed run asked for a call the recording does not have next."""
 
 

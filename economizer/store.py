@@ -43,6 +43,7 @@ from ledger_impl.store import connect
 from .bounded import BoundedMatcher
 from .codec import BadInput, record_to_json
 from .controller import Controller, from_json, to_json
+from ledger_spec.errors import UnreadableState, UsageError
 
 BUSY_TIMEOUT_MS = 5000
 """How long a writer waits for another writer's transaction: a feed takes milliseconds, so
@@ -54,15 +55,15 @@ ECONOMIZER_DIR = "economizer"
 """The economizer's folder under Ledger's state root, beside `sessions/`."""
 
 
-class StoreBusy(RuntimeError):
+class StoreBusy(UnreadableState, RuntimeError):
     pass
 
 
-class AlreadyFed(ValueError):
+class AlreadyFed(UsageError, ValueError):
     pass
 
 
-class StateUnreadable(RuntimeError):
+class StateUnreadable(UnreadableState, RuntimeError):
     """The stored state cannot be read; the database is left exactly as it was."""
 
 

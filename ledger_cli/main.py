@@ -1,17 +1,32 @@
 """The `ledger` command line. Each subcommand lives in `ledger_cli.commands.<name>`.
 
 A subcommand module exposes `register(subparsers)`, which adds its parser and sets
-`run=<callable(args) -> int>` as a default. Exit codes: 0 holds, 1 a violation, 2 bad usage.
+`run=<callable(args) -> int>` as a default. Exit codes (`ledger_cli.errors`): 0 holds, 1 a
+violation, 2 bad usage or input, 3 the harness's own failure, 130 interrupted. A `LedgerError`
+a command does not handle itself ends it here: one line on stderr, its family's exit code.
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib
+import importlib.metadata
 import sys
 from typing import Sequence
 
+from ledger_cli.errors import EXIT_USAGE, exit_code, one_line
+from ledger_spec.errors import LedgerError
+
+DISTRIBUTION = "ledger-runtime"
 COMMANDS: tuple[str, ...] = ("verify", "prove", "check_detector", "replay", "sessions", "hook", "hooks", "economize", "audit")
+
+
+def installed_version() -> str:
+    """The version of the installed distribution (one source of truth: pyproject's, as installed)."""
+    try:
+        return importlib.metadata.version(DISTRIBUTION)
+    except importlib.metadata.PackageNotFoundError:
+        return "unknown (not installed: run from a source tree)"
 
 
 def build_parser(commands: Sequence[str] = COMMANDS) -> argparse.ArgumentParser:
@@ -19,6 +34,7 @@ def build_parser(commands: Sequence[str] = COMMANDS) -> argparse.ArgumentParser:
         prog="ledger",
         description="Verification-first execution state for coding agents.",
     )
+    parser.add_argument("--version", action="version", version=f"ledger {installed_version()}")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in commands:
         importlib.import_module(f"ledger_cli.commands.{name}").register(subparsers)
@@ -33,8 +49,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if not getattr(args, "run", None):
         parser.print_help()
-        return 2
-    return int(args.run(args))
+        return EXIT_USAGE
+    try:
+        return int(args.run(args))
+    except LedgerError as error:  # one line, and the exit code of its family (ledger_cli.errors)
+        print(f"ledger {args.command}: {one_line(error)}", file=sys.stderr)
+        return exit_code(error)
 
 
 if __name__ == "__main__":  # pragma: no cover

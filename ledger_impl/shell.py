@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 
 import tree_sitter
 import tree_sitter_bash
+from ledger_spec.errors import InvalidInput
 
 _PARSER = tree_sitter.Parser(tree_sitter.Language(tree_sitter_bash.language()))
 
@@ -34,7 +35,7 @@ MAX_COMMAND_BYTES = 1_000_000
 GLOB_CHARS = frozenset("*?[")
 
 
-class ShellSyntaxError(ValueError):
+class ShellSyntaxError(InvalidInput, ValueError):
     """The text is not a shell command this module can take apart."""
 
 

@@ -4,6 +4,10 @@ The spec (`state`, `view`) and the optimized ledger (`ledger_impl.ledger`) must 
 same bytes, so the wording lives here once and both call it; neither side spells a message
 itself. The functions take the facts a text states (steps, keys, counts) rather than whole
 states, so the ledger can call them with what its indexes already hold.
+
+Steps are indexes from 0 in every state; a text shows them counted from 1 (`shown_step`), as
+the agent and the user count commands: the first command is step 1
+(docs/reference/step-numbering.md).
 """
 
 from __future__ import annotations
@@ -11,6 +15,11 @@ from __future__ import annotations
 from typing import Iterable
 
 from .values import CommandRecord, FileTarget, Modification, Observation
+
+
+def shown_step(step: int) -> int:
+    """The number a text gives the step of index `step`: the first command is step 1."""
+    return step + 1
 
 
 def one_line(text: str, limit: int = 120) -> str:
@@ -26,12 +35,13 @@ def one_line(text: str, limit: int = 120) -> str:
 def reuse_answer(observation_step: int, stored_output: str, reuse_mode: str) -> tuple[str, str]:
     """(output, note) of a Reuse served from the observation of `observation_step`. In
     "reference" mode the output only points back at that step, which the agent already saw."""
+    step = shown_step(observation_step)
     if reuse_mode == "reference":
         return (
-            f"[ledger] output unchanged since step {observation_step}; see it there.\n",
-            f"reference to step {observation_step}",
+            f"[ledger] output unchanged since step {step}; see it there.\n",
+            f"reference to step {step}",
         )
-    return stored_output, f"reused from step {observation_step}: nothing it reads has changed since"
+    return stored_output, f"reused from step {step}: nothing it reads has changed since"
 
 
 def nudge_note(previous: CommandRecord, *, any_time: bool) -> str:
@@ -39,7 +49,7 @@ def nudge_note(previous: CommandRecord, *, any_time: bool) -> str:
     `any_time` for the categories nudged whatever the gap (tests), else a short loop."""
     what = "this test" if any_time else "this command"
     return (
-        f"{what} already ran at step {previous.step} (exit {previous.exit_status}) "
+        f"{what} already ran at step {shown_step(previous.step)} (exit {previous.exit_status}) "
         "and nothing but transient files changed since"
     )
 
@@ -48,18 +58,19 @@ def nudge_note(previous: CommandRecord, *, any_time: bool) -> str:
 
 
 def view_header(step: int, interventions: int, intervention_cap: int, task: str) -> str:
-    header = f"[ledger] step {step}; interventions {interventions}/{intervention_cap}"
+    """The view's first line; `step` is how many steps ran, so it names the coming one."""
+    header = f"[ledger] step {shown_step(step)}; interventions {interventions}/{intervention_cap}"
     return header + f"\ntask: {one_line(task)}" if task else header
 
 
 def modified_line(shown: Iterable[tuple[str, int]], more: int, unknown_step: int | None) -> str:
     """The recent-modifications line: `shown` (key, step) pairs in order, how many other keys
     were left out, and the step of the last change of unknown scope, if any."""
-    parts = [f"{key}@{step}" for key, step in shown]
+    parts = [f"{key}@{shown_step(step)}" for key, step in shown]
     if more > 0:
         parts.append(f"+{more} more")
     if unknown_step is not None:
-        parts.append(f"unknown-scope change@{unknown_step}")
+        parts.append(f"unknown-scope change@{shown_step(unknown_step)}")
     return "modified: " + ", ".join(parts)
 
 
@@ -68,7 +79,7 @@ OBSERVATIONS_HEADING = "observations (newest first):"
 
 def observation_line_prefix(observation: Observation) -> str:
     """An observation's view line up to its status; `observation_line` closes it."""
-    return f"  @{observation.step} {one_line(observation.command.normalized)} ["
+    return f"  @{shown_step(observation.step)} {one_line(observation.command.normalized)} ["
 
 
 def observation_line(prefix: str, status: str) -> str:
@@ -83,11 +94,11 @@ def stale_reason(observation: Observation, first_invalidation: Modification | No
     if first_invalidation is None:  # pragma: no cover - currentness and the log agree
         return "stale"
     if first_invalidation.changes.unknown:
-        return f"stale: unknown-scope change at step {first_invalidation.step}"
+        return f"stale: unknown-scope change at step {shown_step(first_invalidation.step)}"
     target = observation.command.target
     if isinstance(target, FileTarget):
-        return f"stale: {target.key} changed at step {first_invalidation.step}"
-    return f"stale: tree changed at step {first_invalidation.step}"
+        return f"stale: {target.key} changed at step {shown_step(first_invalidation.step)}"
+    return f"stale: tree changed at step {shown_step(first_invalidation.step)}"
 
 
 REPEATED_PREFIX = "repeated: "

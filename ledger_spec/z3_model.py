@@ -643,10 +643,10 @@ class AbstractTrace:
             target = "" if step.target is None else f" target={step.target}"
             report = "unknown" if step.unknown else "{" + ", ".join(step.reported) + "}"
             changed = "{" + ", ".join(step.changed) + "}"
-            reuse = "" if step.reused_step is None else f" (served from step {step.reused_step})"
+            reuse = "" if step.reused_step is None else f" (served from step {step.reused_step + 1})"
             mark = "  <- stale reuse" if index == self.violation_step else ""
             lines.append(
-                f"  step {index}: {step.category.value}{target}; really changed {changed}; "
+                f"  step {index + 1}: {step.category.value}{target}; really changed {changed}; "
                 f"reported {report}; verdict {step.verdict.value}{reuse}{mark}"
             )
         return "\n".join(lines)

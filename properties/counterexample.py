@@ -39,8 +39,14 @@ if TYPE_CHECKING:  # z3 is imported by `ledger prove`, not by every hunt worker 
 
 from .oracle import PROPERTIES, REUSE_IS_FRESH, StepRecord, Violation as OracleViolation
 from .shell_strategies import WorkspaceSetup
+from ledger_spec.errors import InvalidInput
 
-SCHEMA = "ledger-counterexample/1"
+SCHEMA = "ledger-counterexample/2"
+"""The schema written. Its `violation.step` counts from 1, as every step a user sees does."""
+
+FIRST_STEP: dict[str, int] = {"ledger-counterexample/1": 0, SCHEMA: 1}
+"""What each readable schema numbers the first step: files written before /2 count from 0 and
+still load, to the same counterexample (docs/reference/step-numbering.md)."""
 
 OPTIMISTIC_RULES = "ledger_impl.detectors.unsound:optimistic_rules"
 """The rules detector that reports 'no change' for what it cannot see into (`python3 fix.py`):
@@ -60,7 +66,7 @@ _DETECTOR = re.compile(r"^[A-Za-z_]\w*(\.[A-Za-z_]\w*)*:[A-Za-z_]\w*$")
 _VERDICTS = frozenset(verdict.value for verdict in Verdict)
 
 
-class CounterexampleError(ValueError):
+class CounterexampleError(InvalidInput, ValueError):
     """A counterexample file or value that does not follow the schema; the message is one line."""
 
 
@@ -204,7 +210,8 @@ class Outcome:
 
 @attrs.frozen
 class Violation:
-    """The step (0-based) at which `property` failed, with what was expected and observed."""
+    """The step at which `property` failed, with what was expected and observed. In the model
+    `step` is an index into `steps` (from 0); the file and every text show it counted from 1."""
 
     step: int = attrs.field(validator=_optional_int("violation.step"))
     expected: Outcome = attrs.field()
@@ -241,7 +248,7 @@ class Counterexample:
         _check(
             0 <= self.violation.step < len(self.steps),
             "violation.step",
-            f"must index steps (0..{len(self.steps) - 1}), got {self.violation.step}",
+            f"must index steps (1..{len(self.steps)}), got {self.violation.step + 1}",
         )
         _check(
             isinstance(self.found_by, Mapping) and isinstance(self.found_by.get("tool"), str),
@@ -384,7 +391,8 @@ def from_json(document: object) -> Counterexample:
     """Validate and convert a parsed counterexample document."""
     _check(isinstance(document, dict), "the document", f"must be a JSON object, got {type(document).__name__}")
     assert isinstance(document, dict)
-    _check(document.get("schema") == SCHEMA, "schema", f"must be {SCHEMA!r}, got {document.get('schema')!r}")
+    _check(document.get("schema") in FIRST_STEP, "schema", f"must be {SCHEMA!r}, got {document.get('schema')!r}")
+    first_step = FIRST_STEP[document["schema"]]
     data = _object(document, "the document", _TOP, _REQUIRED)
     setup = _object(data["setup"], "setup", ("files", "outside", "git"), ("files",))
     _check(isinstance(data["steps"], list), "steps", f"must be a list, got {type(data['steps']).__name__}")
@@ -402,7 +410,7 @@ def from_json(document: object) -> Counterexample:
         setup=Setup(setup["files"], setup.get("outside", {}), setup.get("git", True)),
         steps=tuple(_step(step, index) for index, step in enumerate(data["steps"])),
         violation=Violation(
-            violation["step"],
+            violation["step"] - first_step,
             _outcome(violation["expected"], "violation.expected", verdict=False),
             _outcome(violation["observed"], "violation.observed", verdict=True),
             violation.get("command"),
@@ -419,7 +427,7 @@ def to_json(counterexample: Counterexample) -> dict[str, Any]:
     if ce.setup.outside:
         setup["outside"] = dict(ce.setup.outside)
     setup["git"] = ce.setup.git
-    violation: dict[str, Any] = {"step": ce.violation.step}
+    violation: dict[str, Any] = {"step": ce.violation.step + FIRST_STEP[SCHEMA]}
     if ce.violation.command is not None:
         violation["command"] = ce.violation.command
     violation.update(expected=ce.expected.to_json(), observed=ce.observed.to_json())
@@ -478,11 +486,14 @@ def load(path: str | pathlib.Path) -> Counterexample:
         raise CounterexampleError(f"{path}: {error}") from None
 
 
+def dump_into(counterexample: Counterexample, directory: str | pathlib.Path) -> pathlib.Path:
+    """Write `counterexample` as `<id>.json` in `directory`, created if missing; return the file."""
+    return dump(counterexample, pathlib.Path(directory) / f"{counterexample.id}.json")
+
+
 def dump(counterexample: Counterexample, path: str | pathlib.Path) -> pathlib.Path:
-    """Write `counterexample` to `path` (a directory gets `<id>.json`); return the file."""
+    """Write `counterexample` to the file `path` (its folder created if missing); return it."""
     path = pathlib.Path(path)
-    if path.is_dir():
-        path = path / f"{counterexample.id}.json"
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(to_json(counterexample), indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
     return path
@@ -592,6 +603,7 @@ __all__ = [
     "Step",
     "Violation",
     "dump",
+    "dump_into",
     "from_json",
     "from_run",
     "from_trace",

@@ -65,6 +65,7 @@ from ledger_spec import (
 )
 from properties.spec_driver import take_step
 from properties.strategies import DEFAULT_KEYS, Step, changes, line_ranges, outputs_for, policies, sessions, steps
+from ledger_spec.errors import PropertyViolation
 
 TASKS: tuple[str, ...] = ("", "fix the   failing\ttest in src/c.py")
 
@@ -88,7 +89,7 @@ class Event:
     recorded_fingerprint: object = ledger_spec.STEADY  # the one an observation of this step records
 
 
-class Divergence(AssertionError):
+class Divergence(PropertyViolation, AssertionError):
     """The spec and the optimized ledger disagree; the message says where and how."""
 
 

@@ -38,7 +38,7 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, precondition,
 
 from ledger_spec import Policy
 
-from .counterexample import dump, from_run, to_json
+from .counterexample import dump_into, from_run, to_json
 from .oracle import (
     DETECTOR_COVERS_CHANGES,
     PROPERTIES,
@@ -70,11 +70,12 @@ from .shell_strategies import (
     workspaces,
 )
 from .sweeper import sweeping
+from ledger_spec.errors import DetectorFailure, PropertyViolation
 
 DetectorFactory = Callable[[], object]
 
 
-class DetectorFailed(Exception):
+class DetectorFailed(DetectorFailure):
     """The detector under test could not be made: its factory raised."""
 
 
@@ -92,7 +93,7 @@ class GuardedFactory:
             raise DetectorFailed(f"the detector factory raised {type(error).__name__}: {error}") from error
 
 
-class HuntViolation(AssertionError):
+class HuntViolation(PropertyViolation, AssertionError):
     """A safety property failed; one subclass per property so Hypothesis shrinks each apart."""
 
 
@@ -590,7 +591,7 @@ def _run_hunt(
     counterexamples = [from_run(run.setup, run.steps, run.violation, detector=name, found_by=found_by) for run in runs]
     files: tuple[pathlib.Path, ...] = ()
     if out_dir is not None and counterexamples:
-        files = tuple(dump(counterexample, pathlib.Path(out_dir)) for counterexample in counterexamples)
+        files = tuple(dump_into(counterexample, out_dir) for counterexample in counterexamples)
     return HuntReport(
         name, chosen.name, seed, examples, steps, seconds,
         tuple(to_json(counterexample) for counterexample in counterexamples), files,

@@ -43,6 +43,7 @@ import hypothesis
 from hypothesis.database import DirectoryBasedExampleDatabase
 
 from .hunt import FailingRun, HuntJob, ViolationLog, run_machine
+from ledger_spec.errors import HarnessFailure
 
 # Runs per batch: small enough that a failure saved by one worker reaches the others soon,
 # large enough that Hypothesis's per-run bookkeeping and the batch's start stay negligible.
@@ -72,7 +73,7 @@ def batch_seed(seed: int, worker: int, batch: int) -> int:
     return random.Random(f"{seed}/{worker}/{batch}").randrange(2**32)
 
 
-class WorkerDied(RuntimeError):
+class WorkerDied(HarnessFailure, RuntimeError):
     """A hunt worker ended without a result (killed, out of memory, a crash in C code): the
     harness's own failure, reported as such rather than waited on forever."""
 

@@ -32,6 +32,7 @@ from . import sandbox
 from .counterexample import Counterexample, CounterexampleError, from_json, to_json
 from .oracle import Placement, StepRecord, Violation, fingerprint_line, run_checked
 from .shell_strategies import WorkspaceSetup
+from ledger_spec.errors import DetectorFailure, HarnessFailure
 
 DetectorFactory = Callable[[], object]
 
@@ -49,11 +50,11 @@ INTERRUPT_GRACE = 5.0
 """Seconds an interrupted worker gets to remove its workspace before it is killed."""
 
 
-class DetectorLoadError(ValueError):
+class DetectorLoadError(DetectorFailure, ValueError):
     """MODULE:FACTORY that does not give a detector; the message is one line for the user."""
 
 
-class ReplayWorkerError(RuntimeError):
+class ReplayWorkerError(HarnessFailure, RuntimeError):
     """The replay worker failed for a reason of its own (not the file, not the detector)."""
 
 

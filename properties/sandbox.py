@@ -27,11 +27,12 @@ import subprocess
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
+from ledger_spec.errors import Unavailable
 
 __all__ = ["SandboxUnavailable", "available", "bwrap_path", "wrap"]
 
 
-class SandboxUnavailable(RuntimeError):
+class SandboxUnavailable(Unavailable, RuntimeError):
     """bubblewrap is missing or cannot create namespaces on this machine."""
 
 

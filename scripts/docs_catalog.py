@@ -13,6 +13,8 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
+from properties.counterexample import FIRST_STEP
+
 COUNTEREXAMPLES = Path(__file__).resolve().parent.parent / "counterexamples"
 EXCERPT_LINES = 6
 
@@ -57,9 +59,9 @@ def _section(document: Mapping[str, Any]) -> Iterator[str]:
     yield f"- found by: {_found_by(document['found_by'])}; date: {document['date']}" + (
         f"; status: {document['status']}" if document.get("status") else ""
     )
-    step = violation["step"]
-    command = violation.get("command", document["steps"][step]["command"])
-    yield f"- violation at `steps[{step}]`: `{' '.join(command.split())}`"
+    index = violation["step"] - FIRST_STEP[document["schema"]]  # the schema says where it counts from
+    command = violation.get("command", document["steps"][index]["command"])
+    yield f"- violation at step {index + 1}: `{' '.join(command.split())}`"
     yield ""
     yield "Steps:"
     yield ""

@@ -54,9 +54,9 @@ def _commands(path: Path, commands: list[str]) -> Path:
     return path
 
 
-# The three findings of the issue: step 1 re-reads unchanged content; step 3 writes a script
-# that step 5 runs to edit notes.txt (the command text does not show the edit); step 6 repeats
-# the search of step 4, which a detector blind to the script serves stale. The trap is a tree
+# The three findings of the issue (steps counted from 1): step 2 re-reads unchanged content;
+# step 4 writes a script that step 6 runs to edit notes.txt (the command text does not show the
+# edit); step 7 repeats the search of step 5, which a detector blind to the script serves stale. The trap is a tree
 # read on purpose: a file read would be refused by the observation fingerprint (the file's own
 # lstat identity changed), whatever the detector says.
 THREE_FINDINGS = [
@@ -90,14 +90,14 @@ def test_redundant_read_script_edit_and_stale_trap_are_all_reported(
     [result] = doc["trajectories"]
     assert result["status"] == "done" and result["replayed"] == len(THREE_FINDINGS)
     by_step = {record["step"]: record for record in result["timeline"]}
-    assert by_step[1]["redundant"] == "verbatim"  # the re-read of unchanged content
-    assert result["misses"][UNSOUND] == [{"step": 5, "command": "python3 fix.py", "missing": ["notes.txt"]}]
+    assert by_step[2]["redundant"] == "verbatim"  # the re-read of unchanged content (steps count from 1)
+    assert result["misses"][UNSOUND] == [{"step": 6, "command": "python3 fix.py", "missing": ["notes.txt"]}]
     assert result["misses"]["default"] == [] and result["misses"]["rules"] == []  # rules says "unknown" instead
-    assert by_step[5]["unknown"] == ["rules"] and result["unknown"] == {UNSOUND: 0, "default": 0, "rules": 1}
+    assert by_step[6]["unknown"] == ["rules"] and result["unknown"] == {UNSOUND: 0, "default": 0, "rules": 1}
     assert doc["totals"]["unknown"] == result["unknown"]
     [stale] = result["stale"]
-    assert stale["step"] == 6 and "-./notes.txt:1:before" in stale["diff"]
-    assert by_step[6]["redundant"] is None  # the content did change: a perfect ledger re-reads
+    assert stale["step"] == 7 and "-./notes.txt:1:before" in stale["diff"]
+    assert by_step[7]["redundant"] is None  # the content did change: a perfect ledger re-reads
     assert "STALE" in out
     assert look(repo) == checkout  # the user's checkout was only read
 
@@ -132,7 +132,7 @@ def test_rereads_verbatim_and_sub_range_by_ground_truth(tmp_path: Path) -> None:
         "cat -n pkg/mod.py",
         "sed -n '1,20p' /testbed/pkg/mod.py",
         "cat -n /testbed/pkg/mod.py",  # verbatim: same file, view, nothing changed
-        "sed -n '5,9p' pkg/mod.py",  # sub-range of step 1
+        "sed -n '5,9p' pkg/mod.py",  # sub-range of step 2
         "echo note >> notes.txt",  # another file changes
         "cat -n pkg/mod.py",  # still verbatim: its file is unchanged
         "grep -rn 'line 3' pkg",
@@ -145,8 +145,8 @@ def test_rereads_verbatim_and_sub_range_by_ground_truth(tmp_path: Path) -> None:
     trajectory = formats.load(_commands(tmp_path / "rereads.jsonl", commands))[0]
     result = engine.replay(trajectory, workspace, engine.Settings())
     marks = {r["step"]: r["redundant"] for r in result["timeline"]}
-    assert marks == {0: None, 1: None, 2: "verbatim", 3: "sub-range", 4: None, 5: "verbatim", 6: None, 7: None, 8: None, 9: None,
-                     10: None, 11: None}
+    assert marks == {1: None, 2: None, 3: "verbatim", 4: "sub-range", 5: None, 6: "verbatim", 7: None, 8: None, 9: None, 10: None,
+                     11: None, 12: None}
     assert result["stale"] == [] and result["violations"] == [] and result["misses"]["default"] == []
     assert result["reused"]["count"] <= result["perfect"] == 3
 
@@ -317,7 +317,7 @@ def test_a_witness_detectors_misses_are_counted_apart_from_the_deciders(tmp_path
     trajectory = formats.load(_commands(tmp_path / "t.jsonl", THREE_FINDINGS[1:]))[0]
     result = engine.replay(trajectory, workspace, engine.Settings())
     assert result["detectors"] == ["default", "blind"]
-    assert result["misses"] == {"default": [], "blind": [{"step": 4, "command": "python3 fix.py", "missing": ["notes.txt"]}]}
+    assert result["misses"] == {"default": [], "blind": [{"step": 5, "command": "python3 fix.py", "missing": ["notes.txt"]}]}
     assert result["stale"] == []  # the sound detector decided
 
 
@@ -394,5 +394,25 @@ def test_a_users_detector_module_is_imported_from_their_directory(
                            "--path", str(home), "--json", str(report)], capsys)
     assert code == 1, err
     [result] = json.loads(report.read_text())["trajectories"]
-    assert result["status"] == "done" and [s["step"] for s in result["stale"]] == [6]
-    assert result["misses"]["my_detector:make"][0]["step"] == 5
+    assert result["status"] == "done" and [s["step"] for s in result["stale"]] == [7]
+    assert result["misses"]["my_detector:make"][0]["step"] == 6
+
+
+def test_a_bare_repository_is_audited_and_the_table_fits_80_columns(
+    tmp_path: Path, project: tuple[Path, str], capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    repo, base = project
+    bare = tmp_path / "project.git"
+    _git(tmp_path, "clone", "-q", "--bare", str(repo), str(bare))
+    assert resolve(Base(str(bare), base[:10])) == Base(str(bare.resolve()), base)
+    monkeypatch.setenv("COLUMNS", "80")
+    trajectory = _commands(tmp_path / "a-long-trajectory-name-that-would-be-cut.jsonl", THREE_FINDINGS)
+    code, out, err = _audit([str(trajectory), "--repo", str(bare), "--base-commit", base, "--detector", UNSOUND], capsys)
+    assert code == 1, err  # the stale trap, found from the bare repository as from the checkout
+    assert "STALE" in out
+    table = out.split("STALE")[0]
+    assert "…" not in table and max(map(len, table.splitlines())) <= 80, table
+    boxed = [line for line in table.split("totals")[0].splitlines() if line[:1] in "┏┃┡│└"]
+    assert boxed and all(line.rstrip()[-1] in "┓┃┩│┘" for line in boxed), table  # no row cut at the edge
+    first_column = "".join(line.split("│")[1].strip() for line in table.split("totals")[0].splitlines() if line.startswith("│"))
+    assert first_column.startswith("a-long-trajectory-name-that-would-be-cut"), first_column  # wrapped, whole

@@ -122,3 +122,31 @@ def test_chromium_paints_the_charts(page: Path, tmp_path: Path) -> None:
     assert _count(rows, report_html.REDUNDANT_COLOUR) > 500
     assert _count(rows, report_html.REUSED_COLOUR) > 500
     assert _count(rows, report_html.MISS_COLOUR) > 30
+
+
+def test_chromium_shows_every_steps_command_verdict_exit_status_and_output(page: Path, tmp_path: Path) -> None:
+    done = _chromium(page, tmp_path / "profile", "--dump-dom")
+    assert done.returncode == 0, done.stderr[-500:]
+    rows = re.findall(r'<tr class="step-row[^"]*">(.*?)</tr>', done.stdout, re.S)
+    assert len(rows) == 7, rows  # one row per step, the skipped one included
+    cells = [re.findall(r"<td[^>]*>(.*?)</td>", row, re.S) for row in rows]
+    assert [c[1] for c in cells[:2]] == ["<code>grep -rn before --include=*.txt .</code>"] * 2
+    assert [c[2].split()[0] for c in cells[:2]] == ["allow", "reuse"] and [c[3] for c in cells[:2]] == ["0", "0"]
+    assert cells[1][2] == "reuse (redundant re-read)"  # what a perfect ledger would also have served
+    assert "notes.txt:1:before" in cells[0][4] and "notes.txt:1:before" in cells[1][4]  # the output excerpt
+    assert cells[4][1] == "<code>python3 fix.py</code>" and cells[4][3] == "0"
+    assert "skipped" in cells[6][2]  # pip install: not replayed, says why
+
+
+def test_every_figure_says_what_it_means(page: Path) -> None:
+    text = page.read_text()
+    tiles = re.findall(r'<div class="tile[^"]*">(.*?)</div>', text, re.S)
+    assert len(tiles) >= 10
+    for tile in tiles:
+        why = re.search(r'<small class="why">(.+?)</small>', tile, re.S)
+        assert why and len(why.group(1).split()) >= 5, tile
+    unknown = next(t for t in tiles if "unknown scope: rules" in t)
+    assert "could not name" in unknown and "costs reuse" in unknown
+    perfect = next(t for t in tiles if "of a perfect ledger" in t)
+    assert "n/a" in perfect or "%" in perfect
+    assert "perfect ledger" in re.search(r'<small class="why">(.+?)</small>', perfect, re.S).group(1)

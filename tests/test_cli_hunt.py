@@ -8,6 +8,9 @@ import textwrap
 
 import pytest
 
+from rich.console import Console
+
+from ledger_cli.commands.check_detector import print_summary
 from ledger_cli.main import main
 
 from properties import sandbox
@@ -83,12 +86,27 @@ def test_check_detector_catches_the_append_blind_example_and_replay_shows_the_st
     stale = [v for v in summary["violations"] if v["property"] == "reuse-is-fresh"]
     assert stale, summary
     path = pathlib.Path(stale[0]["file"])
-    assert json.loads(path.read_text())["detector"] == "examples.append_blind_detector:make"
+    assert out.is_dir() and path.parent == out  # --out names a directory, created since it was missing
+    document = json.loads(path.read_text())
+    assert document["detector"] == "examples.append_blind_detector:make"
+    # One numbering, from 1: the summary, the file and the replay name the same step.
+    step = stale[0]["step"]
+    assert document["violation"]["step"] == step and document["steps"][step - 1]["command"] == document["violation"]["command"]
+    # The finding says which read went stale: the command, its step, the file it reads.
+    read = stale[0]["stale_read"]
+    assert read["step"] == step and read["command"] == document["violation"]["command"]
+    assert read["served"] is True and read["sentence"].startswith(f"step {step} `{read['command']}` was served a stale")
+    assert read["file"] == (document["violation"]["command"].split()[-1].removeprefix("./") if not read["tree"] else ".")
+    # The human summary's hint names the files to replay.
+    console = Console(record=True, width=200)
+    print_summary(summary, console)
+    assert f"ledger replay {path}" in console.export_text()
 
     assert main(["replay", str(path)]) == 2  # a detector that does not ship with Ledger is code
     assert "--trust-detector" in capsys.readouterr().err
     assert main(["replay", str(path), "--trust-detector", "--path", str(REPO), *UNSANDBOXED]) == 1
     shown = capsys.readouterr().out
+    assert f"violation at step {step}" in shown
     assert "reuse" in shown and "--- stale (reused)" in shown and "+++ fresh (run now)" in shown
     assert main(["replay", str(path), "--detector", "ledger_impl.detectors:default_detector", *UNSANDBOXED]) == 0
     assert "not reproduced" in capsys.readouterr().out

@@ -49,6 +49,14 @@ def wait_for(condition, seconds: float) -> bool:
     return False
 
 
+def hear_ctrl_c() -> None:
+    """In the child before exec: SIGINT back to its default disposition. A shell that ignores
+    SIGINT (a background job, nohup, some CI launchers) passes the ignore on to pytest and from
+    there to every child, and Python keeps an ignored SIGINT ignored; a terminal user's `ledger`
+    hears Ctrl-C, so the test's must too, however pytest was started."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def interrupt(args: list[str], tmp_path: pathlib.Path, started) -> tuple[int, str, pathlib.Path, str]:
     """Run `ledger ARGS`, Ctrl-C it once `started(private_tmp)` holds; (exit, stderr, tmp, marker)."""
     private = tmp_path / "tmp"
@@ -58,6 +66,7 @@ def interrupt(args: list[str], tmp_path: pathlib.Path, started) -> tuple[int, st
     process = subprocess.Popen(
         [sys.executable, "-m", "ledger_cli.main", *args],
         cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
+        preexec_fn=hear_ctrl_c,
     )
     try:
         assert wait_for(lambda: started(private, marker) or process.poll() is not None, 120), "never started"

@@ -236,8 +236,8 @@ def test_reference_mode_points_at_the_step() -> None:
     ledger = drive(policy, [ran(EDIT_A, changes=Changes({"a.py"})), ran(read("a.py"), lines_text(1, 4))])
     decision = ledger.govern(read("a.py", 2, 3))
     assert isinstance(decision, Reuse)
-    assert decision.output == "[ledger] output unchanged since step 1; see it there.\n"
-    assert decision.note == "reference to step 1"
+    assert decision.output == "[ledger] output unchanged since step 2; see it there.\n"
+    assert decision.note == "reference to step 2"
 
 
 def test_a_search_is_current_only_until_any_change() -> None:
@@ -257,7 +257,7 @@ def test_a_test_rerun_after_transient_changes_only_is_nudged_once_per_cooldown()
     ledger = drive(policy, [ran(TEST, exit_status=1, changes=cache)])
     decision = ledger.govern(TEST)
     assert decision == Nudge(
-        "this test already ran at step 0 (exit 1) and nothing but transient files changed since"
+        "this test already ran at step 1 (exit 1) and nothing but transient files changed since"
     )
     ledger = drive(policy, [ran(TEST, exit_status=1, changes=cache), ran(TEST, changes=cache)])
     assert isinstance(ledger.govern(TEST), Allow)  # cooldown: nudged at step 1, now step 2
@@ -275,7 +275,7 @@ def test_the_nudge_cooldown_ends_exactly_cooldown_steps_after_the_last_nudge() -
     assert isinstance(ledger.govern(TEST), Allow)  # step 3: 3 - 1 < 3
     ledger = drive(policy, nudged + fillers)
     assert ledger.govern(TEST) == Nudge(  # step 4: the cooldown is over
-        "this test already ran at step 1 (exit 0) and nothing but transient files changed since"
+        "this test already ran at step 2 (exit 0) and nothing but transient files changed since"
     )
 
 
@@ -291,7 +291,7 @@ def test_a_reused_step_is_not_the_last_execution_of_its_command() -> None:
     assert isinstance(ledger.govern(SEARCH), Allow)  # step 5: 5 - 0 > 4, though 5 - 1 <= 4
     ledger = drive(policy, events[:-1])
     assert ledger.govern(SEARCH) == Nudge(  # step 4: 4 - 0 <= 4
-        "this command already ran at step 0 (exit 0) and nothing but transient files changed since"
+        "this command already ran at step 1 (exit 0) and nothing but transient files changed since"
     )
 
 
@@ -313,25 +313,25 @@ def test_a_long_view_is_cut_with_the_spec_omission_count() -> None:
     ledger = drive(policy, events)
     view = ledger.render()
     assert len(view) <= 2000 and view.endswith("more lines")
-    assert "stale: src/m294.py changed at step 342" in view
+    assert "stale: src/m294.py changed at step 343" in view
 
 
 def test_stale_reason_names_the_first_change_in_log_order_within_a_step() -> None:
     policy = Policy()
     events = [
         ran(read("a.py"), "x\n"),
-        Event(changes=Changes(unknown=True)),  # step 1, before the edit of step 1
+        Event(changes=Changes(unknown=True)),  # index 1 (shown as step 2), before that step's edit
         ran(EDIT_A, changes=Changes({"a.py"})),
     ]
     ledger = drive(policy, events)
-    assert "[stale: unknown-scope change at step 1]" in ledger.render()
+    assert "[stale: unknown-scope change at step 2]" in ledger.render()  # shown from 1
 
 
 def test_a_repeated_line_longer_than_the_budget_is_counted_not_shown() -> None:
     policy = Policy(view_budget=300, intervention_cap=0)
     events = [ran(Command(f"run job-{n:03}", f"run job-{n:03}", Category.RUN)) for n in range(40)] * 2
     ledger = drive(policy, events)
-    assert ledger.render() == "[ledger] step 80; interventions 0/0\n... 1 more lines"
+    assert ledger.render() == "[ledger] step 81; interventions 0/0\n... 1 more lines"  # the coming step
 
 
 def test_a_repeated_line_that_just_fits_is_shown_whole() -> None:
@@ -382,7 +382,7 @@ def test_a_write_recorded_while_a_read_of_its_file_ran_makes_the_read_stale() ->
     observation = ledger.snapshot().observations[-1]
     assert not observation.retained  # recorded without its output
     assert isinstance(ledger.govern(read("a.py")), Allow)
-    assert "stale: a.py changed at step 0" in ledger.render()
+    assert "stale: a.py changed at step 1" in ledger.render()
 
 
 def test_a_write_to_another_file_while_a_read_ran_leaves_the_read_reusable() -> None:

@@ -87,8 +87,8 @@ def test_a_scripted_run_reuses_rereads_after_an_edit_and_submits(repo: Path, tmp
     assert observations[5]["extra"]["raw_output"].endswith("x = 2\ny = 22\n")
     assert "reused from step" in observations[1]["content"]
     assert env.checks == [True, True, True]  # every Reuse equalled a fresh run
-    assert "@5 cat app.py [current]" in observations[5]["content"]  # the view after that step
-    assert saved["messages"][0]["content"].startswith("You are an agent.\n[ledger] step 0")
+    assert "@6 cat app.py [current]" in observations[5]["content"]  # the view after that step (the 6th)
+    assert saved["messages"][0]["content"].startswith("You are an agent.\n[ledger] step 1")
     assert saved["info"]["config"]["inner_environment_type"] == "local"
 
 

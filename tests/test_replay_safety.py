@@ -173,7 +173,7 @@ def test_steps_run_in_the_sandbox_and_change_nothing_outside(
     tmp_path: pathlib.Path, victims: list[pathlib.Path], no_leftovers: None, capsys: pytest.CaptureFixture[str]
 ) -> None:
     steps = _steps_writing_to(victims)
-    document = edited(lambda d: d.update(steps=steps, violation={**d["violation"], "step": len(steps) - 1}))
+    document = edited(lambda d: d.update(steps=steps, violation={**d["violation"], "step": len(steps)}))  # the last, counted from 1
     code, err = replay_exit(capsys, str(write(tmp_path, document)))
     out = capsys.readouterr().out
     assert code == 0, err + out  # ran (not refused), and the recorded stale read did not happen

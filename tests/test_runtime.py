@@ -34,7 +34,7 @@ def test_a_repeated_read_is_reused_byte_for_byte(workspace: Path) -> None:
     again = runtime.step("cat  -n ./src/app.py")
     assert (first.verdict, again.verdict) == ("allow", "reuse")
     assert (again.output, again.exit_code) == fresh(workspace, "cat -n src/app.py")
-    assert "step 0" in again.note
+    assert "step 1" in again.note
 
 
 def test_a_narrower_range_is_sliced_from_a_wider_read(workspace: Path) -> None:
@@ -137,7 +137,7 @@ def test_reference_mode_returns_a_short_note_instead_of_the_output(workspace: Pa
     runtime.step("cat src/app.py")
     step = runtime.step("cat src/app.py")
     assert step.verdict == "reuse"
-    assert "step 0" in step.output and "line 1" not in step.output
+    assert "step 1" in step.output and "line 1" not in step.output
 
 
 def test_view_reports_current_and_stale_observations(workspace: Path) -> None:
@@ -148,7 +148,7 @@ def test_view_reports_current_and_stale_observations(workspace: Path) -> None:
     view = runtime.view()
     assert "task: make app.py shout" in view
     assert "cat src/app.py [current]" in view
-    assert "cat notes.txt [stale: notes.txt changed at step 2]" in view
+    assert "cat notes.txt [stale: notes.txt changed at step 3]" in view
     assert len(view) <= runtime.policy.view_budget
 
 

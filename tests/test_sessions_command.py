@@ -33,7 +33,7 @@ def test_list_and_show_describe_each_workspace(tmp_path: Path, state_dir: Path, 
     ident = listing.split()[0]
     assert main(["sessions", "--state-dir", str(state_dir), "show", ident]) == 0
     shown = capsys.readouterr().out
-    assert "@0 cat a.txt [current]" in shown
+    assert "@1 cat a.txt [current]" in shown
     assert main(["sessions", "--state-dir", str(state_dir), "show", str(tmp_path / "repo")]) == 0
     assert capsys.readouterr().out == shown
 

@@ -346,7 +346,7 @@ def test_reference_mode_reuses_with_a_note_naming_the_step() -> None:
     session.step(read(), output="a long output\n", exit_status=0)
     decision = session.step(read())
     assert isinstance(decision, Reuse)
-    assert "step 1" in decision.output and "a long output" not in decision.output
+    assert "step 2" in decision.output and "a long output" not in decision.output  # steps count from 1
     assert decision.exit_status == 0
 
 
@@ -409,7 +409,7 @@ def test_a_repeated_test_with_only_transient_changes_since_is_nudged() -> None:
     session.step(command(Category.TEST), exit_status=1, changes=changed("__pycache__/t.pyc", ".pytest_cache/v"))
     session.idle(10)
     decision = session.step(command(Category.TEST))
-    assert isinstance(decision, Nudge) and "step 0" in decision.note and "exit 1" in decision.note
+    assert isinstance(decision, Nudge) and "step 1" in decision.note and "exit 1" in decision.note
 
 
 def test_a_test_whose_first_run_created_its_cache_directories_is_nudged_when_repeated() -> None:
@@ -700,8 +700,8 @@ def test_view_recent_modifications_boundary() -> None:
     state = INITIAL
     for index, key in enumerate(["a.py", "b.py", "c.py"]):
         state = conclude(modify(state, changed(key)), command(Category.EDIT, str(index)), Verdict.ALLOW, 0)
-    assert "modified: c.py@2, b.py@1, a.py@0\n" in render(state, Policy(view_recent_modifications=3)) + "\n"
-    assert "modified: c.py@2, b.py@1, +1 more" in render(state, Policy(view_recent_modifications=2))
+    assert "modified: c.py@3, b.py@2, a.py@1\n" in render(state, Policy(view_recent_modifications=3)) + "\n"
+    assert "modified: c.py@3, b.py@2, +1 more" in render(state, Policy(view_recent_modifications=2))
     assert "modified: +3 more" in render(state, Policy(view_recent_modifications=0))
 
 
@@ -727,9 +727,9 @@ def test_the_view_names_why_an_observation_is_stale() -> None:
     session.step(command(Category.EDIT), changes=changed("a.py"))
     session.step(command(Category.RUN), changes=UNKNOWN_SCOPE)
     view = render(session.state, session.policy)
-    assert "stale: a.py changed at step 2" in view
-    assert "stale: tree changed at step 2" in view
-    assert "unknown-scope change@3" in view
+    assert "stale: a.py changed at step 3" in view
+    assert "stale: tree changed at step 3" in view
+    assert "unknown-scope change@4" in view
 
 
 def test_policy_is_a_frozen_value() -> None:
@@ -740,7 +740,7 @@ def test_policy_is_a_frozen_value() -> None:
 def test_keys_changed_in_one_step_are_listed_in_key_order_whatever_the_hash_seed() -> None:
     keys = [f"k{index}.py" for index in range(8)]
     state = modify(INITIAL, Changes(frozenset(reversed(keys))))
-    listed = ", ".join(f"{key}@0" for key in keys)
+    listed = ", ".join(f"{key}@1" for key in keys)
     assert f"modified: {listed}" in render(state, Policy(view_recent_modifications=8))
 
 

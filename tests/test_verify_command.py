@@ -60,3 +60,35 @@ def test_workers_below_one_is_a_usage_error(monkeypatch: pytest.MonkeyPatch) -> 
     monkeypatch.setattr(verify, "CHECKS", (("one", holds),))
     assert cli.main(["verify", "--workers", "0"]) == 2
     assert cli.main(["verify", "--workers", "1"]) == 0
+
+
+def test_on_a_non_terminal_each_stage_prints_its_line_and_time_as_it_finishes(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    seen_before_second: list[str] = []
+
+    def second(profile: Profile, seed: int | None) -> list[verify.CheckResult]:
+        seen_before_second.append(capsys.readouterr().out)  # what a CI log shows while stage 2 runs
+        return [verify.CheckResult("b", True, "fine", 2.5)]
+
+    monkeypatch.setattr(verify, "CHECKS", (("first stage", holds), ("second stage", second)))
+    assert cli.main(["verify"]) == 0
+    first_line = seen_before_second[0].strip().splitlines()
+    assert len(first_line) == 1 and first_line[0].startswith("[1/2] first stage (ci): 1 held, 0 failed in "), first_line
+    rest = capsys.readouterr().out
+    assert rest.startswith("[2/2] second stage (ci): 1 held, 0 failed in "), rest
+
+
+def test_each_z3_row_shows_its_real_time(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setattr(verify, "CHECKS", (("Z3 proofs", verify._proofs),))
+    monkeypatch.setenv("COLUMNS", "160")  # one row per line, to read them back
+    assert cli.main(["verify"]) == 0
+    rows = [line for line in capsys.readouterr().out.splitlines() if "z3: " in line]
+    assert len(rows) >= 10
+    times = [float(cell.split()[0]) for row in rows for cell in row.split("│") if cell.strip().endswith(" ms")]
+    assert len(times) == len(rows) and all(t > 0 for t in times), rows
+    assert len(set(times)) > 1  # measured per theorem, not one share of the stage's time
+
+
+def test_a_time_is_shown_in_milliseconds_below_a_second() -> None:
+    assert [verify.shown_seconds(s) for s in (0.0004, 0.034, 0.9994, 1.0, 12.345)] == ["0.4 ms", "34 ms", "999 ms", "1.0 s", "12.3 s"]

@@ -16,7 +16,7 @@ import pytest
 from properties.counterexample import (
     Counterexample,
     CounterexampleError,
-    dump,
+    dump_into,
     from_json,
     from_trace,
     load,
@@ -75,7 +75,7 @@ def _document() -> dict:
 
 def test_dump_and_load_round_trip(tmp_path: pathlib.Path) -> None:
     counterexample = _fresh(NEGATIVE[0])
-    path = dump(counterexample, tmp_path)
+    path = dump_into(counterexample, tmp_path)
     assert path.name == f"{counterexample.id}.json"
     assert load(path) == counterexample
 

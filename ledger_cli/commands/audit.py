@@ -50,7 +50,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--budget", type=float, default=None, metavar="MIN", help="start no trajectory after this many minutes")
     parser.add_argument("--results", type=Path, default=None, metavar="DIR",
                         help="keep one result file per trajectory here; a rerun skips finished ones")
-    parser.add_argument("--json", type=Path, default=None, metavar="FILE", help="write the report (schema ledger-audit/1)")
+    parser.add_argument("--json", type=Path, default=None, metavar="FILE", help=f"write the report (schema {report_json.SCHEMA})")
     parser.add_argument("--html", type=Path, default=None, metavar="FILE", help="write a self-contained HTML report")
     parser.add_argument("--no-sandbox", action="store_true", help="run commands without bubblewrap")
     parser.add_argument("--skip-outside-writes", action="store_true",
@@ -126,16 +126,29 @@ def run(args: argparse.Namespace, executor: concurrent.futures.Executor | None =
     return 1 if totals["stale"] or totals["violations"] or totals["failed"] or totals["misses"].get(decider) else 0
 
 
+COLUMNS: tuple[str, ...] = ("trajectory", "status", "ran", "skip", "re-read", "reuse", "nudge", "stale", "misses")
+"""The per-trajectory table's columns: short enough that the table fits 80 columns."""
+
+COLUMN_KEY = ("ran: commands replayed; skip: steps not replayed; re-read: redundant re-reads (a perfect ledger "
+              "would not run them); reuse/nudge: Ledger's verdicts; stale: reuses that printed something else "
+              "than running the command; misses: changes a detector did not report")
+
+
 def _print(out: Console, doc: dict[str, Any], planned: int) -> None:
     totals = doc["totals"]
-    per = Table(title="trajectories", title_justify="left")
-    for column in ("trajectory", "status", "replayed", "skipped", "redundant", "reuse", "nudge", "stale", "misses"):
-        per.add_column(column, justify="left" if column in ("trajectory", "status") else "right")
+    per = Table(title="trajectories", title_justify="left", caption=COLUMN_KEY, caption_justify="left", collapse_padding=True)
+    for column in COLUMNS:
+        text = column in ("trajectory", "misses")
+        # Names and miss lists wrap onto more lines; the short numeric columns never shrink.
+        per.add_column(column, justify="left" if text or column == "status" else "right",
+                       overflow="fold" if text else "ellipsis", no_wrap=not text, ratio=1 if text else None,
+                       min_width=len(column) if text else None)
     for t in doc["trajectories"]:
         if t.get("status") == "failed":
             per.add_row(escape(str(t.get("instance_id") or t["name"])), "[red]failed[/red]", *[""] * 7)
             continue
-        misses = ", ".join(f"{label} {len(m)}" for label, m in t["misses"].items() if m) or "0"
+        # A user's detector by its factory's name (the totals below name it in full).
+        misses = ", ".join(f"{label.rsplit(':', 1)[-1]} {len(m)}" for label, m in t["misses"].items() if m) or "0"
         per.add_row(
             escape(str(t.get("instance_id") or t["name"])), t["status"], str(t["replayed"]), str(sum(t["skipped"].values())),
             str(t["redundant"]["verbatim"] + t["redundant"]["sub-range"]), str(t["verdicts"]["reuse"]), str(t["verdicts"]["nudge"]),
@@ -144,8 +157,8 @@ def _print(out: Console, doc: dict[str, Any], planned: int) -> None:
     out.print(per)
     share = totals["perfect_share"]
     table = Table(title="totals", title_justify="left", show_header=False)
-    table.add_column("measure")
-    table.add_column("value", justify="right")
+    table.add_column("measure", overflow="fold")
+    table.add_column("value", justify="right", overflow="fold")
     rows = [
         ("trajectories", f"{totals['trajectories']} of {planned}" + (f" ({totals['failed']} failed)" if totals["failed"] else "")),
         ("commands replayed", f"{totals['replayed']:,}"),

@@ -1,7 +1,7 @@
 """`ledger check-detector MODULE:FACTORY`: hunt stale reuse for a user's detector.
 
 Exit 0 if the hunt found no violation, 1 if it found one (each minimized counterexample is
-written to --out), 2 on a usage error, found before any hunting starts: --out is not a usable
+written as `<id>.json` into the directory --out, created if missing), 2 on a usage error, found before any hunting starts: --out is not a usable
 directory, an unknown profile, a seed out of range, a name that is not MODULE:FACTORY, a module
 not found, a factory that raises or returns no detector. 3 if the hunt's own code failed (a
 harness error, never blamed on the detector), 130 if interrupted (Ctrl-C): the hunt's
@@ -14,19 +14,23 @@ import argparse
 import json
 import os
 import pathlib
+import shlex
 import sys
 import traceback
+from typing import TYPE_CHECKING, Any, Mapping
 
 from rich.console import Console
 from rich.markup import escape
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from ledger_cli.errors import EXIT_HARNESS_ERROR, EXIT_INTERRUPTED
 from properties.profiles import default_workers
 from properties.replay import DetectorLoadError, load_factory, parse_spec
 
-EXIT_HARNESS_ERROR = 3
-EXIT_INTERRUPTED = 130
+if TYPE_CHECKING:  # the hunt machinery is imported when a hunt runs, not to parse arguments
+    from properties.hunt import HuntReport
+
 MAX_SEED = 2**32 - 1
 
 
@@ -53,7 +57,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def output_directory_problem(out: str) -> str | None:
     """Why `out` cannot receive counterexample files, or None: it must be a writable directory,
-    or not exist yet below a writable directory (it is created only if something is found)."""
+    or not exist yet below a writable directory (it is created, as a directory, only if
+    something is found)."""
     path = pathlib.Path(out)
     if path.exists() and not path.is_dir():
         return f"--out {out} exists and is not a directory"
@@ -150,7 +155,23 @@ def run(args: argparse.Namespace) -> int:
             )
             return EXIT_HARNESS_ERROR
 
-    summary = {
+    summary = hunt_summary(report)
+    print_summary(summary, Console(), as_json=args.json)
+    return 1 if report.found else 0
+
+
+def hunt_summary(report: "HuntReport") -> dict[str, Any]:
+    """What `--json` prints. Each violation's `step` counts from 1 (the file's and the replay's
+    numbering) and `stale_read` says which read the finding makes stale, or is null."""
+    from properties.counterexample import from_json
+    from properties.findings import stale_read
+
+    def violation(document: Mapping[str, Any], path: pathlib.Path | None) -> dict[str, Any]:
+        read = stale_read(from_json(document))
+        return {"id": document["id"], "property": document["property"], "step": document["violation"]["step"],
+                "file": None if path is None else str(path), "stale_read": None if read is None else read.to_json()}
+
+    return {
         "detector": report.detector,
         "profile": report.profile,
         "seed": report.seed,
@@ -161,27 +182,37 @@ def run(args: argparse.Namespace) -> int:
         "detector_errors": dict(report.detector_errors),
         "unconfirmed": report.unconfirmed,
         "violations": [
-            {"id": doc["id"], "property": doc["property"], "step": doc["violation"]["step"], "file": str(path)}  # type: ignore[index]
-            for doc, path in zip(report.counterexamples, report.files or [None] * len(report.counterexamples))
+            violation(document, path)
+            for document, path in zip(report.counterexamples, report.files or [None] * len(report.counterexamples))
         ],
     }
-    if args.json:
+
+
+def print_summary(summary: Mapping[str, Any], out: Console, *, as_json: bool = False) -> None:
+    """The summary as JSON, or as a table, one stale-read sentence per finding and the exact
+    `ledger replay` line of each file written."""
+    if as_json:
         print(json.dumps(summary, indent=2))
+        return
+    violations = summary["violations"]
+    table = Table(title=f"check-detector {summary['detector']} ({summary['profile']}, seed {summary['seed']})")
+    for column in ("property", "step", "file"):
+        table.add_column(column, overflow="fold")  # a path is shown whole: it is what to replay
+    for found in violations:
+        table.add_row(found["property"], str(found["step"]), found["file"] or "(not written)")
+    if violations:
+        out.print(table)
+        for found in violations:
+            if found["stale_read"] is not None:
+                out.print(f"{found['id']}: {escape(found['stale_read']['sentence'])}", highlight=False)
+        out.print(f"[red]{len(violations)} violation(s)[/red]; replay with:")
+        for found in violations:
+            if found["file"] is not None:
+                out.print(f"  ledger replay {escape(shlex.quote(found['file']))}", highlight=False, soft_wrap=True)
     else:
-        out = Console()
-        table = Table(title=f"check-detector {report.detector} ({report.profile}, seed {report.seed})")
-        for column in ("property", "steps", "file"):
-            table.add_column(column)
-        for violation in summary["violations"]:  # type: ignore[union-attr]
-            table.add_row(violation["property"], str(violation["step"] + 1), violation["file"])
-        if summary["violations"]:
-            out.print(table)
-            out.print(f"[red]{len(report.counterexamples)} violation(s)[/red]; replay with `ledger replay FILE`")
-        else:
-            out.print(f"[green]no violation[/green] in {report.examples} runs")
-        out.print(f"{report.steps} steps in {report.seconds:.1f} s ({report.steps_per_second:.1f} steps/s)")
-        for message, count in report.detector_errors.items():
-            out.print(f"[yellow]the detector failed to report[/yellow] at {count} step(s) (recorded as unknown, costing reuse): {escape(message)}", highlight=False)
-        if report.unconfirmed:
-            out.print(f"[yellow]{report.unconfirmed} failing run(s) did not fail again when replayed[/yellow] (flaky; not written)")
-    return 1 if report.found else 0
+        out.print(f"[green]no violation[/green] in {summary['runs']} runs")
+    out.print(f"{summary['steps']} steps in {summary['seconds']:.1f} s ({summary['steps_per_second']:.1f} steps/s)")
+    for message, count in summary["detector_errors"].items():
+        out.print(f"[yellow]the detector failed to report[/yellow] at {count} step(s) (recorded as unknown, costing reuse): {escape(message)}", highlight=False)
+    if summary["unconfirmed"]:
+        out.print(f"[yellow]{summary['unconfirmed']} failing run(s) did not fail again when replayed[/yellow] (flaky; not written)")

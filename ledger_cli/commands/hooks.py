@@ -9,6 +9,12 @@ keeping every other setting and hook; running it twice changes nothing. Uninstal
 exactly the entries whose command is Ledger's hook, and the lists that only they made
 non-empty. The hook command names this Python interpreter, so it works without `ledger` on PATH.
 
+Install first records what the settings file was (absent, or its exact text) outside the
+workspace, in Ledger's state directory. Uninstall gives that back when nothing but Ledger's hooks
+changed since: a file install created is removed (and the folder, if it created that too and it
+is empty), a file with other content gets its bytes back. When the user edited the settings in
+between, uninstall keeps the edit and removes only Ledger's entries.
+
 A project install writes into the workspace because the user asked for it; the session sees
 that write as one change before the first step, nothing more.
 """
@@ -16,6 +22,7 @@ that write as one change before the first step, nothing more.
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
 import pathlib
@@ -24,6 +31,8 @@ import sys
 from typing import Any
 
 from ledger_impl.adapters.claude import TOOLS
+from ledger_impl.detectors.stat_index import default_state_dir
+from ledger_spec.errors import UnreadableState
 
 #: Per agent: events and their matchers (None: the event takes no matcher, or all tools).
 EVENTS: dict[str, dict[str, str | None]] = {
@@ -45,7 +54,7 @@ CLAUDE_EVENTS = EVENTS["claude"]
 HOOK_TIMEOUT_S = 60
 
 
-class SettingsError(Exception):
+class SettingsError(UnreadableState):
     """The settings file cannot be read as Claude Code settings."""
 
 
@@ -139,10 +148,61 @@ def read_settings(path: pathlib.Path) -> dict[str, Any]:
 
 
 def write_settings(path: pathlib.Path, settings: dict[str, Any]) -> None:
+    write_text_atomically(path, json.dumps(settings, indent=2) + "\n")
+
+
+def write_text_atomically(path: pathlib.Path, text: str) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     temporary = path.with_name(path.name + ".ledger-tmp")
-    temporary.write_text(json.dumps(settings, indent=2) + "\n", encoding="utf-8")
+    temporary.write_text(text, encoding="utf-8")
     os.replace(temporary, path)  # never a half-written settings file
+
+
+def before_record(path: pathlib.Path) -> pathlib.Path:
+    """Where install keeps what `path` was before it, one record per settings file."""
+    name = hashlib.sha256(str(path.absolute()).encode()).hexdigest()[:32]
+    return default_state_dir() / "hooks-before" / f"{name}.json"
+
+
+def remember_before(path: pathlib.Path) -> None:
+    """Record `path`'s state before Ledger's first install into it (a reinstall keeps the first)."""
+    record = before_record(path)
+    if record.exists():
+        return
+    state = {
+        "path": str(path.absolute()),
+        "text": path.read_text(encoding="utf-8") if path.exists() else None,
+        "created_dirs": [str(p.absolute()) for p in path.absolute().parents if not p.exists()],
+    }
+    write_settings(record, state)
+
+
+def restore_before(path: pathlib.Path, updated: dict[str, Any]) -> bool:
+    """Give `path` back as it was before install if `updated` (the settings without Ledger's
+    hooks) is what it was, read the same way; True when done. The record goes either way: it is stale after."""
+    record = before_record(path)
+    try:
+        state = json.loads(record.read_text(encoding="utf-8"))
+        record.unlink()
+    except (OSError, ValueError):
+        return False
+    text = state.get("text")
+    try:
+        before = json.loads(text or "{}") if isinstance(text, str) or text is None else None
+    except ValueError:
+        before = None
+    if state.get("path") != str(path.absolute()) or not isinstance(before, dict) or uninstalled(before) != updated:
+        return False
+    if text is None:
+        path.unlink(missing_ok=True)
+        for folder in state.get("created_dirs", []):
+            try:
+                os.rmdir(folder)
+            except OSError:
+                break  # not empty any more: the user put something there
+    else:
+        write_text_atomically(path, text)
+    return True
 
 
 def run(args: argparse.Namespace) -> int:
@@ -160,6 +220,12 @@ def run(args: argparse.Namespace) -> int:
         print(f"ledger hooks: {path} already {'has' if args.action == 'install' else 'lacks'} Ledger's hooks")
         return 0
     if not updated and not path.exists():
+        return 0
+    if args.action == "install":
+        remember_before(path)
+    elif restore_before(path, updated):
+        print(f"ledger hooks: uninstalled Ledger's hooks; {path} is back as it was before install"
+              + ("" if path.exists() else " (absent)"))
         return 0
     write_settings(path, updated)
     print(f"ledger hooks: {args.action}ed Ledger's hooks in {path}")

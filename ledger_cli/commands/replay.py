@@ -22,12 +22,12 @@ import sys
 from rich.console import Console
 from rich.markup import escape
 
+from ledger_cli.errors import EXIT_INTERRUPTED
 from properties import sandbox
 from properties.counterexample import CounterexampleError, load
 from properties.oracle import StepRecord
 from properties.replay import TRUSTED_DETECTORS, DetectorLoadError, ReplayWorkerError, parse_spec, replay_in_worker
 
-EXIT_INTERRUPTED = 130
 
 # Control characters of untrusted text (the file's explanation, commands, outputs) are shown
 # escaped, so a file cannot move the cursor, retitle or clear the terminal it is replayed in.

@@ -2,11 +2,16 @@
 
 Each check is a function returning `CheckResult`s; a check that raises is reported as failed
 with its error, never swallowed, so a broken installation cannot look like a pass.
+
+On a terminal a spinner shows the running stage. Anywhere else (a CI log, a pipe) nothing can
+be redrawn, so each stage prints one line when it ends, with its results and its time, and the
+output is flushed: a log shows progress as it goes instead of nothing until the table.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import time
 import traceback
 from typing import Callable
@@ -28,6 +33,15 @@ class CheckResult:
 
 
 Check = Callable[[Profile, int | None], list[CheckResult]]
+
+
+def shown_seconds(seconds: float) -> str:
+    """A duration as a row shows it: milliseconds below a second (a Z3 theorem takes tens)."""
+    if seconds < 0.00995:
+        return f"{seconds * 1000:.1f} ms"
+    if seconds < 0.9995:
+        return f"{seconds * 1000:.0f} ms"
+    return f"{seconds:.1f} s"
 
 
 def _proofs(profile: Profile, seed: int | None) -> list[CheckResult]:
@@ -126,8 +140,10 @@ def run(args: argparse.Namespace) -> int:
         return 2
     profile = attrs.evolve(profile, workers=workers)
     results: list[CheckResult] = []
-    with Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(), console=console) as progress:
-        for title, check in CHECKS:
+    live = console.is_terminal
+    spinner = Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(), console=console)
+    with spinner if live else contextlib.nullcontext(spinner) as progress:
+        for number, (title, check) in enumerate(CHECKS, 1):
             task = progress.add_task(f"{title} ({profile.name})", total=None)
             started = time.monotonic()
             try:
@@ -137,13 +153,17 @@ def run(args: argparse.Namespace) -> int:
             elapsed = time.monotonic() - started
             results.extend(attrs.evolve(r, seconds=r.seconds or elapsed / max(1, len(produced))) for r in produced)
             progress.update(task, total=1, completed=1)
+            if not live:
+                held = sum(r.held for r in produced)
+                print(f"[{number}/{len(CHECKS)}] {title} ({profile.name}): {held} held, {len(produced) - held} failed "
+                      f"in {shown_seconds(elapsed)}", flush=True)
     table = Table(title=f"ledger verify ({profile.name} profile)")
     table.add_column("check")
     table.add_column("result")
-    table.add_column("s", justify="right")
+    table.add_column("time", justify="right", no_wrap=True)
     table.add_column("detail", overflow="fold")
     for result in results:
-        table.add_row(result.name, "[green]holds[/]" if result.held else "[red]FAILS[/]", f"{result.seconds:.1f}", result.detail)
+        table.add_row(result.name, "[green]holds[/]" if result.held else "[red]FAILS[/]", shown_seconds(result.seconds), result.detail)
     console.print(table)
     failed = [r for r in results if not r.held]
     console.print(f"{len(results) - len(failed)} held, {len(failed)} failed")

@@ -31,6 +31,8 @@ import re
 import shlex
 from typing import Any
 
+from ledger_spec.texts import shown_step
+
 from .hook_session import HookSession, Outcome, command_named, nudge_text, pre_tool_use_reply, record_outcome, reuse_text
 
 NO_OUTPUT = "(Bash completed with no output)"
@@ -124,7 +126,8 @@ def _pre_tool_use(tool: str, tool_input: dict[str, Any], call_id: str, cwd: Any,
         output["permissionDecision"] = "deny"
         output["permissionDecisionReason"] = reuse_text(decision)
     elif decision.verdict == "reuse":
-        output["additionalContext"] = (f"[ledger] Unchanged since step {decision.served_step}: "
+        since = "an earlier step" if decision.served_step is None else f"step {shown_step(decision.served_step)}"
+        output["additionalContext"] = (f"[ledger] Unchanged since {since}: "
                                        "you already saw this result then.")
     elif decision.verdict == "nudge":
         output["additionalContext"] = nudge_text(decision)

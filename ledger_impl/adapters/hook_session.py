@@ -21,6 +21,8 @@ from typing import Any, Callable, Protocol
 
 import attrs
 
+from ledger_spec.texts import shown_step
+
 
 class Verdict(Protocol):
     """The fields of `ledger_impl.session.Decision` that hooks read."""
@@ -73,7 +75,7 @@ def command_named(command_for: Callable[[str, dict[str, Any]], str], tool: str, 
 
 def reuse_header(step: int | None, exit_code: int | None = None) -> str:
     """The one line above a reused output; the output follows it verbatim on the next line."""
-    where = f"step {step}" if step is not None else "an earlier step"
+    where = f"step {shown_step(step)}" if step is not None else "an earlier step"
     status = f", exit status {exit_code}" if exit_code is not None else ""
     return (f"[ledger] Not run again: this is the unchanged result of {where}{status} "
             f"(nothing it depends on has changed since). Output, verbatim:")

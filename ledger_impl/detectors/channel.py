@@ -27,6 +27,7 @@ from collections.abc import Callable
 
 from ledger_impl.tree_snapshot import RACY_WINDOW_NS, ROOT_KEY, Entry, Snapshot, diff
 from ledger_spec.values import Changes
+from ledger_spec.errors import DetectorFailure
 
 Run = Callable[[str], tuple[str, int]]
 
@@ -42,7 +43,7 @@ _KINDS = {
 _FIELDS = 11  # type inode device size mtime ctime mode uid gid nlink path; then the link target
 
 
-class ListingError(ValueError):
+class ListingError(DetectorFailure, ValueError):
     """The listing is not complete and well formed."""
 
 

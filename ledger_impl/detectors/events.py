@@ -91,6 +91,8 @@ from ledger_impl.tree_snapshot import (
     take_snapshot,
 )
 from ledger_spec.values import Changes
+from ledger_spec.degraded import Cause, Degraded, Effect
+from ledger_spec.errors import DetectorFailure
 
 try:  # inotify is Linux-only; elsewhere the detector runs as a plain snapshot diff
     from inotify_simple import INotify
@@ -202,8 +204,12 @@ MARKER_TIMEOUT_S: float = 2.0
 
 
 
-class _Fallback(Exception):
+class _Fallback(DetectorFailure):
     """Events cannot account for the changes: run a full snapshot diff."""
+
+    def __init__(self, cause: Cause = Cause.EVENTS_UNACCOUNTED) -> None:
+        self.reason = Degraded(cause, effect=Effect.ONE_FULL_DIFF)
+        super().__init__(self.reason.text())
 
 
 class EventDetector:
@@ -248,8 +254,8 @@ class EventDetector:
         self._markers = 0  # after() n creates marker file "n": a stale marker cannot be mistaken for it
         self._relinked: set[tuple[int, int]] = set()  # inodes with several links touched this round
         self._degraded = False  # True: events are not trusted, every after() is a full diff
-        self._degraded_reason: str | None = None  # why, when _degraded
-        self._fallback_reason: str | None = None  # why the last after() ran the full diff, if it did
+        self._degraded_reason: Degraded | None = None  # why, when _degraded
+        self._fallback_reason: Degraded | None = None  # why the last after() ran the full diff, if it did
         self._root_identity: tuple[tuple[int, int], ...] | None = None
         self._mounts: bytes | None = None
         self.fallbacks = 0  # how many after() calls ran the full diff (for tests and benchmarks)
@@ -259,8 +265,8 @@ class EventDetector:
         """Why the detector is not running on events alone, if it is not: a lasting mode (no
         inotify, watch limit) or what made the last report a full diff or unknown scope."""
         if self._degraded:
-            return self._degraded_reason or "inotify events are not trusted: every command runs a full snapshot diff"
-        return self._fallback_reason
+            return (self._degraded_reason or Degraded(Cause.EVENTS_UNTRUSTED)).text()
+        return None if self._fallback_reason is None else self._fallback_reason.text()
 
     # -- public contract -------------------------------------------------------------------
 
@@ -287,14 +293,14 @@ class EventDetector:
             # The root (or an ancestor) is another directory now: every watch and the baseline
             # describe the old one. Start over; nothing proves what changed.
             self._start(root_s)
-            self._fallback_reason = "the root or one of its ancestors was replaced: watches rebuilt, scope unknown"
+            self._fallback_reason = Degraded(Cause.ROOT_REPLACED, effect=Effect.UNKNOWN_SCOPE)
             return Changes(unknown=True)
         if self._degraded or self._inotify is None:
             return self._full_diff(set())
         changed: set[str] = set()
         try:
             if self._mounts != _mount_table(root_s):
-                raise _Fallback("the mount table changed (a mount raises no inotify event): full snapshot diff")
+                raise _Fallback(Cause.MOUNTS_CHANGED)
             events = self._drain()
             self._fresh_watches.clear()  # a new round: every watch so far predates what we stat now
             self._apply(events, changed)
@@ -305,7 +311,7 @@ class EventDetector:
                 raise _Fallback  # an inode watch was refused for the watch limit
             self._release_unreached()
         except _Fallback as fallback:
-            self._fallback_reason = str(fallback) or "inotify events could not account for the changes: full snapshot diff"
+            self._fallback_reason = fallback.reason
             return self._full_diff(changed)
         return Changes(frozenset(changed))
 
@@ -343,7 +349,7 @@ class EventDetector:
         self._root_identity = _root_identity(root)
         self._mounts = _mount_table(root)
         self._degraded = INotify is None
-        self._degraded_reason = "inotify is not available: every command runs a full snapshot diff" if self._degraded else None
+        self._degraded_reason = Degraded(Cause.NO_INOTIFY) if self._degraded else None
         if not self._degraded:
             try:
                 self._inotify = INotify()
@@ -352,7 +358,7 @@ class EventDetector:
             except OSError as error:
                 self.close()
                 self._degraded = True
-                self._degraded_reason = f"no inotify instance ({error.strerror}): every command runs a full snapshot diff"
+                self._degraded_reason = Degraded(Cause.NO_INSTANCE, (str(error.strerror),))
         hook = None if self._degraded else self._watch_hook(initial=True)
         self._baseline = take_snapshot(root, on_directory=hook, racy_window_ns=self.racy_window_ns)
         self._rebuild_inode_index()
@@ -367,16 +373,13 @@ class EventDetector:
             except OSError as error:
                 # ENOSPC (watch limit), EACCES, or the directory vanished: this directory's
                 # future changes would go unseen, so events alone are no longer sound.
-                self._degrade(
-                    f"cannot watch {key or '.'} ({error.strerror}; fs.inotify.max_user_watches?): "
-                    "every command runs a full snapshot diff"
-                )
+                self._degrade(Degraded(Cause.DIRECTORY_UNWATCHABLE, (key or ".", str(error.strerror))))
                 return
             owner = self._wd_to_dir.get(wd)
             if owner is not None and owner != key and initial:
                 # One directory reachable under two keys (a bind mount): an event could only
                 # be mapped to one of them.
-                self._degrade(f"one directory is reachable as {owner or '.'} and {key}: every command runs a full snapshot diff")
+                self._degrade(Degraded(Cause.DIRECTORY_ALIASED, (owner or ".", key)))
             if owner is not None and owner != key:
                 self._dir_to_wd.pop(owner, None)
             self._wd_to_dir[wd] = key
@@ -385,7 +388,7 @@ class EventDetector:
 
         return add_watch
 
-    def _degrade(self, reason: str) -> None:
+    def _degrade(self, reason: Degraded) -> None:
         """Stop trusting events for good: every after() runs the full diff from now on. The
         inotify instance is closed at once: its watches count against a budget every program
         of the user shares (fs.inotify.max_user_watches), and a limit reached is the usual
@@ -429,10 +432,7 @@ class EventDetector:
             return  # the name is gone already: its directory's event is queued
         except OSError as error:
             if error.errno == errno.ENOSPC:
-                self._degrade(
-                    f"cannot watch the file {key} ({error.strerror}; fs.inotify.max_user_watches?): "
-                    "every command runs a full snapshot diff"
-                )
+                self._degrade(Degraded(Cause.FILE_UNWATCHABLE, (key, str(error.strerror))))
             else:  # EACCES: inotify needs read access. Stat data will have to do for this one.
                 self._unwatchable.add(key)
             return
@@ -504,7 +504,7 @@ class EventDetector:
             for key in sorted(keys):
                 self._refresh(key, changed, deep=False)
         if self._unproven:
-            raise _Fallback("files kept being replaced while the detector added their watches: full snapshot diff")
+            raise _Fallback(Cause.REPLACED_WHILE_WATCHING)
 
     def _refresh_unwatchable(self, changed: set[str]) -> None:
         """Re-stat the keys whose inode could not be watched (each retries its watch)."""
@@ -548,10 +548,10 @@ class EventDetector:
             if not batch:
                 if any(event.mask & _Q_OVERFLOW for event in events):
                     # the marker may have been dropped with the rest
-                    raise _Fallback("the inotify queue overflowed: full snapshot diff")
+                    raise _Fallback(Cause.QUEUE_OVERFLOW)
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:
-                    raise _Fallback("the detector's own marker event did not arrive in time: full snapshot diff")
+                    raise _Fallback(Cause.MARKER_LATE)
                 batch = self._inotify.read(timeout=max(1, int(remaining * 1000)))
             for event in batch:
                 if event.wd == self._marker_wd and event.wd not in self._wd_to_dir:
@@ -575,7 +575,7 @@ class EventDetector:
         for event in events:
             mask = event.mask
             if mask & _Q_OVERFLOW:
-                raise _Fallback("the inotify queue overflowed: full snapshot diff")
+                raise _Fallback(Cause.QUEUE_OVERFLOW)
             inode = self._wd_to_inode.get(event.wd)
             if inode is not None:
                 # An inode watch: written or relinked through some name, maybe outside the root.
@@ -602,14 +602,14 @@ class EventDetector:
                         del self._dir_to_wd[directory]
                     self._retired[event.wd] = directory
                 if directory == ROOT_KEY:
-                    raise _Fallback("the root's watch is gone (the root was deleted or moved): full snapshot diff")
+                    raise _Fallback(Cause.ROOT_WATCH_GONE)
                 shallow.add(directory)
                 continue
             if not event.name:
                 # About the watched directory itself (chmod, touch, deleted, moved).
                 if directory == ROOT_KEY:
                     # The root's own metadata is not a key; the full diff reports it as unknown.
-                    raise _Fallback("the root itself changed (metadata, deleted or moved): full snapshot diff")
+                    raise _Fallback(Cause.ROOT_CHANGED)
                 shallow.add(directory)
                 continue
             key = directory + "/" + event.name if directory else event.name

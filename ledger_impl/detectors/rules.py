@@ -26,13 +26,14 @@ from ..classifier import Kind, effect_of, sed_script_is_safe
 from ..classifier.git import GIT_WRITERS, subcommand
 from ..shell import SimpleCommand, Word
 from ..workspace import Workspace
+from ledger_spec.errors import DetectorFailure
 
 # Programs whose every operand (after options) may be changed, and whether they recurse.
 _OPERAND_WRITERS = frozenset({"rm", "touch", "mkdir", "chmod", "chown", "chgrp", "truncate", "rmdir", "unlink",
                               "shred"})
 
 
-class _Unknown(Exception):
+class _Unknown(DetectorFailure):
     """The command's writes cannot be listed."""
 
 

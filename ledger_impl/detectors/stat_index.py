@@ -25,6 +25,7 @@ import tempfile
 from ledger_impl.detectors.baseline import read_stored
 from ledger_impl.tree_snapshot import RACY_WINDOW_NS, Entry, Snapshot, diff, take_snapshot
 from ledger_spec.values import Changes
+from ledger_spec.errors import UnreadableState
 
 # Bumped whenever the layout of the encoded snapshot changes; a blob of another version is
 # never decoded (it proves nothing, so the next scan reports unknown scope).
@@ -32,7 +33,7 @@ INDEX_FORMAT = 2
 _DIGEST_SIZE = 32
 
 
-class IndexDamaged(ValueError):
+class IndexDamaged(UnreadableState, ValueError):
     """A stored index that cannot be shown intact (wrong format, checksum, or shape)."""
 
 

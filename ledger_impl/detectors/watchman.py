@@ -53,6 +53,7 @@ from ledger_spec.values import Changes
 
 from .baseline import read_stored
 from .stat_index import check_outside, default_state_dir
+from ledger_spec.errors import DetectorFailure
 
 BINARY = "watchman"
 # Bumped whenever the stored baseline's layout changes: a baseline of another format is unknown.
@@ -70,11 +71,11 @@ _COOKIE_PREFIX = ".watchman-cookie-"
 _SOCKET_PATH_LIMIT = 107
 
 
-class WatchmanError(RuntimeError):
+class WatchmanError(DetectorFailure, RuntimeError):
     """The daemon could not be reached, or did not answer a command as expected."""
 
 
-class _Unreachable(Exception):
+class _Unreachable(DetectorFailure):
     """No daemon behind the socket (refused, reset, closed): one may be started."""
 
 

@@ -133,9 +133,10 @@ def replay(
         for item in trajectory.items:
             if on_step is not None:
                 on_step(item.index)
+            step = item.index + 1  # results number steps from 1, as every report does
             if time.monotonic() - started > settings.trajectory_timeout:
                 result["status"] = "timed out"
-                _skip(result, item.index, TIME_LIMIT)
+                _skip(result, step, TIME_LIMIT)
                 continue
             try:
                 command = "" if isinstance(item, Skipped) else to_command(item, trajectory.recorded_root, workspace, settings.protected)
@@ -145,9 +146,9 @@ def replay(
                     raise
                 reason = "writes outside workspace"
             if reason is not None:
-                _skip(result, item.index, reason)
+                _skip(result, step, reason)
                 continue
-            truth = _run_step(item.index, command, runtime, detector, truth, cache, perfect, pending, result)
+            truth = _run_step(step, command, runtime, detector, truth, cache, perfect, pending, result)
     finally:
         runtime.stop_background()
         runtime.close()
@@ -176,7 +177,8 @@ def _run_step(
     result["verdicts"][step.verdict] += 1
     record: dict[str, Any] = {"step": index, "command": command[:300], "category": category, "verdict": step.verdict,
                               "bytes": len(step.output.encode()), "redundant": None, "misses": [], "stale": False,
-                              "violation": False, "changed": len(keys), "unknown": unknown}
+                              "violation": False, "changed": len(keys), "unknown": unknown,
+                              "exit": step.exit_code, "excerpt": excerpt(step.output)}
     output, exit_code, complete = step.output, step.exit_code, step.complete
     stale = False
     if step.verdict == "reuse":
@@ -218,6 +220,17 @@ def _run_step(
         result["perfect"] += 1
     result["timeline"].append(record)
     return now
+
+
+EXCERPT_LINES, EXCERPT_CHARS = 6, 400
+
+
+def excerpt(output: str) -> str:
+    """The start of what the agent got back, as the report shows it: a few lines, a few hundred
+    characters, with a marker when more was cut."""
+    lines = output.splitlines(keepends=True)
+    shown = "".join(lines[:EXCERPT_LINES])[:EXCERPT_CHARS]
+    return shown + ("\n[...]" if len(shown) < len(output) else "")
 
 
 def _skip(result: dict[str, Any], index: int, reason: str) -> None:

@@ -22,6 +22,7 @@ from ledger_impl import RulesDetector, classify, shell
 from ledger_spec.values import READ_ONLY
 
 from .formats import FileEdit, FileRead, FileWrite, Item, Shell, Skipped
+from ledger_spec.errors import InvalidInput
 
 PACKAGE_INSTALL = "package install"
 NETWORK = "network"
@@ -64,7 +65,7 @@ open(path, "w", encoding="utf-8").write(text.replace(old, new, -1 if every == "1
 """
 
 
-class OutsideWrite(ValueError):
+class OutsideWrite(InvalidInput, ValueError):
     """A step that certainly writes outside the workspace: bad input, not something to run."""
 
 
@@ -104,7 +105,7 @@ def _file_path(item: FileRead | FileWrite | FileEdit, recorded_root: str, worksp
     if not path.startswith("/"):
         path = str(workspace / path)
     if not isinstance(item, FileRead) and not _allowed(workspace, protected, path):
-        raise OutsideWrite(f"step {item.index} ({type(item).__name__}) writes {item.path}, outside the workspace")
+        raise OutsideWrite(f"step {item.index + 1} ({type(item).__name__}) writes {item.path}, outside the workspace")
     return path
 
 
@@ -127,7 +128,7 @@ def skip_reason(item: Item, command: str, workspace: Path, protected: tuple[str,
         return PROCESS_CONTROL
     escape = _redirect_outside(command, workspace, protected)
     if escape is not None:
-        raise OutsideWrite(f"step {item.index} redirects output to {escape}, outside the workspace: {command[:120]!r}")
+        raise OutsideWrite(f"step {item.index + 1} redirects output to {escape}, outside the workspace: {command[:120]!r}")
     if classify(command, root=workspace).category in READ_ONLY:
         return None  # the classifier's read-only verdict is what its tests check against real runs
     if _writes_listed_inside(command, workspace):
@@ -188,4 +189,4 @@ def certain_escape(item: Item, recorded_root: str, protected: tuple[str, ...] = 
     target = _redirect_outside(command, _PLACEHOLDER, protected)
     if target is None:
         return None
-    return f"step {item.index} redirects output to {target}, outside the workspace: {item.command[:120]!r}"
+    return f"step {item.index + 1} redirects output to {target}, outside the workspace: {item.command[:120]!r}"

@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any, Iterator, Union
 
 import attrs
+from ledger_spec.errors import InvalidInput
 
 MINI_SWE_AGENT_1 = "mini-swe-agent-1"
 MINI_SWE_AGENT_2 = "mini-swe-agent-1.1"
@@ -46,7 +47,7 @@ CLAUDE_READ_LIMIT = 2000
 _BASH_BLOCK = re.compile(r"```(?:bash|mswea_bash_command)\s*\n(.*?)\n```", re.DOTALL)
 
 
-class InputError(ValueError):
+class InputError(InvalidInput, ValueError):
     """A trajectory file that cannot be read; the message is one line, for the user."""
 
 

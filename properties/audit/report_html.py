@@ -1,10 +1,11 @@
 """The `--html` report: one self-contained page (inline CSS and SVG; no script, font or CDN).
 
 Sections: headline tiles (stale reuses and classifier violations first, red when not zero),
-per-trajectory bars of redundant versus reused bytes, the timeline of one trajectory (the one
+each with a line saying what its figure counts, per-trajectory bars of redundant versus reused bytes, the timeline of one trajectory (the one
 with the most to see: stale reuses, then misses, then reuses and re-reads) with reads, edits,
 reuses, re-reads and misses marked step by step, the detector misses table, stale reuses with
-their diffs, and what was skipped. Every chart is plain SVG, so the page renders the same
+their diffs, what was skipped, and every trajectory's steps (command, verdict, exit status and
+the start of the output the agent got). Every chart is plain SVG, so the page renders the same
 offline, printed, or in a browser with scripts disabled.
 """
 
@@ -13,6 +14,7 @@ from __future__ import annotations
 import html
 from typing import Any
 
+from .engine import BYTES_PER_TOKEN
 from .report_json import SCHEMA
 
 _CSS = """
@@ -20,7 +22,8 @@ body{font:14px/1.45 system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:24
 h1{font-size:22px;margin:0 0 4px}h2{font-size:17px;margin:28px 0 8px;border-bottom:1px solid #dde2ea;padding-bottom:4px}
 .sub{color:#5b6575;margin:0 0 16px}.tiles{display:flex;flex-wrap:wrap;gap:10px}
 .tile{border:1px solid #dde2ea;border-radius:8px;padding:10px 14px;min-width:130px;background:#f8f9fb}
-.tile b{display:block;font-size:22px}.tile.bad{background:#fdecec;border-color:#f2b8b8}.tile.good{background:#eaf7ee;border-color:#b7e1c3}
+.tile b{display:block;font-size:22px}.tile small.why{display:block;color:#5b6575;font-size:11.5px;max-width:230px;margin-top:2px}
+td pre{margin:0;padding:4px;max-height:9em;font-size:11.5px}details{margin:6px 0}summary{cursor:pointer}.tile.bad{background:#fdecec;border-color:#f2b8b8}.tile.good{background:#eaf7ee;border-color:#b7e1c3}
 table{border-collapse:collapse;width:100%;font-size:13px}th,td{border-bottom:1px solid #e6e9ef;padding:4px 8px;text-align:left;vertical-align:top}
 th{background:#f3f5f8}td.n{text-align:right;font-variant-numeric:tabular-nums}code{font:12px ui-monospace,Menlo,monospace;word-break:break-all}
 pre{background:#f6f8fa;border:1px solid #e1e4e8;padding:8px;overflow:auto;font-size:12px}.legend span{margin-right:14px;white-space:nowrap}
@@ -41,8 +44,9 @@ def _e(value: object) -> str:
     return html.escape(str(value), quote=True)
 
 
-def _tile(label: str, value: object, tone: str = "") -> str:
-    return f'<div class="tile {tone}"><b>{_e(value)}</b>{_e(label)}</div>'
+def _tile(label: str, value: object, why: str, tone: str = "") -> str:
+    """A headline figure, its name, and `why`: what the figure counts, in one sentence."""
+    return f'<div class="tile {tone}"><b>{_e(value)}</b>{_e(label)}<small class="why">{_e(why)}</small></div>'
 
 
 def _bars(trajectories: list[dict[str, Any]]) -> str:
@@ -104,7 +108,7 @@ def _timeline(t: dict[str, Any]) -> str:
             cx = x + step_w / 2
             parts.append(f'<polygon class="mark miss" points="{cx},{top + 56} {cx - 5},{top + 68} {cx + 5},{top + 68}" fill="{MISS_COLOUR}">'
                          f'<title>missed by {_e(", ".join(step["misses"]))}</title></polygon>')
-    parts.append(f'<text x="20" y="{top + 88}">step 0</text><text x="{width - 20}" y="{top + 88}" text-anchor="end">'
+    parts.append(f'<text x="20" y="{top + 88}">step {steps[0]["step"]}</text><text x="{width - 20}" y="{top + 88}" text-anchor="end">'
                  f'step {steps[-1]["step"]}</text></svg>')
     legend = '<p class="legend">' + "".join(
         f'<span><i class="sw" style="background:{colour}"></i>{kind}</span>' for kind, colour in _KIND_COLOURS.items()
@@ -149,6 +153,32 @@ def _violations_section(trajectories: list[dict[str, Any]]) -> str:
     ) + "</table>"
 
 
+def _steps_section(trajectories: list[dict[str, Any]], limit: int = 400) -> str:
+    """Every step of every trajectory: command, verdict, exit status, the start of its output."""
+    parts = []
+    for t in trajectories:
+        steps = t.get("timeline") or []
+        if not steps:
+            continue
+        rows = []
+        for step in steps[:limit]:
+            if step["category"] == "skipped":
+                rows.append(f'<tr class="step-row skipped"><td class="n">{step["step"]}</td><td></td>'
+                            f'<td>skipped: {_e(step.get("reason"))}</td><td></td><td></td></tr>')
+                continue
+            flags = [flag for flag, on in (("stale", step.get("stale")), ("redundant re-read", step.get("redundant")),
+                                           ("changed files", step.get("violation"))) if on]
+            verdict = step.get("verdict", "") + "".join(f" ({flag})" for flag in flags)
+            rows.append(f'<tr class="step-row {_e(step["category"])}"><td class="n">{step["step"]}</td>'
+                        f'<td><code>{_e(step.get("command", ""))}</code></td><td>{_e(verdict)}</td>'
+                        f'<td class="n">{_e(step.get("exit", ""))}</td><td><pre>{_e(step.get("excerpt", ""))}</pre></td></tr>')
+        more = f"<p>{len(steps) - limit} more steps in the JSON report.</p>" if len(steps) > limit else ""
+        parts.append(f'<details><summary>{_e(t.get("instance_id") or t["name"])}: {len(steps)} steps</summary>'
+                     '<table class="steps"><tr><th>step</th><th>command</th><th>verdict</th><th>exit</th>'
+                     f'<th>output (start)</th></tr>{"".join(rows)}</table>{more}</details>')
+    return "".join(parts) or "<p>No steps.</p>"
+
+
 def _counts_table(title: str, counts: dict[str, int]) -> str:
     if not counts:
         return ""
@@ -162,16 +192,29 @@ def render(doc: dict[str, Any]) -> str:
     done = [t for t in trajectories if t.get("status") != "failed"]
     share = totals["perfect_share"]
     tiles = [
-        _tile("stale reuses", totals["stale"], "bad" if totals["stale"] else "good"),
-        _tile("classifier violations", totals["violations"], "bad" if totals["violations"] else "good"),
-        _tile("trajectories", totals["trajectories"]),
-        _tile("commands replayed", f'{totals["replayed"]:,}'),
-        _tile("redundant re-reads", f'{totals["redundant"]["verbatim"] + totals["redundant"]["sub-range"]:,}'),
-        _tile("reused by Ledger", f'{totals["reused"]["count"]:,}'),
-        _tile("of a perfect ledger", "n/a" if share is None else f"{share:.0%}"),
-        _tile("tokens not re-sent (est.)", f'{totals["reused"]["tokens"]:,}'),
-    ] + [_tile(f"misses: {label}", n, "bad" if n else "good") for label, n in sorted(totals["misses"].items())] + [
-        _tile(f"unknown scope: {label}", f"{n:,}") for label, n in sorted(totals["unknown"].items())
+        _tile("stale reuses", totals["stale"], "Reuses whose stored output differed from running the command for "
+              "real; must be 0.", "bad" if totals["stale"] else "good"),
+        _tile("classifier violations", totals["violations"], "Commands classified read-only that changed files "
+              "when run; must be 0.", "bad" if totals["violations"] else "good"),
+        _tile("trajectories", totals["trajectories"], "Agent runs replayed, each in a throwaway copy of its "
+              "repository at its base commit."),
+        _tile("commands replayed", f'{totals["replayed"]:,}', "Steps run for real; skipped steps (see Commands) "
+              "are not counted."),
+        _tile("redundant re-reads", f'{totals["redundant"]["verbatim"] + totals["redundant"]["sub-range"]:,}',
+              "Reads a perfect ledger (one told of every change) would not have re-run: the same output, or a "
+              "range inside an earlier one."),
+        _tile("reused by Ledger", f'{totals["reused"]["count"]:,}', "Ledger's Reuses that printed exactly what "
+              "running the command printed (checked by running it)."),
+        _tile("of a perfect ledger", "n/a" if share is None else f"{share:.0%}", "Ledger's confirmed Reuses as a "
+              "share of the steps a perfect ledger could have served; n/a when a perfect ledger could serve none."),
+        _tile("tokens not re-sent (est.)", f'{totals["reused"]["tokens"]:,}', f"Bytes of reused outputs the agent "
+              f"did not get again, divided by {BYTES_PER_TOKEN} (a rough bytes-per-token figure)."),
+    ] + [_tile(f"misses: {label}", n, f"Changes the ground truth saw that {label} neither reported nor covered "
+               "with \"unknown\"; each could serve a stale read.", "bad" if n else "good")
+         for label, n in sorted(totals["misses"].items())] + [
+        _tile(f"unknown scope: {label}", f"{n:,}", f"Steps after which {label} could not name what changed and said "
+              "\"something may have\": this costs reuse (every read runs again), never a miss.")
+        for label, n in sorted(totals["unknown"].items())
     ]
     chosen = max(done, key=_interest) if done else None
     failed = [t for t in trajectories if t.get("status") == "failed"]
@@ -186,6 +229,8 @@ deciding detector: {_e(doc['settings'].get('detector') or 'default')}; sandbox: 
 <h2>Stale reuses</h2>{_stale_section(trajectories)}
 <h2>Classifier violations</h2>{_violations_section(trajectories)}
 <h2>Commands</h2>{_counts_table('category', totals['categories'])}{_counts_table('skipped because', totals['skipped'])}
+<h2>Steps</h2><p class="sub">Each step as replayed, numbered by its place in the trajectory file (from 1): the command, Ledger's
+verdict, the exit status and the start of the output the agent got (for a Reuse, the stored output).</p>{_steps_section(trajectories)}
 {('<h2>Failed trajectories</h2>' + failed_html) if failed else ''}"""
     return f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><title>Ledger audit</title>

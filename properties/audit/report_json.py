@@ -1,9 +1,10 @@
-"""The `--json` report: schema `ledger-audit/1`, and the totals every report shows.
+"""The `--json` report: schema `ledger-audit/2`, and the totals every report shows.
 
 Document (all counts are integers, bytes are UTF-8 bytes of command output, tokens are bytes
 divided by `bytes_per_token`):
 
-    schema            "ledger-audit/1"; a change that removes or renames a field bumps it
+    schema            "ledger-audit/2"; a change that removes or renames a field, or changes
+                      what one means, bumps it (/2: steps count from 1)
     settings          command_timeout, trajectory_timeout (s), detector (MODULE:FACTORY or
                       null), sandboxed, bytes_per_token
     totals            the sums below over all trajectories, plus `trajectories`, `failed`,
@@ -29,11 +30,13 @@ divided by `bytes_per_token`):
       unknown         {detector: n}: replayed steps whose report was "unknown scope" (the
                       detector could not say what changed; costs reuse, never a miss)
       timeline[]      per step: {step, category, verdict, bytes, redundant, misses[], stale,
-                      violation, changed, unknown[] (detectors that said "unknown"), command}
+                      violation, changed, unknown[] (detectors that said "unknown"), command,
+                      exit (the exit status the agent got), excerpt (its output's first lines)}
                       or {step, category: "skipped", reason}
       seconds         wall time of the replay
 
-`step` is the index of the step in the trajectory as read (0-based). Totals are sums over
+`step` is the step's place in the trajectory as read, counted from 1 (the first tool call or
+command is step 1), as in every report of Ledger (docs/reference/step-numbering.md). Totals are sums over
 results sorted by name, so they do not depend on `-j` or on completion order; only `seconds`
 varies between runs.
 """
@@ -46,7 +49,7 @@ from typing import Any, Iterable
 
 from .engine import BYTES_PER_TOKEN
 
-SCHEMA = "ledger-audit/1"
+SCHEMA = "ledger-audit/2"
 
 
 def _add(into: dict[str, int], counts: dict[str, int]) -> None:

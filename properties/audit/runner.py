@@ -41,6 +41,7 @@ from .engine import Settings
 from .filter import OutsideWrite, certain_escape
 from .formats import InputError, Trajectory, load
 from .workspace import GIT_ENVIRONMENT, Base, base_for, load_mapping, materialize, resolve
+from .report_json import SCHEMA
 
 # Time the child gets beyond the trajectory limit to materialize, look and report.
 SETUP_GRACE_S = 300.0
@@ -59,7 +60,9 @@ class Job:
     @property
     def key(self) -> str:
         """A file-name-safe identity: the name, and a hash of everything that shapes the result."""
-        identity = json.dumps([os.path.abspath(self.source), self.name, attrs.asdict(self.base), attrs.asdict(self.settings), self.sandbox])
+        # The schema too: a result kept by a run that wrote another schema is computed again.
+        identity = json.dumps([os.path.abspath(self.source), self.name, attrs.asdict(self.base), attrs.asdict(self.settings),
+                               self.sandbox, SCHEMA])
         digest = hashlib.sha256(identity.encode()).hexdigest()[:12]
         return f"{re.sub(r'[^A-Za-z0-9_.-]+', '_', self.name)[:80]}-{digest}"
 

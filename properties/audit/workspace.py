@@ -55,9 +55,14 @@ def resolve(base: Base) -> Base:
     repo = Path(base.repo).expanduser()
     if not repo.is_dir():
         raise InputError(f"repository {base.repo} does not exist")
+    # A checkout is named by its top level, a bare repository (a mirror, a server's copy) by its
+    # git directory: either can be cloned from, which is all the audit does with it.
     top = _git(["rev-parse", "--show-toplevel"], repo)
     if top.returncode != 0:
-        raise InputError(f"{base.repo} is not a git repository")
+        bare = _git(["rev-parse", "--is-bare-repository", "--absolute-git-dir"], repo)
+        if bare.returncode != 0 or bare.stdout.split()[:1] != ["true"]:
+            raise InputError(f"{base.repo} is not a git repository")
+        top = subprocess.CompletedProcess(bare.args, 0, bare.stdout.split("\n", 1)[1], "")
     found = _git(["rev-parse", "--verify", "--quiet", f"{base.commit}^{{commit}}"], repo)
     if found.returncode != 0:
         raise InputError(f"commit {base.commit} is not in {base.repo}")

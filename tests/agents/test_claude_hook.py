@@ -88,7 +88,7 @@ def test_a_repeated_read_is_denied_with_the_stored_output_verbatim(workspace: pa
     reason = denied_text(agent.bash("cat -n src/app.py"))
     assert reason is not None
     assert body(reason) == "     1\tx = 1\n     2\ty = 2"  # as Claude showed it: trailing newline stripped
-    assert "step 0" in reason.partition("\n")[0]
+    assert "step 1" in reason.partition("\n")[0]  # the first command is step 1
 
 
 def test_a_failed_read_is_served_with_its_exit_code_line(workspace: pathlib.Path, session: DurableSession) -> None:
@@ -137,7 +137,7 @@ def test_a_background_command_is_never_denied(workspace: pathlib.Path, session: 
     agent.bash("cat -n src/app.py")
     _, reply = agent.pre("Bash", {"command": "cat -n src/app.py", "description": "d", "run_in_background": True})
     assert denied_text(reply) is None
-    assert "Unchanged since step 0" in reply["hookSpecificOutput"]["additionalContext"]  # type: ignore[index]
+    assert "Unchanged since step 1" in reply["hookSpecificOutput"]["additionalContext"]  # type: ignore[index]
 
 
 def test_a_failure_without_an_exit_code_is_never_served(workspace: pathlib.Path, session: DurableSession) -> None:
@@ -154,7 +154,7 @@ def test_read_is_nudged_never_denied_and_never_serves_bash(workspace: pathlib.Pa
     agent.bash("cat -n src/app.py")
     call_id, reply = agent.pre("Read", {"file_path": path})
     assert denied_text(reply) is None
-    assert "Unchanged since step 0" in reply["hookSpecificOutput"]["additionalContext"]  # type: ignore[index]
+    assert "Unchanged since step 1" in reply["hookSpecificOutput"]["additionalContext"]  # type: ignore[index]
     agent.post(call_id, "Read", {"file_path": path},
                {"type": "text", "file": {"filePath": path, "content": "x = 1\ny = 2\n", "numLines": 3,
                                          "startLine": 1, "totalLines": 3}})

@@ -115,7 +115,7 @@ def test_a_reuse_is_a_deny_with_the_stored_output_and_its_status(workspace: path
     output = accepted_by_codex(codex.handle(pre_payload(workspace, "call_9", "cat notes.txt"), session))
     assert output["permissionDecision"] == "deny"
     header, _, stored = output["permissionDecisionReason"].partition("\n")
-    assert "unchanged result of step 0, exit status 0" in header
+    assert "unchanged result of step 1, exit status 0" in header
     assert stored == "alpha\nbeta\n"
     # A payload that does carry the status is recorded exactly, and served later.
     codex.handle(pre_payload(workspace, "call_10", "cat -n notes.txt"), session)

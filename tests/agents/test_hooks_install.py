@@ -86,4 +86,37 @@ def test_codex_hooks_go_to_its_hooks_json(tmp_path: pathlib.Path) -> None:
     assert ledger("hooks", "install", "codex", "--root", str(project), home=tmp_path).returncode == 0
     assert (project / ".codex" / "hooks.json").is_file()
     assert ledger("hooks", "uninstall", "codex", "--root", str(project), home=tmp_path).returncode == 0
-    assert json.loads((project / ".codex" / "hooks.json").read_text()) == {}
+    assert not (project / ".codex").exists()  # install created it: uninstall removes it
+
+
+def test_uninstall_removes_the_settings_file_install_created(tmp_path: pathlib.Path) -> None:
+    home, project = tmp_path / "home", tmp_path / "project"
+    project.mkdir()
+    assert ledger("hooks", "install", "claude", "--root", str(project), home=home).returncode == 0
+    assert (project / ".claude" / "settings.json").is_file()
+    done = ledger("hooks", "uninstall", "claude", "--root", str(project), home=home)
+    assert done.returncode == 0, done.stderr
+    assert not (project / ".claude").exists(), list(project.rglob("*"))
+
+
+def test_uninstall_gives_back_a_file_with_other_content_byte_for_byte(tmp_path: pathlib.Path) -> None:
+    home, project = tmp_path / "home", tmp_path / "project"
+    (project / ".claude").mkdir(parents=True)
+    settings = project / ".claude" / "settings.json"
+    for text in ('{"model":"opus",  "hooks": {}}', "{}"):  # compact, unusual spacing, or empty: as written
+        settings.write_text(text)
+        assert ledger("hooks", "install", "claude", "--root", str(project), home=home).returncode == 0
+        assert settings.read_text() != text
+        assert ledger("hooks", "uninstall", "claude", "--root", str(project), home=home).returncode == 0
+        assert settings.read_text() == text
+
+
+def test_settings_edited_after_install_keep_the_edit_at_uninstall(tmp_path: pathlib.Path) -> None:
+    home, project = tmp_path / "home", tmp_path / "project"
+    project.mkdir()
+    settings = project / ".claude" / "settings.json"
+    assert ledger("hooks", "install", "claude", "--root", str(project), home=home).returncode == 0
+    edited = {**json.loads(settings.read_text()), "model": "opus"}
+    settings.write_text(json.dumps(edited))
+    assert ledger("hooks", "uninstall", "claude", "--root", str(project), home=home).returncode == 0
+    assert json.loads(settings.read_text()) == {"model": "opus"}

@@ -1,0 +1,107 @@
+"""One root for Ledger's errors, a small typed hierarchy, exit codes mapped in one place
+(docs/reference/errors.md)."""
+
+from __future__ import annotations
+
+import ast
+import importlib
+import pathlib
+
+import pytest
+
+from ledger_cli import errors as cli_errors
+from ledger_cli.main import main
+from ledger_spec import errors
+
+REPO = pathlib.Path(__file__).resolve().parent.parent
+PACKAGES = ("ledger_spec", "ledger_impl", "properties", "ledger_cli", "economizer_spec", "economizer")
+
+#: Every exception class of the project: its family, and the builtin base callers catch it by.
+CLASSES: dict[str, tuple[type[errors.LedgerError], type[BaseException] | None]] = {
+    "economizer.codec:BadInput": (errors.InvalidInput, ValueError),
+    "economizer.controller:DetectorTimeout": (errors.DetectorFailure, None),
+    "economizer.model_client:ModelSetupError": (errors.UsageError, ValueError),
+    "economizer.model_client:Truncated": (errors.DetectorFailure, None),
+    "economizer.model_recording:ReplayDiverged": (errors.InvalidInput, ValueError),
+    "economizer.store:StoreBusy": (errors.UnreadableState, RuntimeError),
+    "economizer.store:AlreadyFed": (errors.UsageError, ValueError),
+    "economizer.store:StateUnreadable": (errors.UnreadableState, RuntimeError),
+    "ledger_cli.commands.hooks:SettingsError": (errors.UnreadableState, None),
+    "ledger_impl.detectors.channel:ListingError": (errors.DetectorFailure, ValueError),
+    "ledger_impl.detectors.events:_Fallback": (errors.DetectorFailure, None),
+    "ledger_impl.detectors.rules:_Unknown": (errors.DetectorFailure, None),
+    "ledger_impl.detectors.stat_index:IndexDamaged": (errors.UnreadableState, ValueError),
+    "ledger_impl.detectors.watchman:WatchmanError": (errors.DetectorFailure, RuntimeError),
+    "ledger_impl.detectors.watchman:_Unreachable": (errors.DetectorFailure, None),
+    "ledger_impl.shell:ShellSyntaxError": (errors.InvalidInput, ValueError),
+    "properties.audit.filter:OutsideWrite": (errors.InvalidInput, ValueError),
+    "properties.audit.formats:InputError": (errors.InvalidInput, ValueError),
+    "properties.counterexample:CounterexampleError": (errors.InvalidInput, ValueError),
+    "properties.differential:Divergence": (errors.PropertyViolation, AssertionError),
+    "properties.hunt:DetectorFailed": (errors.DetectorFailure, None),
+    "properties.hunt:HuntViolation": (errors.PropertyViolation, AssertionError),
+    "properties.parallel:WorkerDied": (errors.HarnessFailure, RuntimeError),
+    "properties.replay:DetectorLoadError": (errors.DetectorFailure, ValueError),
+    "properties.replay:ReplayWorkerError": (errors.HarnessFailure, RuntimeError),
+    "properties.sandbox:SandboxUnavailable": (errors.Unavailable, RuntimeError),
+}
+
+
+# What a new exception class would subclass directly: a builtin, the root or a family. (The
+# kinds of HuntViolation subclass it, and so inherit its place.)
+ROOTS = {"BaseException", "Exception", "ValueError", "RuntimeError", "AssertionError", "OSError", "LookupError",
+         "KeyError", "TypeError", "LedgerError", *(family.__name__ for family in errors.FAMILIES)}
+
+
+def _exception_classes() -> set[str]:
+    """Every class defined in the packages that subclasses a builtin exception, the root or a family."""
+    found = set()
+    for package in PACKAGES:
+        for path in (REPO / package).rglob("*.py"):
+            module = ".".join(path.relative_to(REPO).with_suffix("").parts).removesuffix(".__init__")
+            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+                if isinstance(node, ast.ClassDef) and any(isinstance(b, ast.Name) and b.id in ROOTS for b in node.bases):
+                    found.add(f"{module}:{node.name}")
+    return found
+
+
+def _load(name: str) -> type[BaseException]:
+    module, _, attribute = name.partition(":")
+    return getattr(importlib.import_module(module), attribute)
+
+
+def test_every_exception_class_is_in_the_table() -> None:
+    hierarchy = {f"ledger_spec.errors:{cls.__name__}" for cls in errors.FAMILIES} | {"ledger_spec.errors:LedgerError"}
+    assert _exception_classes() - hierarchy == set(CLASSES)
+
+
+@pytest.mark.parametrize("name", sorted(CLASSES))
+def test_each_class_has_its_family_and_keeps_its_builtin_base(name: str) -> None:
+    family, builtin = CLASSES[name]
+    cls = _load(name)
+    assert issubclass(cls, family) and issubclass(cls, errors.LedgerError)
+    if builtin is not None:
+        assert issubclass(cls, builtin)  # callers that catch ValueError, RuntimeError, ... still do
+
+
+def test_exit_codes_are_mapped_in_one_table() -> None:
+    assert {family: cli_errors.exit_code(family("x")) for family in errors.FAMILIES} == {
+        errors.UsageError: 2, errors.InvalidInput: 2, errors.UnreadableState: 2, errors.DetectorFailure: 2,
+        errors.Unavailable: 2, errors.HarnessFailure: 3, errors.PropertyViolation: 1,
+    }
+    assert cli_errors.exit_code(_load("properties.parallel:WorkerDied")("x")) == 3
+    assert cli_errors.exit_code(_load("properties.hunt:HuntViolation")("x")) == 1
+
+
+def test_a_ledger_error_escaping_a_command_is_one_line_and_its_exit_code(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from ledger_cli.commands import prove
+
+    def broken(_args: object) -> int:
+        raise _load("properties.parallel:WorkerDied")("worker 3 died\nwith a second line")
+
+    monkeypatch.setattr(prove, "run", broken)
+    assert main(["prove"]) == 3
+    err = capsys.readouterr().err
+    assert err == "ledger prove: worker 3 died\n", err
