@@ -25,6 +25,7 @@ from typing import Any, Final
 import attrs
 
 from ledger_spec import values
+from ledger_spec.errors import UnreadableState
 from ledger_spec.policy import Policy
 from ledger_spec.state import State
 
@@ -45,7 +46,7 @@ _FIELDS: Final[dict[type, tuple[str, ...]]] = {
 }
 
 
-class CodecError(ValueError):
+class CodecError(UnreadableState, ValueError):
     """A value outside the stored types, or stored text that is not a valid encoding."""
 
 
