@@ -28,8 +28,14 @@ class Profile:
     """Most steps in one run of the hunt."""
     contract_timeout: float
     """CrossHair's per-condition timeout, in seconds."""
-    workers: int = 1
-    """Processes sharing the hunt's runs; the CLI sets it from --workers (default: every core)."""
+    workers: int | None = 1
+    """Processes sharing the hunt's runs; the CLI sets it from --workers (default: every core;
+    with a scheduler, None: one task per thread of the cluster)."""
+    scheduler: str | None = None
+    """A Dask scheduler's address: the hunt's workers run as tasks there (see `dask_hunt`)."""
+    database: str | None = None
+    """The example database directory the hunt's workers share (default: a temporary one
+    locally, beside Ledger's state on a cluster)."""
 
 
 PROFILES: dict[str, Profile] = {

@@ -25,6 +25,8 @@ from rich.table import Table
 from properties.profiles import default_workers
 from properties.replay import DetectorLoadError, load_factory, parse_spec
 
+from .cluster import add_cluster_arguments, cluster_problem
+
 EXIT_HARNESS_ERROR = 3
 EXIT_INTERRUPTED = 130
 MAX_SEED = 2**32 - 1
@@ -46,8 +48,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--json", action="store_true", help="print the summary as JSON")
     parser.add_argument(
         "--workers", type=int, default=None, metavar="N",
-        help=f"processes sharing the hunt (default: the number of cores, {default_workers()} here)",
+        help=f"processes sharing the hunt (default: the number of cores, {default_workers()} here; "
+        "with --scheduler, one task per thread of the cluster)",
     )
+    add_cluster_arguments(parser)
     parser.set_defaults(run=run)
 
 
@@ -79,6 +83,8 @@ def usage_problem(args: argparse.Namespace) -> str | None:
         return f"--seed must be between 0 and {MAX_SEED}"
     if args.path is not None and not pathlib.Path(args.path).is_dir():
         return f"--path {args.path} is not a directory"
+    if (cluster := cluster_problem(args)) is not None:
+        return cluster
     try:
         named_profile(args.profile)
         parse_spec(args.detector)
@@ -88,6 +94,7 @@ def usage_problem(args: argparse.Namespace) -> str | None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from properties.dask_hunt import SchedulerUnavailable
     from properties.hunt import DetectorFailed, run_hunt
     from properties.profiles import profile as named_profile
 
@@ -131,14 +138,16 @@ def run(args: argparse.Namespace) -> int:
                 command=command or f"ledger check-detector {args.detector}",
                 on_step=on_step,
                 max_examples=args.max_examples,
-                workers=args.workers if args.workers is not None else default_workers(),
+                workers=args.workers if args.workers is not None or args.scheduler else default_workers(),
+                scheduler=args.scheduler,
+                database=args.database,
                 fingerprint=False,  # the detector is judged alone: the fingerprint would hide its misses
             )
         except KeyboardInterrupt:
             progress.stop()
             print("ledger check-detector: interrupted; the hunt's workspace was removed and its commands stopped", file=sys.stderr)
             return EXIT_INTERRUPTED
-        except DetectorFailed as error:
+        except (DetectorFailed, SchedulerUnavailable) as error:
             print(f"ledger check-detector: {error}", file=sys.stderr)
             return 2
         except Exception as error:  # noqa: BLE001 - the harness's own fault: say so, with where

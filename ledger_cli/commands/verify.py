@@ -18,6 +18,8 @@ from rich.table import Table
 
 from properties.profiles import PROFILES, Profile, default_workers, profile as choose_profile
 
+from .cluster import add_cluster_arguments, cluster_problem
+
 
 @attrs.frozen
 class CheckResult:
@@ -69,10 +71,11 @@ def _differential(profile: Profile, seed: int | None) -> list[CheckResult]:
 def _hunt(profile: Profile, seed: int | None) -> list[CheckResult]:
     from properties.hunt import run_verify_hunt
 
-    report = run_verify_hunt(profile, seed, workers=profile.workers)
+    report = run_verify_hunt(profile, seed, workers=profile.workers, scheduler=profile.scheduler, database=profile.database)
+    where = f" on {profile.scheduler}" if profile.scheduler else ""
     detail = (
         f"{report.examples} runs, {report.steps} steps, {report.steps_per_second:.0f} steps/s, "
-        f"{profile.workers} worker(s), seed {report.seed}"
+        f"{profile.workers or 'one per thread'} worker(s){where}, seed {report.seed}"
     )
     if report.found:
         found = "; ".join(f"{doc['property']}: {doc.get('explanation', '')}" for doc in report.counterexamples)
@@ -108,8 +111,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--seed", type=int, default=None, help="seed for the randomized checks")
     parser.add_argument(
         "--workers", type=int, default=None, metavar="N",
-        help=f"processes sharing the safety hunt (default: the number of cores, {default_workers()} here)",
+        help=f"processes sharing the safety hunt (default: the number of cores, {default_workers()} here; "
+        "with --scheduler, one task per thread of the cluster)",
     )
+    add_cluster_arguments(parser)
     parser.set_defaults(run=run)
 
 
@@ -120,11 +125,14 @@ def run(args: argparse.Namespace) -> int:
     except ValueError as error:
         console.print(f"ledger verify: {error}")
         return 2
-    workers = args.workers if args.workers is not None else default_workers()
-    if workers < 1:
+    workers = args.workers if args.workers is not None or args.scheduler else default_workers()
+    if workers is not None and workers < 1:
         console.print("ledger verify: --workers must be at least 1")
         return 2
-    profile = attrs.evolve(profile, workers=workers)
+    if (problem := cluster_problem(args)) is not None:
+        console.print(f"ledger verify: {problem}")
+        return 2
+    profile = attrs.evolve(profile, workers=workers, scheduler=args.scheduler, database=args.database)
     results: list[CheckResult] = []
     with Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(), console=console) as progress:
         for title, check in CHECKS:
