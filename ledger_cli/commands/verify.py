@@ -94,12 +94,28 @@ def _overlap_hunt(profile: Profile, seed: int | None) -> CheckResult:
     return CheckResult("safety hunt: overlapping commands", report.ok, detail, time.perf_counter() - started)
 
 
+def _hook_path_hunt(profile: Profile, seed: int | None) -> list[CheckResult]:
+    from properties.hook_hunt import run_hook_hunt
+
+    report = run_hook_hunt(profile, seed)
+    detail = (
+        f"{report.examples} runs, {report.steps} tool calls through `ledger hook claude|codex` processes, "
+        f"{report.reuses} reuses re-run and compared, seed {report.seed}"
+    )
+    for violation, _ in report.violations:
+        detail += (f"; {violation.property} at call {violation.step} ({violation.agent}): {violation.command!r} "
+                   f"served {violation.served}, a run now shows {violation.expected} "
+                   f"(store it with `python -m properties.hook_hunt --seed {report.seed} --out DIR`)")
+    return [CheckResult("safety hunt: the hook path", not report.violations, detail, report.seconds)]
+
+
 CHECKS: tuple[tuple[str, Check], ...] = (
     ("Z3 proofs", _proofs),
     ("CrossHair contracts", _contracts),
     ("spec properties", _spec_properties),
     ("spec vs impl differential", _differential),
     ("safety hunt", _hunt),
+    ("hook-path hunt", _hook_path_hunt),
 )
 
 
