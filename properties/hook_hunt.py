@@ -34,7 +34,6 @@ import json
 import os
 import pathlib
 import re
-import shlex
 import shutil
 import subprocess
 import sys
@@ -239,9 +238,9 @@ class HookWorld:
     # --- hook processes ---------------------------------------------------------------------
 
     def hook(self, payload: dict[str, Any]) -> dict[str, Any] | None:
-        from ledger_cli.commands.hooks import hook_command
-
-        argv = shlex.split(hook_command(self.agent, str(self.state_dir)))
+        # The command line `ledger hooks install` writes into the agent's settings (the harness
+        # may not import the CLI layer, so it is spelled here; tests/agents check the installed one).
+        argv = [sys.executable, "-m", "ledger_cli.main", "hook", self.agent, "--state-dir", str(self.state_dir)]
         env = {**self.env, **self.hook_environment}
         if self.agent == "claude":
             env["CLAUDE_PROJECT_DIR"] = str(self.root)
