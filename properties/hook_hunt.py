@@ -30,6 +30,7 @@ safe for the agent (the call goes ahead) but it is a bug the hunt must show.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import pathlib
@@ -49,7 +50,15 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, precondition,
 
 from .oracle import GIT_ENVIRONMENT, Placement, hunt_environment, materialize, session_environment
 from .profiles import Profile, profile as named_profile
-from .shell_strategies import DETECTOR_READ_IDIOMS, EDIT_IDIOMS, TEXT_FILES, edit_commands, read_commands, workspaces
+from .shell_strategies import (
+    DETECTOR_READ_IDIOMS,
+    EDIT_IDIOMS,
+    TEXT_FILES,
+    WorkspaceSetup,
+    edit_commands,
+    read_commands,
+    workspaces,
+)
 
 AGENTS: tuple[str, ...] = ("claude", "codex")
 HOOK_REUSE_IS_FRESH = "hook-reuse-is-fresh"
@@ -142,8 +151,13 @@ class HookLog:
     examples: int = 0
     steps: int = 0
     reuses: int = 0  # Reuses served and checked by a real run
-    events: list[dict[str, Any]] = attrs.field(factory=list)  # the current run's
-    violations: list[tuple[HookViolation, list[dict[str, Any]]]] = attrs.field(factory=list)
+    world: "HookWorld | None" = None  # the current run's
+    found_by: dict[str, object] = attrs.field(factory=dict)
+    violations: list[tuple[HookViolation, dict[str, Any]]] = attrs.field(factory=list)  # with its counterexample
+
+    def record(self, violation: HookViolation) -> None:
+        assert self.world is not None
+        self.violations.append((violation, counterexample(self.world, violation, self.found_by)))
 
 
 def render_claude(output: str, exit_code: int) -> str:
@@ -158,7 +172,7 @@ class HookWorld:
     """One run's workspace, configuration outside it, environment and hook processes."""
 
     def __init__(self, agent: str, setup: Any, worktree: bool, hook_environment: Mapping[str, str] | None = None) -> None:
-        self.agent = agent
+        self.agent, self.setup, self.worktree = agent, setup, worktree
         # Added to the hook processes' environment only (a test plants a bug through PYTHONPATH).
         self.hook_environment = dict(hook_environment or {})
         self.parent = pathlib.Path(tempfile.mkdtemp(prefix="ledger-hook-hunt-"))
@@ -212,6 +226,7 @@ class HookWorld:
         self.events.append({"event": "edit-outside", "file": name, "text": text})
 
     def set_environment(self, name: str, value: str | None) -> None:
+        self.events.append({"event": "environment", "name": name, "choice": value})
         if name == "PATH":
             base = self.base_env["PATH"]
             value = {
@@ -226,7 +241,6 @@ class HookWorld:
             self.env.pop(name, None)
         else:
             self.env[name] = value
-        self.events.append({"event": "environment", "name": name, "value": value})
 
     def edit_unseen(self, key: str, text: str) -> None:
         """An edit by a process the hooks never see (an editor, a build, another terminal)."""
@@ -336,6 +350,7 @@ def tool_call(world: HookWorld, command: str, how: str = "plain") -> ReuseCheck 
     """
     if how not in HOW:
         raise ValueError(f"unknown call shape {how!r}")
+    world.events.append({"event": "call", "command": command, "how": how})
     command = world.placement.render(command)
     call_id = world.next_id()
     reply = world.hook(world.payload("PreToolUse", call_id, command))
@@ -350,6 +365,61 @@ def tool_call(world: HookWorld, command: str, how: str = "plain") -> ReuseCheck 
     return None
 
 
+COUNTEREXAMPLE_FORMAT = "ledger-hook-counterexample/1"
+# The events a replay applies, in order; the others (hook calls, runs) are the trace.
+REPLAYED_EVENTS = frozenset({"call", "environment", "edit-outside", "edit-unseen"})
+
+
+def counterexample(world: HookWorld, violation: HookViolation, found_by: Mapping[str, object]) -> dict[str, Any]:
+    """A failing run as a JSON document that `replay` plays again: the workspace, the agent,
+    the steps (tool calls, environment changes, edits outside the hooks) and what was seen."""
+    return {
+        "format": COUNTEREXAMPLE_FORMAT,
+        "property": violation.property,
+        "agent": world.agent,
+        "worktree": world.worktree,
+        "setup": world.setup.to_json(),
+        "steps": [event for event in world.events if event["event"] in REPLAYED_EVENTS],
+        "violation": {key: world.placement.unrender(value) if isinstance(value, str) else value
+                      for key, value in attrs.asdict(violation).items()},
+        "found_by": dict(found_by),
+    }
+
+
+def write_counterexample(document: Mapping[str, Any], out_dir: pathlib.Path) -> pathlib.Path:
+    digest = hashlib.sha256(json.dumps(document["steps"], sort_keys=True).encode()).hexdigest()[:10]
+    out_dir.mkdir(parents=True, exist_ok=True)
+    path = out_dir / f"hook-{document['agent']}-{document['property']}-{digest}.json"
+    path.write_text(json.dumps(document, indent=2, ensure_ascii=False) + "\n")
+    return path
+
+
+def replay(document: Mapping[str, Any], hook_environment: Mapping[str, str] | None = None) -> list[ReuseCheck]:
+    """Play a counterexample's steps again through fresh hook processes; every Reuse served,
+    checked against a real run (a stale one has `held` False)."""
+    if document.get("format") != COUNTEREXAMPLE_FORMAT:
+        raise ValueError(f"not a hook-path counterexample (format {document.get('format')!r})")
+    world = HookWorld(str(document["agent"]), WorkspaceSetup.from_json(document["setup"]), bool(document["worktree"]),
+                      hook_environment)
+    checks = []
+    try:
+        for step in document["steps"]:
+            kind = step["event"]
+            if kind == "call":
+                check = tool_call(world, step["command"], step["how"])
+                if check is not None:
+                    checks.append(check)
+            elif kind == "environment":
+                world.set_environment(step["name"], step["choice"])
+            elif kind == "edit-outside":
+                world.edit_config(step["file"], step["text"])
+            elif kind == "edit-unseen":
+                world.edit_unseen(step["file"], step["text"])
+    finally:
+        world.close()
+    return checks
+
+
 def make_hook_hunt(log: HookLog, hook_environment: Mapping[str, str] | None = None) -> type[RuleBasedStateMachine]:
     """The hook-path state machine; violations land in `log`."""
     reads = st.one_of(read_commands(idioms=DETECTOR_READ_IDIOMS, spellings=("relative",)), st.sampled_from(ENVIRONMENT_READS))
@@ -361,7 +431,7 @@ def make_hook_hunt(log: HookLog, hook_environment: Mapping[str, str] | None = No
         @initialize(agent=st.sampled_from(AGENTS), setup=workspaces(), worktree=st.booleans())
         def start(self, agent: str, setup: Any, worktree: bool) -> None:
             self.world = HookWorld(agent, setup, worktree, hook_environment)
-            log.events = self.world.events
+            log.world = self.world
             self.step_index = 0
             self.history: list[str] = []
             log.examples += 1
@@ -378,7 +448,7 @@ def make_hook_hunt(log: HookLog, hook_environment: Mapping[str, str] | None = No
             if not check.held:
                 violation = HookViolation(HOOK_REUSE_IS_FRESH, self.step_index, command, repr(check.expected),
                                           repr(check.served), self.world.agent)
-                log.violations.append((violation, list(self.world.events)))
+                log.record(violation)
                 raise HookReuseIsStale(f"{command!r} served {violation.served} through `ledger hook {self.world.agent}`; "
                                        f"running it now shows {violation.expected}")
 
@@ -440,7 +510,8 @@ class HookHuntReport:
     seconds: float
     seed: int
     reuses: int  # Reuses served and checked by a real run
-    violations: tuple[tuple[HookViolation, tuple[dict[str, Any], ...]], ...]
+    violations: tuple[tuple[HookViolation, dict[str, Any]], ...]  # each with its counterexample document
+    files: tuple[pathlib.Path, ...] = ()
 
     @property
     def steps_per_second(self) -> float:
@@ -450,9 +521,11 @@ class HookHuntReport:
 def run_hook_hunt(
     profile: Profile | str | None = None, seed: int | None = None, *, max_examples: int | None = None,
     hook_environment: Mapping[str, str] | None = None,
+    out_dir: str | pathlib.Path | None = None,
 ) -> HookHuntReport:
     """Run the hook-path machine under `profile`'s hook budget; return what it did and found.
-    `hook_environment` is added to the hook processes' environment only.
+    `hook_environment` is added to the hook processes' environment only; each violation's
+    counterexample is written to `out_dir` when given.
 
     A crash of the harness is raised; a violation is reported (with the smallest run's events).
     """
@@ -460,7 +533,7 @@ def run_hook_hunt(
 
     chosen = profile if isinstance(profile, Profile) else named_profile(profile)
     seed = seed if seed is not None else random.SystemRandom().randrange(2**32)
-    log = HookLog()
+    log = HookLog(found_by={"tool": "hypothesis", "seed": seed, "profile": chosen.name})
     machine = hypothesis.seed(seed)(make_hook_hunt(log, hook_environment))
     started = time.monotonic()
     with hunt_environment():
@@ -474,23 +547,35 @@ def run_hook_hunt(
         except HookReuseIsStale:
             pass  # in the log, the last one the smallest
         except HookFailed as error:  # a bug of the hook itself: reported with the run that showed it
-            log.violations.append((HookViolation(HOOK_FAILED, 0, "", str(error), "", ""), list(log.events)))
-    kept = tuple((violation, tuple(events)) for violation, events in log.violations[-1:])
-    return HookHuntReport(log.examples, log.steps, time.monotonic() - started, seed, log.reuses, kept)
+            log.record(HookViolation(HOOK_FAILED, 0, "", str(error), "", log.world.agent if log.world else ""))
+    kept = tuple(log.violations[-1:])  # Hypothesis replays the smallest failing run last
+    files = tuple(write_counterexample(document, pathlib.Path(out_dir)) for _, document in kept) if out_dir else ()
+    return HookHuntReport(log.examples, log.steps, time.monotonic() - started, seed, log.reuses, kept, files)
 
 
 def main(argv: list[str] | None = None) -> int:  # pragma: no cover - a manual entry point
+    """`python -m properties.hook_hunt [--seed S] [--out DIR]` hunts; `--replay FILE` replays."""
     import argparse
 
-    parser = argparse.ArgumentParser(description="the hook-path hunt alone")
+    parser = argparse.ArgumentParser(description="the hook-path hunt alone, or the replay of one of its files")
     parser.add_argument("--profile", default=None)
     parser.add_argument("--seed", type=int, default=None)
     parser.add_argument("--max-examples", type=int, default=None)
+    parser.add_argument("--out", default=None, help="directory for counterexample files")
+    parser.add_argument("--replay", default=None, metavar="FILE", help="replay a counterexample file; exit 1 if still stale")
     args = parser.parse_args(argv)
-    report = run_hook_hunt(args.profile, args.seed, max_examples=args.max_examples)
-    print(f"{report.examples} runs, {report.steps} steps, {report.reuses} reuses checked, {report.seconds:.1f} s, seed {report.seed}")
-    for violation, events in report.violations:
-        print(json.dumps({"violation": attrs.asdict(violation), "events": list(events)}, indent=2))
+    if args.replay is not None:
+        with hunt_environment():
+            checks = replay(json.loads(pathlib.Path(args.replay).read_text()))
+        for check in checks:
+            print(("fresh " if check.held else "STALE ") + f"{check.command!r}: served {check.served!r}, a run shows {check.expected!r}")
+        return 0 if all(check.held for check in checks) else 1
+    report = run_hook_hunt(args.profile, args.seed, max_examples=args.max_examples, out_dir=args.out)
+    print(f"{report.examples} runs, {report.steps} tool calls, {report.reuses} reuses checked, "
+          f"{report.seconds:.1f} s, seed {report.seed}")
+    for (violation, _), path in zip(report.violations, report.files or (None,) * len(report.violations)):
+        print(f"{violation.property} at call {violation.step}: {violation.command!r} served {violation.served}, "
+              f"a run shows {violation.expected}" + (f"; written to {path}" if path else ""))
     return 1 if report.violations else 0
 
 

@@ -9,13 +9,14 @@ Reuse differs from a real run, without it every Reuse matches.
 
 from __future__ import annotations
 
+import json
 import pathlib
 import textwrap
 from collections.abc import Iterator
 
 import pytest
 
-from properties.hook_hunt import HookWorld, run_hook_hunt, tool_call
+from properties.hook_hunt import HookViolation, HookWorld, counterexample, replay, run_hook_hunt, tool_call, write_counterexample
 from properties.oracle import hunt_environment
 from properties.shell_strategies import WorkspaceSetup
 
@@ -116,3 +117,21 @@ def test_the_hook_path_hunt_runs_checks_and_reports() -> None:
     report = run_hook_hunt("ci", seed=4, max_examples=4)
     assert report.examples >= 2 and report.steps > 0
     assert not report.violations, report.violations
+
+
+def test_a_counterexample_file_replays_the_stale_reuse_and_only_with_the_bug(tmp_path: pathlib.Path) -> None:
+    name, agent, patch, scenario = PLANTED[3]  # the environment keyed by names: TZ moves, `ls -l` is served
+    plant = _planted(tmp_path / "plant", patch)
+    world = HookWorld(agent, SETUP, worktree=False, hook_environment=plant)
+    try:
+        held = _play(world, scenario)
+        assert held == [False], name
+        violation = HookViolation("hook-reuse-is-fresh", 4, "ls -l", "fresh", "stale", agent)
+        path = write_counterexample(counterexample(world, violation, {"seed": 0}), tmp_path / "out")
+    finally:
+        world.close()
+    document = json.loads(path.read_text())
+    assert str(world.root) not in path.read_text(), "the file names no directory of the run that wrote it"
+    assert [step["event"] for step in document["steps"]].count("call") == 2
+    assert [check.held for check in replay(document, plant)] == [False], "the replay serves the stale listing again"
+    assert all(check.held for check in replay(document)), "without the bug nothing stale is served"

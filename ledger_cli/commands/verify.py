@@ -105,7 +105,7 @@ def _hook_path_hunt(profile: Profile, seed: int | None) -> list[CheckResult]:
     for violation, _ in report.violations:
         detail += (f"; {violation.property} at call {violation.step} ({violation.agent}): {violation.command!r} "
                    f"served {violation.served}, a run now shows {violation.expected} "
-                   f"(store it with `python -m properties.hook_hunt --seed {report.seed} --out DIR`)")
+                   f"(store it with `python -m properties.hook_hunt --profile {profile.name} --seed {report.seed} --out DIR`)")
     return [CheckResult("safety hunt: the hook path", not report.violations, detail, report.seconds)]
 
 
