@@ -63,7 +63,9 @@ from .shell_strategies import (
 AGENTS: tuple[str, ...] = ("claude", "codex")
 HOOK_REUSE_IS_FRESH = "hook-reuse-is-fresh"
 HOOK_FAILED = "hook-failed"
-NO_OUTPUT = "(Bash completed with no output)"  # what Claude shows for a command that printed nothing
+# What Claude shows for a command that printed nothing. Spelled here, not imported from the
+# adapter: the oracle states what the agent shows, independently of the code it judges.
+NO_OUTPUT = "(Bash completed with no output)"
 HOOK_TIMEOUT = 60.0
 COMMAND_TIMEOUT = 20.0
 _HEADER = re.compile(r"^\[ledger\] Not run again: this is the unchanged result of .*?(?:, exit status (-?\d+))? \(")
@@ -87,7 +89,7 @@ ENVIRONMENT_READS: tuple[str, ...] = (
 
 # One variable at a time, set to one of these (None: unset). PATH values are built per run.
 ENVIRONMENT_CHOICES: dict[str, tuple[str | None, ...]] = {
-    "TZ": (None, "UTC", "America/New_York", "Asia/Tokyo"),
+    "TZ": ("UTC", "America/New_York", "Asia/Tokyo", None),
     "LC_ALL": ("C.UTF-8", "C", None),
     "LANG": (None, "C", "C.UTF-8"),
     "LC_COLLATE": (None, "C"),
@@ -96,6 +98,8 @@ ENVIRONMENT_CHOICES: dict[str, tuple[str | None, ...]] = {
     "RIPGREP_CONFIG_PATH": (None, "@OUTSIDE@/ripgreprc"),
     "PATH": ("plain", "shadowed", "relative"),
 }
+
+INITIAL_ENVIRONMENT: dict[str, str] = {"TZ": "UTC", "LANG": "C.UTF-8"}
 
 # The configuration files outside the root, and the texts one edit may give each.
 OUTSIDE_CONFIG: dict[str, tuple[str, ...]] = {
@@ -106,7 +110,25 @@ OUTSIDE_CONFIG: dict[str, tuple[str, ...]] = {
     "shadow-program": ('#!/bin/sh\nexec /bin/cat "$@"\n', '#!/bin/sh\necho shadowed\nexec /bin/cat "$@"\n'),
 }
 
-# Direct edits by a process the hooks never see: (file, new text) with a length kept or not.
+# For each change the grammar makes outside the hooks, reads whose output it can alter.
+SENSITIVE_READS: dict[tuple[str, str], tuple[str, ...]] = {
+    ("environment", "TZ"): ("ls -l", "git log -1 --format='%h %ad' --date=local"),
+    ("environment", "LC_ALL"): ("ls docs", "ls -l docs"),
+    ("environment", "LANG"): ("ls docs",),
+    ("environment", "LC_COLLATE"): ("ls docs",),
+    ("environment", "PATH"): ("cat a.txt", "cat -n src/app.py"),
+    ("environment", "GIT_CONFIG_PARAMETERS"): ("git log --oneline", "git status --short --untracked-files=all"),
+    ("environment", "GIT_CEILING_DIRECTORIES"): ("git status --short",),
+    ("environment", "RIPGREP_CONFIG_PATH"): ("grep -rn alpha .",),
+    ("outside-config", "xdg"): ("git log --oneline", "git status --short --untracked-files=all"),
+    ("outside-config", "included"): ("git log --oneline", "git status --short docs"),
+    ("outside-config", "excludes"): ("git status --short --untracked-files=all", "git status --short"),
+    ("outside-config", "shadow-program"): ("cat a.txt",),
+    ("unseen-edit", "a.txt"): ("cat a.txt", "wc -l a.txt", "ls -l"),
+    ("unseen-edit", "new.txt"): ("ls", "git status --short", "cat new.txt"),
+}
+
+# What an edit by a process the hooks never see writes: a file's length kept, changed, emptied.
 UNSEEN_TEXTS: tuple[str, ...] = ("alpha 1 beta\n", "alpha 1 BETA\n", "", "omega\nomega\n")
 
 
@@ -191,7 +213,13 @@ class HookWorld:
         self.calls = 0
         self._write_outside_config()
         self.base_env = session_environment(Placement(self.root, self.outside))
+        # Set as most agents' environments have them, so that a change is mostly a new value of
+        # a variable already there (a fingerprint keyed by names alone misses only those).
+        self.base_env.update(INITIAL_ENVIRONMENT)
         self.env = dict(self.base_env)
+        # The drawn value of each variable (PATH's by name), as the environment starts.
+        self.choices: dict[str, str | None] = {name: self.env.get(name) for name in ENVIRONMENT_CHOICES}
+        self.choices["PATH"] = "plain"
         self.session_id = f"hunt-{os.getpid()}-{id(self)}"
 
     def _write_outside_config(self) -> None:
@@ -227,6 +255,7 @@ class HookWorld:
 
     def set_environment(self, name: str, value: str | None) -> None:
         self.events.append({"event": "environment", "name": name, "choice": value})
+        self.choices[name] = value
         if name == "PATH":
             base = self.base_env["PATH"]
             value = {
@@ -453,10 +482,6 @@ def make_hook_hunt(log: HookLog, hook_environment: Mapping[str, str] | None = No
                                        f"running it now shows {violation.expected}")
 
         @rule(command=reads)
-        def read(self, command: str) -> None:
-            self._call(command)
-
-        @rule(command=reads)
         def read_twice(self, command: str) -> None:
             self._call(command)
             self._call(command)
@@ -471,6 +496,38 @@ def make_hook_hunt(log: HookLog, hook_environment: Mapping[str, str] | None = No
         def edit(self, command: str) -> None:
             self._call(command)
 
+        def _read_around(self, kind: str, data: st.DataObject) -> None:
+            """A read whose output the drawn change alters, the change (unseen by the hooks), the
+            same read: was the change noticed? Drawn from `SENSITIVE_READS`, since an unrelated
+            change and re-read rarely meet in a short run."""
+            target = data.draw(st.sampled_from(sorted(target for k, target in SENSITIVE_READS if k == kind)))
+            command = data.draw(st.sampled_from(SENSITIVE_READS[(kind, target)]))
+            if target == "shadow-program":
+                self.world.set_environment("PATH", "shadowed")  # the program edited is the one run
+            self._call(command)
+            if kind == "environment":
+                choices = [c for c in ENVIRONMENT_CHOICES[target] if c != self.world.choices.get(target)]
+                self.world.set_environment(target, data.draw(st.sampled_from(choices)))
+            elif kind == "outside-config":
+                self.world.edit_config(target, data.draw(st.sampled_from(OUTSIDE_CONFIG[target])))
+            else:
+                self.world.edit_unseen(target, data.draw(st.sampled_from(UNSEEN_TEXTS)))
+            self._call(command)
+
+        # One rule per kind of change: Hypothesis turns a random subset of rules off in each run
+        # (swarm testing), and three rules keep some read around a change in most runs.
+        @rule(data=st.data())
+        def read_around_an_environment_change(self, data: st.DataObject) -> None:
+            self._read_around("environment", data)
+
+        @rule(data=st.data())
+        def read_around_an_outside_config_edit(self, data: st.DataObject) -> None:
+            self._read_around("outside-config", data)
+
+        @rule(data=st.data())
+        def read_around_an_unseen_edit(self, data: st.DataObject) -> None:
+            self._read_around("unseen-edit", data)
+
         @rule(command=st.one_of(reads, edits), how=st.sampled_from(("interrupted", "redecide", "abandon")))
         def odd_call(self, command: str, how: str) -> None:
             self._call(command, how)
@@ -479,21 +536,9 @@ def make_hook_hunt(log: HookLog, hook_environment: Mapping[str, str] | None = No
         def failing_read(self, command: str) -> None:
             self._call(command)
 
-        @rule(key=st.sampled_from(TEXT_FILES + ("new.txt",)), text=st.sampled_from(UNSEEN_TEXTS))
-        def unseen_edit(self, key: str, text: str) -> None:
-            self.world.edit_unseen(key, text)
-
-        @rule(name=st.sampled_from(sorted(OUTSIDE_CONFIG)), data=st.data())
-        def edit_outside_config(self, name: str, data: st.DataObject) -> None:
-            self.world.edit_config(name, data.draw(st.sampled_from(OUTSIDE_CONFIG[name])))
-
         @rule(name=st.sampled_from(sorted(ENVIRONMENT_CHOICES)), data=st.data())
         def change_environment(self, name: str, data: st.DataObject) -> None:
             self.world.set_environment(name, data.draw(st.sampled_from(ENVIRONMENT_CHOICES[name])))
-
-        @rule()
-        def wait_a_tick(self) -> None:
-            time.sleep(0.02)  # lets a same-second edit and a read fall in different clock ticks
 
         def teardown(self) -> None:
             if hasattr(self, "world"):
@@ -516,6 +561,14 @@ class HookHuntReport:
     @property
     def steps_per_second(self) -> float:
         return self.steps / self.seconds if self.seconds > 0 else 0.0
+
+
+def _phases(profile: Profile) -> list[hypothesis.Phase]:
+    """Shrinking replays a failing run hundreds of times, each step a few hook processes: only
+    the `thorough` profile pays for it; the others keep the first failing run as found (its
+    file replays it exactly)."""
+    shrink = [hypothesis.Phase.shrink] if profile.name == "thorough" else []
+    return [hypothesis.Phase.generate, *shrink]
 
 
 def run_hook_hunt(
@@ -541,14 +594,14 @@ def run_hook_hunt(
             run_state_machine_as_test(machine, settings=settings(
                 max_examples=max_examples or chosen.hook_examples, stateful_step_count=chosen.hook_steps, deadline=None,
                 database=None, suppress_health_check=list(HealthCheck), print_blob=False,
-                verbosity=hypothesis.Verbosity.quiet, phases=[hypothesis.Phase.generate, hypothesis.Phase.shrink],
+                verbosity=hypothesis.Verbosity.quiet, phases=_phases(chosen),
                 report_multiple_bugs=False,
             ))
         except HookReuseIsStale:
             pass  # in the log, the last one the smallest
         except HookFailed as error:  # a bug of the hook itself: reported with the run that showed it
             log.record(HookViolation(HOOK_FAILED, 0, "", str(error), "", log.world.agent if log.world else ""))
-    kept = tuple(log.violations[-1:])  # Hypothesis replays the smallest failing run last
+    kept = tuple(log.violations[-1:])  # after shrinking, Hypothesis replays the smallest failing run last
     files = tuple(write_counterexample(document, pathlib.Path(out_dir)) for _, document in kept) if out_dir else ()
     return HookHuntReport(log.examples, log.steps, time.monotonic() - started, seed, log.reuses, kept, files)
 

@@ -28,9 +28,9 @@ class Profile:
     """Most steps in one run of the hunt."""
     contract_timeout: float
     """CrossHair's per-condition timeout, in seconds."""
-    hook_examples: int = 6
+    hook_examples: int = 4
     """Runs of the hook-path hunt (each tool call is one or two `ledger hook` processes)."""
-    hook_steps: int = 12
+    hook_steps: int = 10
     """Most steps in one run of the hook-path hunt."""
     workers: int | None = 1
     """Processes sharing the hunt's runs; the CLI sets it from --workers (default: every core;

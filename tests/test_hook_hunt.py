@@ -113,10 +113,13 @@ def test_reuses_through_the_hooks_match_a_real_run(agent: str, worktree: bool) -
     assert held == [True, True], "the repeated cat and the repeated ls under the new locale are served, and fresh"
 
 
-def test_the_hook_path_hunt_runs_checks_and_reports() -> None:
-    report = run_hook_hunt("ci", seed=4, max_examples=4)
-    assert report.examples >= 2 and report.steps > 0
-    assert not report.violations, report.violations
+def test_the_random_hunt_finds_a_planted_bug_and_writes_a_file_that_replays_it(tmp_path: pathlib.Path) -> None:
+    plant = _planted(tmp_path / "plant", PLANTED[3][2])  # the environment keyed by names
+    found = run_hook_hunt("ci", seed=1, max_examples=3, hook_environment=plant, out_dir=tmp_path / "found")
+    print(f"\nhook-path hunt, planted bug: {found.examples} runs, {found.steps} calls, {found.reuses} reuses, {found.seconds:.1f} s")
+    assert [violation.property for violation, _ in found.violations] == ["hook-reuse-is-fresh"]
+    assert len(found.files) == 1
+    assert not all(check.held for check in replay(json.loads(found.files[0].read_text()), plant))
 
 
 def test_a_counterexample_file_replays_the_stale_reuse_and_only_with_the_bug(tmp_path: pathlib.Path) -> None:
