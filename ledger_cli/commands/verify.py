@@ -72,10 +72,11 @@ def _hunt(profile: Profile, seed: int | None) -> list[CheckResult]:
     from properties.hunt import run_verify_hunt
 
     report = run_verify_hunt(profile, seed, workers=profile.workers, scheduler=profile.scheduler, database=profile.database)
+    workers = f"{profile.workers} worker(s)" if profile.workers else "one task per cluster thread"
     where = f" on {profile.scheduler}" if profile.scheduler else ""
     detail = (
         f"{report.examples} runs, {report.steps} steps, {report.steps_per_second:.0f} steps/s, "
-        f"{profile.workers or 'one per thread'} worker(s){where}, seed {report.seed}"
+        f"{workers}{where}, seed {report.seed}"
     )
     if report.found:
         found = "; ".join(f"{doc['property']}: {doc.get('explanation', '')}" for doc in report.counterexamples)
