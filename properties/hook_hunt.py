@@ -40,7 +40,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from typing import Any, Callable, Mapping
+from typing import Any, Mapping
 
 import attrs
 import hypothesis
@@ -53,7 +53,6 @@ from .profiles import Profile, profile as named_profile
 from .shell_strategies import (
     DETECTOR_READ_IDIOMS,
     EDIT_IDIOMS,
-    TEXT_FILES,
     WorkspaceSetup,
     edit_commands,
     read_commands,
