@@ -52,7 +52,7 @@ from .oracle import (
     first_violation,
     hunt_environment,
 )
-from .profiles import Profile, profile as named_profile
+from .profiles import Profile, default_workers, profile as named_profile
 from .replay import run_recorded
 from .shell_strategies import (
     DEFAULT_POOL,
@@ -374,14 +374,17 @@ def run_verify_hunt(
     profile: Profile | str | None = None,
     seed: int | None = None,
     out_dir: str | pathlib.Path | None = None,
-    workers: int = 1,
+    workers: int | None = 1,
+    scheduler: str | None = None,
+    database: str | pathlib.Path | None = None,
 ) -> "HuntReport":
-    """The hunt `ledger verify` runs: the default detector, the full grammar."""
+    """The hunt `ledger verify` runs: the default detector, the full grammar (on a Dask
+    cluster with `scheduler`, see `run_hunt`)."""
     from ledger_impl.detectors import default_detector
 
     return run_hunt(
         default_detector, profile, seed, out_dir, detector="ledger_impl.detectors:default_detector",
-        grammar=FULL_GRAMMAR, command="ledger verify", workers=workers,
+        grammar=FULL_GRAMMAR, command="ledger verify", workers=workers, scheduler=scheduler, database=database,
     )
 
 
@@ -510,9 +513,10 @@ def run_hunt(
     on_step: Callable[[int, int], None] | None = None,
     max_examples: int | None = None,
     stale_reads_only: bool = False,
-    workers: int = 1,
+    workers: int | None = 1,
     database: str | pathlib.Path | None = None,
     fingerprint: bool = True,
+    scheduler: str | None = None,
 ) -> HuntReport:
     """Hunt violations for detectors made by `detector_factory` under `profile`'s budget.
 
@@ -523,13 +527,16 @@ def run_hunt(
     by reference, as a MODULE:FACTORY factory is. `database` is a Hypothesis example database
     directory: failing examples stored there by an earlier hunt are replayed first.
     `fingerprint=False` runs the Runtime without the observation fingerprint, judging the
-    detector and classifier alone.
+    detector and classifier alone. With `scheduler` (a Dask scheduler's address) the workers
+    are tasks on that cluster (see `dask_hunt`), `workers` is the number of tasks (None: one per
+    thread of the cluster) and `database` is on storage the workers share (default: beside
+    Ledger's state). Locally, `workers=None` means one per core.
     """
     with fingerprint_line(fingerprint), sweeping():
         return _run_hunt(
             detector_factory, profile, seed, out_dir, detector=detector, grammar=grammar, command=command,
             on_step=on_step, max_examples=max_examples, stale_reads_only=stale_reads_only, workers=workers,
-            database=database,
+            database=database, scheduler=scheduler,
         )
 
 
@@ -545,8 +552,9 @@ def _run_hunt(
     on_step: Callable[[int, int], None] | None,
     max_examples: int | None,
     stale_reads_only: bool,
-    workers: int,
+    workers: int | None,
     database: str | pathlib.Path | None,
+    scheduler: str | None,
 ) -> HuntReport:
     chosen = profile if isinstance(profile, Profile) else named_profile(profile)
     seed = seed if seed is not None else random.SystemRandom().randrange(2**32)
@@ -554,21 +562,27 @@ def _run_hunt(
     name = detector or f"{getattr(detector_factory.factory, '__module__', '?')}:{getattr(detector_factory.factory, '__qualname__', '?')}"
     budget = max_examples if max_examples is not None else chosen.hunt_examples
     shrink_seconds = SHRINK_SECONDS.get(chosen.name, 60.0)
+    job = HuntJob(detector_factory, chosen, seed, budget, grammar, stale_reads_only, shrink_seconds, FINGERPRINT_LINE.get())
+    if scheduler is None and workers is None:
+        workers = default_workers()
     started = time.monotonic()
     try:
-        if workers > 1:
+        if scheduler is not None:
+            from .dask_hunt import default_database, run_on_scheduler
+
+            examples, steps, found, detector_errors = run_on_scheduler(
+                job, scheduler, pathlib.Path(database) if database is not None else default_database(), on_step, workers
+            )
+        elif workers is not None and workers > 1:
             from .parallel import run_in_workers
 
             examples, steps, found, detector_errors = run_in_workers(
-                HuntJob(detector_factory, chosen, seed, budget, grammar, stale_reads_only, shrink_seconds, FINGERPRINT_LINE.get()),
-                workers,
-                on_step,
-                pathlib.Path(database) if database is not None else None,
+                job, workers, on_step, pathlib.Path(database) if database is not None else None
             )
         else:
             log = ViolationLog(on_step, shrink_seconds)
             examples_db = DirectoryBasedExampleDatabase(str(database)) if database is not None else None
-            run_machine(HuntJob(detector_factory, chosen, seed, budget, grammar, stale_reads_only, shrink_seconds, FINGERPRINT_LINE.get()), log, examples_db)
+            run_machine(job, log, examples_db)
             examples, steps, found, detector_errors = log.examples, log.steps, list(log.last.values()), dict(log.detector_errors)
     except BaseExceptionGroup as group:  # type: ignore[name-defined]
         failed, _ = group.split(DetectorFailed)

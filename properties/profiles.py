@@ -28,15 +28,27 @@ class Profile:
     """Most steps in one run of the hunt."""
     contract_timeout: float
     """CrossHair's per-condition timeout, in seconds."""
-    workers: int = 1
-    """Processes sharing the hunt's runs; the CLI sets it from --workers (default: every core)."""
+    hook_examples: int = 4
+    """Runs of the hook-path hunt (each tool call is one or two `ledger hook` processes)."""
+    hook_steps: int = 10
+    """Most steps in one run of the hook-path hunt."""
+    workers: int | None = 1
+    """Processes sharing the hunt's runs; the CLI sets it from --workers (default: every core;
+    with a scheduler, None: one task per thread of the cluster)."""
+    scheduler: str | None = None
+    """A Dask scheduler's address: the hunt's workers run as tasks there (see `dask_hunt`)."""
+    database: str | None = None
+    """The example database directory the hunt's workers share (default: a temporary one
+    locally, beside Ledger's state on a cluster)."""
 
 
 PROFILES: dict[str, Profile] = {
     "ci": Profile("ci", spec_examples=150, differential_examples=150, hunt_examples=40, hunt_steps=25, contract_timeout=2.0),
-    "dev": Profile("dev", spec_examples=600, differential_examples=600, hunt_examples=200, hunt_steps=40, contract_timeout=4.0),
+    "dev": Profile("dev", spec_examples=600, differential_examples=600, hunt_examples=200, hunt_steps=40, contract_timeout=4.0,
+                   hook_examples=15, hook_steps=20),
     "thorough": Profile(
-        "thorough", spec_examples=3000, differential_examples=3000, hunt_examples=1500, hunt_steps=60, contract_timeout=10.0
+        "thorough", spec_examples=3000, differential_examples=3000, hunt_examples=1500, hunt_steps=60, contract_timeout=10.0,
+        hook_examples=80, hook_steps=30,
     ),
 }
 

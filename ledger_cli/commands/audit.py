@@ -29,6 +29,8 @@ from properties.audit.filter import OutsideWrite
 from properties.audit.formats import InputError
 from properties.replay import DetectorLoadError, load_factory
 
+from .cluster import add_cluster_arguments, cluster_problem
+
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
@@ -55,6 +57,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--no-sandbox", action="store_true", help="run commands without bubblewrap")
     parser.add_argument("--skip-outside-writes", action="store_true",
                         help="skip steps that write outside the workspace instead of refusing the trajectory")
+    add_cluster_arguments(parser, database=False)
     parser.set_defaults(run=run)
 
 
@@ -66,6 +69,8 @@ def _fail(message: str) -> int:
 def run(args: argparse.Namespace, executor: concurrent.futures.Executor | None = None) -> int:
     if args.jobs < 1 or args.timeout <= 0 or args.trajectory_timeout <= 0:
         return _fail("-j, --timeout and --trajectory-timeout must be positive")
+    if (problem := cluster_problem(args)) is not None:
+        return _fail(problem)
     if (args.repo is None) != (args.base_commit is None):
         return _fail("--repo and --base-commit go together")
     if args.workspaces is not None and args.repo is not None:
@@ -95,6 +100,16 @@ def run(args: argparse.Namespace, executor: concurrent.futures.Executor | None =
 
     console = Console(stderr=True, highlight=False)
     own_pool = executor is None
+    in_flight = args.jobs
+    if executor is None and args.scheduler is not None:
+        from properties.dask_hunt import ClusterExecutor, SchedulerUnavailable, cluster_threads, connect
+
+        try:
+            client = connect(args.scheduler)
+        except SchedulerUnavailable as error:
+            return _fail(str(error))
+        executor = ClusterExecutor(client)
+        in_flight = max(in_flight, cluster_threads(client))  # keep every thread of the cluster busy
     if executor is None:
         executor = concurrent.futures.ProcessPoolExecutor(args.jobs, mp_context=multiprocessing.get_context("spawn"))
     try:
@@ -107,10 +122,10 @@ def run(args: argparse.Namespace, executor: concurrent.futures.Executor | None =
                 progress.update(task, advance=1, description=f"{job.name[:50]} {note}")
 
             results = runner.run(jobs, executor, results_dir=args.results,
-                                 budget_s=args.budget * 60 if args.budget else None, in_flight=args.jobs, on_result=advance)
+                                 budget_s=args.budget * 60 if args.budget else None, in_flight=in_flight, on_result=advance)
     finally:
         if own_pool:
-            executor.shutdown(wait=True, cancel_futures=True)
+            executor.shutdown(wait=True, cancel_futures=True)  # a Dask executor's also closes its client
 
     doc = report_json.document(results, {
         "command_timeout": args.timeout, "trajectory_timeout": args.trajectory_timeout, "detector": args.detector,

@@ -28,6 +28,8 @@ from ledger_cli.errors import EXIT_HARNESS_ERROR, EXIT_INTERRUPTED
 from properties.profiles import default_workers
 from properties.replay import DetectorLoadError, load_factory, parse_spec
 
+from .cluster import add_cluster_arguments, cluster_problem
+
 if TYPE_CHECKING:  # the hunt machinery is imported when a hunt runs, not to parse arguments
     from properties.hunt import HuntReport
 
@@ -50,8 +52,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--json", action="store_true", help="print the summary as JSON")
     parser.add_argument(
         "--workers", type=int, default=None, metavar="N",
-        help=f"processes sharing the hunt (default: the number of cores, {default_workers()} here)",
+        help=f"processes sharing the hunt (default: the number of cores, {default_workers()} here; "
+        "with --scheduler, one task per thread of the cluster)",
     )
+    add_cluster_arguments(parser)
     parser.set_defaults(run=run)
 
 
@@ -84,6 +88,8 @@ def usage_problem(args: argparse.Namespace) -> str | None:
         return f"--seed must be between 0 and {MAX_SEED}"
     if args.path is not None and not pathlib.Path(args.path).is_dir():
         return f"--path {args.path} is not a directory"
+    if (cluster := cluster_problem(args)) is not None:
+        return cluster
     try:
         named_profile(args.profile)
         parse_spec(args.detector)
@@ -93,6 +99,7 @@ def usage_problem(args: argparse.Namespace) -> str | None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from properties.dask_hunt import SchedulerUnavailable
     from properties.hunt import DetectorFailed, run_hunt
     from properties.profiles import profile as named_profile
 
@@ -136,14 +143,16 @@ def run(args: argparse.Namespace) -> int:
                 command=command or f"ledger check-detector {args.detector}",
                 on_step=on_step,
                 max_examples=args.max_examples,
-                workers=args.workers if args.workers is not None else default_workers(),
+                workers=args.workers if args.workers is not None or args.scheduler else default_workers(),
+                scheduler=args.scheduler,
+                database=args.database,
                 fingerprint=False,  # the detector is judged alone: the fingerprint would hide its misses
             )
         except KeyboardInterrupt:
             progress.stop()
             print("ledger check-detector: interrupted; the hunt's workspace was removed and its commands stopped", file=sys.stderr)
             return EXIT_INTERRUPTED
-        except DetectorFailed as error:
+        except (DetectorFailed, SchedulerUnavailable) as error:
             print(f"ledger check-detector: {error}", file=sys.stderr)
             return 2
         except Exception as error:  # noqa: BLE001 - the harness's own fault: say so, with where

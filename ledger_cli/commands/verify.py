@@ -23,6 +23,8 @@ from rich.table import Table
 
 from properties.profiles import PROFILES, Profile, default_workers, profile as choose_profile
 
+from .cluster import add_cluster_arguments, cluster_problem
+
 
 @attrs.frozen
 class CheckResult:
@@ -83,10 +85,12 @@ def _differential(profile: Profile, seed: int | None) -> list[CheckResult]:
 def _hunt(profile: Profile, seed: int | None) -> list[CheckResult]:
     from properties.hunt import run_verify_hunt
 
-    report = run_verify_hunt(profile, seed, workers=profile.workers)
+    report = run_verify_hunt(profile, seed, workers=profile.workers, scheduler=profile.scheduler, database=profile.database)
+    workers = f"{profile.workers} worker(s)" if profile.workers else "one task per cluster thread"
+    where = f" on {profile.scheduler}" if profile.scheduler else ""
     detail = (
         f"{report.examples} runs, {report.steps} steps, {report.steps_per_second:.0f} steps/s, "
-        f"{profile.workers} worker(s), seed {report.seed}"
+        f"{workers}{where}, seed {report.seed}"
     )
     if report.found:
         found = "; ".join(f"{doc['property']}: {doc.get('explanation', '')}" for doc in report.counterexamples)
@@ -105,12 +109,28 @@ def _overlap_hunt(profile: Profile, seed: int | None) -> CheckResult:
     return CheckResult("safety hunt: overlapping commands", report.ok, detail, time.perf_counter() - started)
 
 
+def _hook_path_hunt(profile: Profile, seed: int | None) -> list[CheckResult]:
+    from properties.hook_hunt import run_hook_hunt
+
+    report = run_hook_hunt(profile, seed)
+    detail = (
+        f"{report.examples} runs, {report.steps} tool calls through `ledger hook claude|codex` processes, "
+        f"{report.reuses} reuses re-run and compared, seed {report.seed}"
+    )
+    for violation, _ in report.violations:
+        detail += (f"; {violation.property} at call {violation.step} ({violation.agent}): {violation.command!r} "
+                   f"served {violation.served}, a run now shows {violation.expected} "
+                   f"(store it with `python -m properties.hook_hunt --profile {profile.name} --seed {report.seed} --out DIR`)")
+    return [CheckResult("safety hunt: the hook path", not report.violations, detail, report.seconds)]
+
+
 CHECKS: tuple[tuple[str, Check], ...] = (
     ("Z3 proofs", _proofs),
     ("CrossHair contracts", _contracts),
     ("spec properties", _spec_properties),
     ("spec vs impl differential", _differential),
     ("safety hunt", _hunt),
+    ("hook-path hunt", _hook_path_hunt),
 )
 
 
@@ -122,8 +142,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--seed", type=int, default=None, help="seed for the randomized checks")
     parser.add_argument(
         "--workers", type=int, default=None, metavar="N",
-        help=f"processes sharing the safety hunt (default: the number of cores, {default_workers()} here)",
+        help=f"processes sharing the safety hunt (default: the number of cores, {default_workers()} here; "
+        "with --scheduler, one task per thread of the cluster)",
     )
+    add_cluster_arguments(parser)
     parser.set_defaults(run=run)
 
 
@@ -134,11 +156,14 @@ def run(args: argparse.Namespace) -> int:
     except ValueError as error:
         console.print(f"ledger verify: {error}")
         return 2
-    workers = args.workers if args.workers is not None else default_workers()
-    if workers < 1:
+    workers = args.workers if args.workers is not None or args.scheduler else default_workers()
+    if workers is not None and workers < 1:
         console.print("ledger verify: --workers must be at least 1")
         return 2
-    profile = attrs.evolve(profile, workers=workers)
+    if (problem := cluster_problem(args)) is not None:
+        console.print(f"ledger verify: {problem}")
+        return 2
+    profile = attrs.evolve(profile, workers=workers, scheduler=args.scheduler, database=args.database)
     results: list[CheckResult] = []
     live = console.is_terminal
     spinner = Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(), console=console)

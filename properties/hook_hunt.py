@@ -1,0 +1,635 @@
+"""A hunt through the hook path: `ledger hook claude|codex` run as separate processes, as an agent runs them.
+
+Theory of operation. `make_hook_hunt()` builds a Hypothesis state machine that plays a coding
+agent. Each run materializes a workspace (a git repository, or a linked worktree of one) and,
+outside it, the configuration git reads (`~/.gitconfig` with an `includeIf` and a
+`core.excludesFile`, the XDG config, the included file, the excludes file) and a directory of
+shadowed programs, one of them a symbolic link. Every tool call goes through hook processes
+started exactly as `ledger hooks install` makes the agent start them (this interpreter, `-m
+ledger_cli.main hook AGENT --state-dir DIR`), with the agent's payloads on stdin and the
+agent's environment: PreToolUse, then, unless it was denied, the command run for real by the
+harness (as the agent's shell tool would), then PostToolUse or PostToolUseFailure sharing the
+call's `tool_use_id`.
+
+The grammar: reads (the shell idioms of `shell_strategies`, and reads whose output depends on
+the environment or on git's configuration), edits through the hooks, calls that fail,
+interrupted calls, calls decided twice under one id, abandoned calls (decided, run, never
+reported), edits by a process the hooks never see, one configuration file outside the root
+edited at a time, a shadowed program rewritten in place behind its symbolic link, and
+environment changes between steps (`TZ`, `LC_ALL`/`LANG`/`LC_COLLATE`, `PATH` with a
+symlinked and a relative entry, `GIT_*`, `RIPGREP_CONFIG_PATH`).
+
+The oracle: every Reuse (a deny whose reason is the header and the stored output) is run for
+real at once, in the same environment, and rendered as the agent would have shown it (Claude:
+merged output, leading blank lines and trailing whitespace stripped, a placeholder for no
+output, "Exit code N" first on failure; Codex: the aggregated output and the exit status the
+header names). A difference is a stale reuse (`HookReuseIsStale`). A hook that answers with an
+internal error, or with something that is not JSON, fails the run too (`HookFailed`): it is
+safe for the agent (the call goes ahead) but it is a bug the hunt must show.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import pathlib
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from typing import Any, Mapping
+
+import attrs
+import hypothesis
+from hypothesis import HealthCheck, settings
+from hypothesis import strategies as st
+from hypothesis.stateful import RuleBasedStateMachine, initialize, precondition, rule, run_state_machine_as_test
+
+from .oracle import GIT_ENVIRONMENT, Placement, hunt_environment, materialize, session_environment
+from .profiles import Profile, profile as named_profile
+from .shell_strategies import (
+    DETECTOR_READ_IDIOMS,
+    EDIT_IDIOMS,
+    WorkspaceSetup,
+    edit_commands,
+    read_commands,
+    workspaces,
+)
+
+AGENTS: tuple[str, ...] = ("claude", "codex")
+HOOK_REUSE_IS_FRESH = "hook-reuse-is-fresh"
+HOOK_FAILED = "hook-failed"
+# What Claude shows for a command that printed nothing. Spelled here, not imported from the
+# adapter: the oracle states what the agent shows, independently of the code it judges.
+NO_OUTPUT = "(Bash completed with no output)"
+HOOK_TIMEOUT = 60.0
+COMMAND_TIMEOUT = 20.0
+_HEADER = re.compile(r"^\[ledger\] Not run again: this is the unchanged result of .*?(?:, exit status (-?\d+))? \(")
+
+# Reads whose output depends on what the grammar varies outside the files: the environment
+# (TZ for times, the locale for how non-ASCII names are quoted), git's configuration outside
+# the root (abbreviation length, untracked files shown, the excludes file) and PATH (`cat` is
+# shadowed by a program in a directory put first on PATH).
+ENVIRONMENT_READS: tuple[str, ...] = (
+    "ls -l",
+    "ls -l docs",
+    "ls docs",
+    "git status --short",
+    "git status --short --untracked-files=all",
+    "git log --oneline",
+    "git log -1 --format='%h %ad' --date=local",
+    "cat a.txt",
+    "cat -n src/app.py",
+    "tail -n 2 b.txt",
+)
+
+# One variable at a time, set to one of these (None: unset). PATH values are built per run.
+ENVIRONMENT_CHOICES: dict[str, tuple[str | None, ...]] = {
+    "TZ": ("UTC", "America/New_York", "Asia/Tokyo", None),
+    "LC_ALL": ("C.UTF-8", "C", None),
+    "LANG": (None, "C", "C.UTF-8"),
+    "LC_COLLATE": (None, "C"),
+    "GIT_CONFIG_PARAMETERS": (None, "'core.abbrev'='12'", "'status.showUntrackedFiles'='no'"),
+    "GIT_CEILING_DIRECTORIES": (None, "/nonexistent"),
+    "RIPGREP_CONFIG_PATH": (None, "@OUTSIDE@/ripgreprc"),
+    "PATH": ("plain", "shadowed", "relative"),
+}
+
+INITIAL_ENVIRONMENT: dict[str, str] = {"TZ": "UTC", "LANG": "C.UTF-8"}
+
+# The configuration files outside the root, and the texts one edit may give each.
+OUTSIDE_CONFIG: dict[str, tuple[str, ...]] = {
+    "xdg": ("", "[core]\n\tabbrev = 9\n", "[status]\n\tshowUntrackedFiles = no\n"),
+    "included": ("", "[core]\n\tabbrev = 11\n", "[core]\n\tquotePath = false\n"),
+    "excludes": ("", "*.txt\n", "new.txt\nsrc/\n"),
+    "ripgreprc": ("", "--hidden\n"),
+    "shadow-program": ('#!/bin/sh\nexec /bin/cat "$@"\n', '#!/bin/sh\necho shadowed\nexec /bin/cat "$@"\n'),
+}
+
+# For each change the grammar makes outside the hooks, reads whose output it can alter.
+SENSITIVE_READS: dict[tuple[str, str], tuple[str, ...]] = {
+    ("environment", "TZ"): ("ls -l", "git log -1 --format='%h %ad' --date=local"),
+    ("environment", "LC_ALL"): ("ls docs", "ls -l docs"),
+    ("environment", "LANG"): ("ls docs",),
+    ("environment", "LC_COLLATE"): ("ls docs",),
+    ("environment", "PATH"): ("cat a.txt", "cat -n src/app.py"),
+    ("environment", "GIT_CONFIG_PARAMETERS"): ("git log --oneline", "git status --short --untracked-files=all"),
+    ("environment", "GIT_CEILING_DIRECTORIES"): ("git status --short",),
+    ("environment", "RIPGREP_CONFIG_PATH"): ("grep -rn alpha .",),
+    ("outside-config", "xdg"): ("git log --oneline", "git status --short --untracked-files=all"),
+    ("outside-config", "included"): ("git log --oneline", "git status --short docs"),
+    ("outside-config", "excludes"): ("git status --short --untracked-files=all", "git status --short"),
+    ("outside-config", "shadow-program"): ("cat a.txt",),
+    ("unseen-edit", "a.txt"): ("cat a.txt", "wc -l a.txt", "ls -l"),
+    ("unseen-edit", "new.txt"): ("ls", "git status --short", "cat new.txt"),
+}
+
+# What an edit by a process the hooks never see writes: a file's length kept, changed, emptied.
+UNSEEN_TEXTS: tuple[str, ...] = ("alpha 1 beta\n", "alpha 1 BETA\n", "", "omega\nomega\n")
+
+
+class HookReuseIsStale(AssertionError):
+    """A Reuse served through the hooks differs from what running the command now shows."""
+
+
+class HookFailed(AssertionError):
+    """A hook process crashed, answered with an internal error, or answered something unparsable."""
+
+
+@attrs.frozen
+class ReuseCheck:
+    """A Reuse served through the hooks, and what running its command at once showed, each as
+    the agent would show it: (text, exit status) for Codex, (text, None) for Claude."""
+
+    command: str
+    expected: tuple[str, int | None]
+    served: tuple[str, int | None]
+
+    @property
+    def held(self) -> bool:
+        return self.expected == self.served
+
+
+@attrs.frozen
+class HookViolation:
+    """What a failing run showed: the property, the step (1-based), the command and both texts."""
+
+    property: str
+    step: int
+    command: str
+    expected: str
+    served: str
+    agent: str
+
+
+@attrs.define
+class HookLog:
+    """The runs and steps a hunt made, and the violations it saw (each with the run's events)."""
+
+    examples: int = 0
+    steps: int = 0
+    reuses: int = 0  # Reuses served and checked by a real run
+    world: "HookWorld | None" = None  # the current run's
+    found_by: dict[str, object] = attrs.field(factory=dict)
+    violations: list[tuple[HookViolation, dict[str, Any]]] = attrs.field(factory=list)  # with its counterexample
+
+    def record(self, violation: HookViolation) -> None:
+        assert self.world is not None
+        self.violations.append((violation, counterexample(self.world, violation, self.found_by)))
+
+
+def render_claude(output: str, exit_code: int) -> str:
+    """What Claude Code shows the model for a shell result."""
+    text = re.sub(r"\A(?:[ \t]*\n)+", "", output).rstrip()
+    if exit_code != 0:
+        return f"Exit code {exit_code}" + (f"\n{text}" if text else "")
+    return text or NO_OUTPUT
+
+
+class HookWorld:
+    """One run's workspace, configuration outside it, environment and hook processes."""
+
+    def __init__(self, agent: str, setup: Any, worktree: bool, hook_environment: Mapping[str, str] | None = None) -> None:
+        self.agent, self.setup, self.worktree = agent, setup, worktree
+        # Added to the hook processes' environment only (a test plants a bug through PYTHONPATH).
+        self.hook_environment = dict(hook_environment or {})
+        self.parent = pathlib.Path(tempfile.mkdtemp(prefix="ledger-hook-hunt-"))
+        placement = materialize(setup, self.parent)
+        self.outside = placement.outside
+        self.root = placement.root
+        self.placement = placement  # renders the grammar's @ROOT@ and @OUTSIDE@ placeholders
+        if worktree:
+            linked = self.parent / "linked"
+            subprocess.run(["git", "worktree", "add", "-q", str(linked)], cwd=self.root, check=True,
+                           capture_output=True, env={**os.environ, **GIT_ENVIRONMENT})
+            self.root = linked.resolve()
+            self.placement = Placement(self.root, self.outside)
+        self.state_dir = self.parent / "state"
+        self.events: list[dict[str, Any]] = []
+        self.calls = 0
+        self._write_outside_config()
+        self.base_env = session_environment(Placement(self.root, self.outside))
+        # Set as most agents' environments have them, so that a change is mostly a new value of
+        # a variable already there (a fingerprint keyed by names alone misses only those).
+        self.base_env.update(INITIAL_ENVIRONMENT)
+        self.env = dict(self.base_env)
+        # The drawn value of each variable (PATH's by name), as the environment starts.
+        self.choices: dict[str, str | None] = {name: self.env.get(name) for name in ENVIRONMENT_CHOICES}
+        self.choices["PATH"] = "plain"
+        self.session_id = f"hunt-{os.getpid()}-{id(self)}"
+
+    def _write_outside_config(self) -> None:
+        home = self.outside / "home"
+        (home / ".config" / "git").mkdir(parents=True, exist_ok=True)
+        (self.outside / "shadow").mkdir(exist_ok=True)
+        (self.outside / "tools").mkdir(exist_ok=True)
+        (home / ".gitconfig").write_text(
+            f'[includeIf "gitdir:{self.parent}/"]\n\tpath = {self.outside}/included.gitconfig\n'
+            f"[core]\n\texcludesFile = {self.outside}/excludes\n"
+        )
+        for name in OUTSIDE_CONFIG:
+            self.edit_config(name, OUTSIDE_CONFIG[name][0])
+        program = self.outside / "tools" / "cat-impl"
+        program.chmod(0o755)
+        (self.outside / "shadow" / "cat").symlink_to(program)
+
+    def config_path(self, name: str) -> pathlib.Path:
+        return {
+            "xdg": self.outside / "home" / ".config" / "git" / "config",
+            "included": self.outside / "included.gitconfig",
+            "excludes": self.outside / "excludes",
+            "ripgreprc": self.outside / "ripgreprc",
+            "shadow-program": self.outside / "tools" / "cat-impl",
+        }[name]
+
+    def edit_config(self, name: str, text: str) -> None:
+        """Rewrite one file outside the root in place (same inode, as an editor saving in place)."""
+        path = self.config_path(name)
+        with open(path, "w") as handle:
+            handle.write(text)
+        self.events.append({"event": "edit-outside", "file": name, "text": text})
+
+    def set_environment(self, name: str, value: str | None) -> None:
+        self.events.append({"event": "environment", "name": name, "choice": value})
+        self.choices[name] = value
+        if name == "PATH":
+            base = self.base_env["PATH"]
+            value = {
+                "plain": base,
+                "shadowed": f"{self.outside / 'shadow'}{os.pathsep}{base}",
+                # A relative entry: resolved against each command's working directory.
+                "relative": f"bin{os.pathsep}{base}",
+            }[value or "plain"]
+        elif value is not None:
+            value = value.replace("@OUTSIDE@", str(self.outside))
+        if value is None:
+            self.env.pop(name, None)
+        else:
+            self.env[name] = value
+
+    def edit_unseen(self, key: str, text: str) -> None:
+        """An edit by a process the hooks never see (an editor, a build, another terminal)."""
+        path = self.root / key
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+        self.events.append({"event": "edit-unseen", "file": key, "text": text})
+
+    # --- hook processes ---------------------------------------------------------------------
+
+    def hook(self, payload: dict[str, Any]) -> dict[str, Any] | None:
+        # The command line `ledger hooks install` writes into the agent's settings (the harness
+        # may not import the CLI layer, so it is spelled here; tests/agents check the installed one).
+        argv = [sys.executable, "-m", "ledger_cli.main", "hook", self.agent, "--state-dir", str(self.state_dir)]
+        env = {**self.env, **self.hook_environment}
+        if self.agent == "claude":
+            env["CLAUDE_PROJECT_DIR"] = str(self.root)
+        done = subprocess.run(argv, input=json.dumps(payload), capture_output=True, text=True, cwd=self.root,
+                              env=env, timeout=HOOK_TIMEOUT, check=False)
+        self.events.append({"event": payload["hook_event_name"], "id": payload.get("tool_use_id"),
+                            "command": (payload.get("tool_input") or {}).get("command")})
+        if done.returncode != 0 or "internal error" in done.stderr:
+            raise HookFailed(f"ledger hook {self.agent} exited {done.returncode}: {done.stderr.strip()[-500:]}")
+        try:
+            reply = json.loads(done.stdout) if done.stdout.strip() else None
+        except json.JSONDecodeError:
+            raise HookFailed(f"ledger hook {self.agent} answered non-JSON: {done.stdout[:200]!r}") from None
+        return reply
+
+    def payload(self, event: str, call_id: str, command: str, **extra: Any) -> dict[str, Any]:
+        common: dict[str, Any] = {"session_id": self.session_id, "cwd": str(self.root), "hook_event_name": event,
+                                  "tool_name": "Bash", "tool_input": {"command": command}, "tool_use_id": call_id}
+        if self.agent == "claude":
+            common["tool_input"]["description"] = "hunt"
+            common["transcript_path"] = str(self.parent / "transcript.jsonl")
+        else:
+            common.update(turn_id="turn-1", model="gpt-5-codex", transcript_path=None)
+        return {**common, **extra}
+
+    def next_id(self) -> str:
+        self.calls += 1
+        return f"toolu_{self.calls:03d}" if self.agent == "claude" else f"call_{self.calls:03d}"
+
+    def run(self, command: str) -> tuple[str, int]:
+        """The command run as the agent's shell tool runs it: bash, stderr merged, the agent's environment."""
+        try:
+            done = subprocess.run(["bash", "-c", command], cwd=self.root, env=self.env, stdin=subprocess.DEVNULL,
+                                  stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=COMMAND_TIMEOUT,
+                                  check=False, start_new_session=True)
+        except subprocess.TimeoutExpired as expired:
+            return (expired.output or b"").decode("utf-8", "replace"), 124
+        self.events.append({"event": "run", "command": command, "exit": done.returncode})
+        return done.stdout.decode("utf-8", "replace"), done.returncode
+
+    def post(self, call_id: str, command: str, output: str, exit_code: int, *, interrupted: bool = False) -> None:
+        """The agent's report of a finished (or interrupted) call, under the id of its PreToolUse."""
+        if self.agent == "claude":
+            text = render_claude(output, 0)
+            if interrupted:
+                payload = self.payload("PostToolUseFailure", call_id, command, error=render_claude(output, exit_code or 130),
+                                       is_interrupt=True)
+            elif exit_code != 0:
+                payload = self.payload("PostToolUseFailure", call_id, command, error=render_claude(output, exit_code),
+                                       is_interrupt=False)
+            else:
+                stdout = "" if text == NO_OUTPUT else text
+                payload = self.payload("PostToolUse", call_id, command, tool_response={
+                    "stdout": stdout, "stderr": "", "interrupted": False, "isImage": False, "noOutputExpected": False})
+        else:
+            response: dict[str, Any] = {"output": output}
+            if not interrupted:
+                response["exit_code"] = exit_code
+            payload = self.payload("PostToolUse", call_id, command, tool_response=response)
+        self.hook(payload)
+
+    def served(self, reply: dict[str, Any] | None) -> tuple[str, int | None] | None:
+        """The output (and, for Codex, the exit status) a Reuse served; None if not a Reuse."""
+        output = (reply or {}).get("hookSpecificOutput", {})
+        if output.get("permissionDecision") != "deny":
+            return None
+        header, _, body = str(output.get("permissionDecisionReason", "")).partition("\n")
+        match = _HEADER.match(header)
+        if match is None:
+            raise HookFailed(f"a deny that is not a Reuse: {header[:200]!r}")
+        return body, int(match.group(1)) if match.group(1) is not None else None
+
+    def expected(self, output: str, exit_code: int) -> tuple[str, int | None]:
+        """What the agent would show for a fresh run, in the shape `served` returns."""
+        if self.agent == "claude":
+            return render_claude(output, exit_code), None
+        return output, exit_code
+
+    def close(self) -> None:
+        shutil.rmtree(self.parent, ignore_errors=True)
+
+
+HOW: tuple[str, ...] = ("plain", "interrupted", "redecide", "abandon")
+
+
+def tool_call(world: HookWorld, command: str, how: str = "plain") -> ReuseCheck | None:
+    """One shell tool call through the hooks, as the agent makes it; a served Reuse is checked.
+
+    `how`: "plain" (PreToolUse, run, PostToolUse or PostToolUseFailure), "interrupted" (the
+    command ran but the agent reports it interrupted), "redecide" (PreToolUse sent twice under
+    one id), "abandon" (decided and run, never reported). Returns None when nothing was served,
+    else the Reuse and what running the command at once showed.
+    """
+    if how not in HOW:
+        raise ValueError(f"unknown call shape {how!r}")
+    world.events.append({"event": "call", "command": command, "how": how})
+    command = world.placement.render(command)
+    call_id = world.next_id()
+    reply = world.hook(world.payload("PreToolUse", call_id, command))
+    if how == "redecide":
+        reply = world.hook(world.payload("PreToolUse", call_id, command))
+    served = world.served(reply)
+    output, code = world.run(command)  # the agent's run, or the oracle's run of a Reuse
+    if served is not None:
+        return ReuseCheck(command, world.expected(output, code), served)
+    if how != "abandon":
+        world.post(call_id, command, output, code, interrupted=how == "interrupted")
+    return None
+
+
+COUNTEREXAMPLE_FORMAT = "ledger-hook-counterexample/1"
+# The events a replay applies, in order; the others (hook calls, runs) are the trace.
+REPLAYED_EVENTS = frozenset({"call", "environment", "edit-outside", "edit-unseen"})
+
+
+def counterexample(world: HookWorld, violation: HookViolation, found_by: Mapping[str, object]) -> dict[str, Any]:
+    """A failing run as a JSON document that `replay` plays again: the workspace, the agent,
+    the steps (tool calls, environment changes, edits outside the hooks) and what was seen."""
+    return {
+        "format": COUNTEREXAMPLE_FORMAT,
+        "property": violation.property,
+        "agent": world.agent,
+        "worktree": world.worktree,
+        "setup": world.setup.to_json(),
+        "steps": [event for event in world.events if event["event"] in REPLAYED_EVENTS],
+        "violation": {key: world.placement.unrender(value) if isinstance(value, str) else value
+                      for key, value in attrs.asdict(violation).items()},
+        "found_by": dict(found_by),
+    }
+
+
+def write_counterexample(document: Mapping[str, Any], out_dir: pathlib.Path) -> pathlib.Path:
+    digest = hashlib.sha256(json.dumps(document["steps"], sort_keys=True).encode()).hexdigest()[:10]
+    out_dir.mkdir(parents=True, exist_ok=True)
+    path = out_dir / f"hook-{document['agent']}-{document['property']}-{digest}.json"
+    path.write_text(json.dumps(document, indent=2, ensure_ascii=False) + "\n")
+    return path
+
+
+def replay(document: Mapping[str, Any], hook_environment: Mapping[str, str] | None = None) -> list[ReuseCheck]:
+    """Play a counterexample's steps again through fresh hook processes; every Reuse served,
+    checked against a real run (a stale one has `held` False)."""
+    if document.get("format") != COUNTEREXAMPLE_FORMAT:
+        raise ValueError(f"not a hook-path counterexample (format {document.get('format')!r})")
+    world = HookWorld(str(document["agent"]), WorkspaceSetup.from_json(document["setup"]), bool(document["worktree"]),
+                      hook_environment)
+    checks = []
+    try:
+        for step in document["steps"]:
+            kind = step["event"]
+            if kind == "call":
+                check = tool_call(world, step["command"], step["how"])
+                if check is not None:
+                    checks.append(check)
+            elif kind == "environment":
+                world.set_environment(step["name"], step["choice"])
+            elif kind == "edit-outside":
+                world.edit_config(step["file"], step["text"])
+            elif kind == "edit-unseen":
+                world.edit_unseen(step["file"], step["text"])
+    finally:
+        world.close()
+    return checks
+
+
+def make_hook_hunt(log: HookLog, hook_environment: Mapping[str, str] | None = None) -> type[RuleBasedStateMachine]:
+    """The hook-path state machine; violations land in `log`."""
+    reads = st.one_of(read_commands(idioms=DETECTOR_READ_IDIOMS, spellings=("relative",)), st.sampled_from(ENVIRONMENT_READS))
+    edits = edit_commands(idioms=tuple(i for i in EDIT_IDIOMS if "&" not in i), spellings=("relative",))
+
+    class HookPathHunt(RuleBasedStateMachine):
+        world: HookWorld
+
+        @initialize(agent=st.sampled_from(AGENTS), setup=workspaces(), worktree=st.booleans())
+        def start(self, agent: str, setup: Any, worktree: bool) -> None:
+            self.world = HookWorld(agent, setup, worktree, hook_environment)
+            log.world = self.world
+            self.step_index = 0
+            self.history: list[str] = []
+            log.examples += 1
+
+        def _call(self, command: str, how: str = "plain") -> None:
+            self.step_index += 1
+            log.steps += 1
+            if command not in self.history:
+                self.history.append(command)
+            check = tool_call(self.world, command, how)
+            if check is None:
+                return
+            log.reuses += 1
+            if not check.held:
+                violation = HookViolation(HOOK_REUSE_IS_FRESH, self.step_index, command, repr(check.expected),
+                                          repr(check.served), self.world.agent)
+                log.record(violation)
+                raise HookReuseIsStale(f"{command!r} served {violation.served} through `ledger hook {self.world.agent}`; "
+                                       f"running it now shows {violation.expected}")
+
+        @rule(command=reads)
+        def read_twice(self, command: str) -> None:
+            self._call(command)
+            self._call(command)
+
+        @precondition(lambda self: bool(self.history))
+        @rule(data=st.data(), how=st.sampled_from(HOW))
+        def reread(self, data: st.DataObject, how: str) -> None:
+            """A read made earlier in the run, again: after the steps since, a Reuse is the question."""
+            self._call(data.draw(st.sampled_from(self.history)), how)
+
+        @rule(command=edits)
+        def edit(self, command: str) -> None:
+            self._call(command)
+
+        def _read_around(self, kind: str, data: st.DataObject) -> None:
+            """A read whose output the drawn change alters, the change (unseen by the hooks), the
+            same read: was the change noticed? Drawn from `SENSITIVE_READS`, since an unrelated
+            change and re-read rarely meet in a short run."""
+            target = data.draw(st.sampled_from(sorted(target for k, target in SENSITIVE_READS if k == kind)))
+            command = data.draw(st.sampled_from(SENSITIVE_READS[(kind, target)]))
+            if target == "shadow-program":
+                self.world.set_environment("PATH", "shadowed")  # the program edited is the one run
+            self._call(command)
+            if kind == "environment":
+                choices = [c for c in ENVIRONMENT_CHOICES[target] if c != self.world.choices.get(target)]
+                self.world.set_environment(target, data.draw(st.sampled_from(choices)))
+            elif kind == "outside-config":
+                self.world.edit_config(target, data.draw(st.sampled_from(OUTSIDE_CONFIG[target])))
+            else:
+                self.world.edit_unseen(target, data.draw(st.sampled_from(UNSEEN_TEXTS)))
+            self._call(command)
+
+        # One rule per kind of change: Hypothesis turns a random subset of rules off in each run
+        # (swarm testing), and three rules keep some read around a change in most runs.
+        @rule(data=st.data())
+        def read_around_an_environment_change(self, data: st.DataObject) -> None:
+            self._read_around("environment", data)
+
+        @rule(data=st.data())
+        def read_around_an_outside_config_edit(self, data: st.DataObject) -> None:
+            self._read_around("outside-config", data)
+
+        @rule(data=st.data())
+        def read_around_an_unseen_edit(self, data: st.DataObject) -> None:
+            self._read_around("unseen-edit", data)
+
+        @rule(command=st.one_of(reads, edits), how=st.sampled_from(("interrupted", "redecide", "abandon")))
+        def odd_call(self, command: str, how: str) -> None:
+            self._call(command, how)
+
+        @rule(command=st.sampled_from(("cat missing.txt", "ls nothere", "git show nothere", "grep -n zzz a.txt")))
+        def failing_read(self, command: str) -> None:
+            self._call(command)
+
+        @rule(name=st.sampled_from(sorted(ENVIRONMENT_CHOICES)), data=st.data())
+        def change_environment(self, name: str, data: st.DataObject) -> None:
+            self.world.set_environment(name, data.draw(st.sampled_from(ENVIRONMENT_CHOICES[name])))
+
+        def teardown(self) -> None:
+            if hasattr(self, "world"):
+                self.world.close()
+
+    HookPathHunt.__name__ = HookPathHunt.__qualname__ = "HookPathHunt"
+    return HookPathHunt
+
+
+@attrs.frozen
+class HookHuntReport:
+    examples: int
+    steps: int
+    seconds: float
+    seed: int
+    reuses: int  # Reuses served and checked by a real run
+    violations: tuple[tuple[HookViolation, dict[str, Any]], ...]  # each with its counterexample document
+    files: tuple[pathlib.Path, ...] = ()
+
+    @property
+    def steps_per_second(self) -> float:
+        return self.steps / self.seconds if self.seconds > 0 else 0.0
+
+
+def _phases(profile: Profile) -> list[hypothesis.Phase]:
+    """Shrinking replays a failing run hundreds of times, each step a few hook processes: only
+    the `thorough` profile pays for it; the others keep the first failing run as found (its
+    file replays it exactly)."""
+    shrink = [hypothesis.Phase.shrink] if profile.name == "thorough" else []
+    return [hypothesis.Phase.generate, *shrink]
+
+
+def run_hook_hunt(
+    profile: Profile | str | None = None, seed: int | None = None, *, max_examples: int | None = None,
+    hook_environment: Mapping[str, str] | None = None,
+    out_dir: str | pathlib.Path | None = None,
+) -> HookHuntReport:
+    """Run the hook-path machine under `profile`'s hook budget; return what it did and found.
+    `hook_environment` is added to the hook processes' environment only; each violation's
+    counterexample is written to `out_dir` when given.
+
+    A crash of the harness is raised; a violation is reported (with the smallest run's events).
+    """
+    import random
+
+    chosen = profile if isinstance(profile, Profile) else named_profile(profile)
+    seed = seed if seed is not None else random.SystemRandom().randrange(2**32)
+    log = HookLog(found_by={"tool": "hypothesis", "seed": seed, "profile": chosen.name})
+    machine = hypothesis.seed(seed)(make_hook_hunt(log, hook_environment))
+    started = time.monotonic()
+    with hunt_environment():
+        try:
+            run_state_machine_as_test(machine, settings=settings(
+                max_examples=max_examples or chosen.hook_examples, stateful_step_count=chosen.hook_steps, deadline=None,
+                database=None, suppress_health_check=list(HealthCheck), print_blob=False,
+                verbosity=hypothesis.Verbosity.quiet, phases=_phases(chosen),
+                report_multiple_bugs=False,
+            ))
+        except HookReuseIsStale:
+            pass  # in the log, the last one the smallest
+        except HookFailed as error:  # a bug of the hook itself: reported with the run that showed it
+            log.record(HookViolation(HOOK_FAILED, 0, "", str(error), "", log.world.agent if log.world else ""))
+    kept = tuple(log.violations[-1:])  # after shrinking, Hypothesis replays the smallest failing run last
+    files = tuple(write_counterexample(document, pathlib.Path(out_dir)) for _, document in kept) if out_dir else ()
+    return HookHuntReport(log.examples, log.steps, time.monotonic() - started, seed, log.reuses, kept, files)
+
+
+def main(argv: list[str] | None = None) -> int:  # pragma: no cover - a manual entry point
+    """`python -m properties.hook_hunt [--seed S] [--out DIR]` hunts; `--replay FILE` replays."""
+    import argparse
+
+    parser = argparse.ArgumentParser(description="the hook-path hunt alone, or the replay of one of its files")
+    parser.add_argument("--profile", default=None)
+    parser.add_argument("--seed", type=int, default=None)
+    parser.add_argument("--max-examples", type=int, default=None)
+    parser.add_argument("--out", default=None, help="directory for counterexample files")
+    parser.add_argument("--replay", default=None, metavar="FILE", help="replay a counterexample file; exit 1 if still stale")
+    args = parser.parse_args(argv)
+    if args.replay is not None:
+        with hunt_environment():
+            checks = replay(json.loads(pathlib.Path(args.replay).read_text()))
+        for check in checks:
+            print(("fresh " if check.held else "STALE ") + f"{check.command!r}: served {check.served!r}, a run shows {check.expected!r}")
+        return 0 if all(check.held for check in checks) else 1
+    report = run_hook_hunt(args.profile, args.seed, max_examples=args.max_examples, out_dir=args.out)
+    print(f"{report.examples} runs, {report.steps} tool calls, {report.reuses} reuses checked, "
+          f"{report.seconds:.1f} s, seed {report.seed}")
+    for (violation, _), path in zip(report.violations, report.files or (None,) * len(report.violations)):
+        print(f"{violation.property} at call {violation.step}: {violation.command!r} served {violation.served}, "
+              f"a run shows {violation.expected}" + (f"; written to {path}" if path else ""))
+    return 1 if report.violations else 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,140 @@
+"""The hook-path hunt (`properties.hook_hunt`): real `ledger hook claude|codex` processes, real
+commands, and the oracle that re-runs every Reuse.
+
+The oracle must be able to fail: each planted bug below (a patch loaded into the hook
+processes only, through a `sitecustomize` module on their PYTHONPATH) is a kind issue 23 lists
+as surviving the suite, and the scenario that shows it is checked both ways: with the bug a
+Reuse differs from a real run, without it every Reuse matches.
+"""
+
+from __future__ import annotations
+
+import json
+import pathlib
+import textwrap
+from collections.abc import Iterator
+
+import pytest
+
+from properties.hook_hunt import HookViolation, HookWorld, counterexample, replay, run_hook_hunt, tool_call, write_counterexample
+from properties.oracle import hunt_environment
+from properties.shell_strategies import WorkspaceSetup
+
+SETUP = WorkspaceSetup(
+    {"a.txt": "alpha 1 beta\nbeta 2 gamma\n", "b.txt": "omega\n", "src/app.py": "x = 1\n", "docs/naïve notes.txt": "n\n"},
+    {"ext.txt": "out\n"},
+)
+
+
+@pytest.fixture(autouse=True)
+def _hunt_environment() -> Iterator[None]:
+    with hunt_environment():
+        yield
+
+
+def _planted(directory: pathlib.Path, patch: str) -> dict[str, str]:
+    directory.mkdir()
+    (directory / "sitecustomize.py").write_text(textwrap.dedent(patch))
+    return {"PYTHONPATH": str(directory)}
+
+
+# (name, agent, the patch, the scenario: ("env", NAME, VALUE) or (HOW, COMMAND))
+PLANTED = [
+    (
+        "claude: an empty result stored as '' where Claude shows a placeholder", "claude",
+        "import ledger_impl.adapters.claude as c\nc.NO_OUTPUT = ''\n",
+        [("plain", "sed -n '50p' a.txt"), ("plain", "sed -n '50p' a.txt")],
+    ),
+    (
+        "claude: an interrupted PostToolUseFailure recorded as exact", "claude",
+        """
+        import ledger_impl.adapters.claude as c
+        _real = c._failure
+        c._failure = lambda tool, error, interrupted: _real(tool, error, False)
+        """,
+        [("interrupted", "cat a.txt"), ("plain", "cat a.txt")],
+    ),
+    (
+        "codex: a result without its exit status recorded as exit 0, exact", "codex",
+        """
+        import ledger_impl.adapters.codex as c
+        from ledger_impl.adapters.hook_session import Outcome
+        _real = c._outcome
+        c._outcome = lambda tool, response: (Outcome(response["output"], response.get("exit_code", 0))
+                                             if isinstance(response, dict) else _real(tool, response))
+        """,
+        [("interrupted", "grep -n zzz a.txt"), ("plain", "grep -n zzz a.txt")],
+    ),
+    (
+        "fingerprint: the environment compared by variable names only (a TZ change)", "claude",
+        "import ledger_impl.fingerprint as f\nf._environment = lambda env: tuple(sorted((k, '') for k in env))\n",
+        [("env", "TZ", "UTC"), ("plain", "ls -l"), ("env", "TZ", "Asia/Tokyo"), ("plain", "ls -l")],
+    ),
+]
+
+
+def _play(world: HookWorld, scenario: list[tuple[str, ...]]) -> list[bool]:
+    """Each Reuse's verdict (True: it matched a real run), in order."""
+    held = []
+    for action in scenario:
+        if action[0] == "env":
+            world.set_environment(action[1], action[2])
+            continue
+        check = tool_call(world, action[1], action[0])
+        if check is not None:
+            held.append(check.held)
+    return held
+
+
+@pytest.mark.parametrize("name, agent, patch, scenario", PLANTED, ids=[p[0].split(":")[0] + str(i) for i, p in enumerate(PLANTED)])
+def test_the_oracle_catches_each_planted_bug_and_passes_without_it(
+    tmp_path: pathlib.Path, name: str, agent: str, patch: str, scenario: list[tuple[str, ...]]
+) -> None:
+    world = HookWorld(agent, SETUP, worktree=False, hook_environment=_planted(tmp_path / "plant", patch))
+    try:
+        assert False in _play(world, scenario), f"{name}: no stale Reuse seen"
+    finally:
+        world.close()
+    clean = HookWorld(agent, SETUP, worktree=False)
+    try:
+        assert all(_play(clean, scenario)), f"{name}: a Reuse without the bug differs from a real run"
+    finally:
+        clean.close()
+
+
+@pytest.mark.parametrize("agent, worktree", [("claude", False), ("codex", True)])
+def test_reuses_through_the_hooks_match_a_real_run(agent: str, worktree: bool) -> None:
+    world = HookWorld(agent, SETUP, worktree=worktree)
+    try:
+        held = _play(world, [("plain", "cat a.txt"), ("plain", "cat a.txt"), ("plain", "ls docs"),
+                             ("env", "LC_ALL", "C"), ("plain", "ls docs"), ("plain", "ls docs")])
+    finally:
+        world.close()
+    assert held == [True, True], "the repeated cat and the repeated ls under the new locale are served, and fresh"
+
+
+def test_the_random_hunt_finds_a_planted_bug_and_writes_a_file_that_replays_it(tmp_path: pathlib.Path) -> None:
+    plant = _planted(tmp_path / "plant", PLANTED[3][2])  # the environment keyed by names
+    found = run_hook_hunt("ci", seed=1, max_examples=3, hook_environment=plant, out_dir=tmp_path / "found")
+    print(f"\nhook-path hunt, planted bug: {found.examples} runs, {found.steps} calls, {found.reuses} reuses, {found.seconds:.1f} s")
+    assert [violation.property for violation, _ in found.violations] == ["hook-reuse-is-fresh"]
+    assert len(found.files) == 1
+    assert not all(check.held for check in replay(json.loads(found.files[0].read_text()), plant))
+
+
+def test_a_counterexample_file_replays_the_stale_reuse_and_only_with_the_bug(tmp_path: pathlib.Path) -> None:
+    name, agent, patch, scenario = PLANTED[3]  # the environment keyed by names: TZ moves, `ls -l` is served
+    plant = _planted(tmp_path / "plant", patch)
+    world = HookWorld(agent, SETUP, worktree=False, hook_environment=plant)
+    try:
+        held = _play(world, scenario)
+        assert held == [False], name
+        violation = HookViolation("hook-reuse-is-fresh", 4, "ls -l", "fresh", "stale", agent)
+        path = write_counterexample(counterexample(world, violation, {"seed": 0}), tmp_path / "out")
+    finally:
+        world.close()
+    document = json.loads(path.read_text())
+    assert str(world.root) not in path.read_text(), "the file names no directory of the run that wrote it"
+    assert [step["event"] for step in document["steps"]].count("call") == 2
+    assert [check.held for check in replay(document, plant)] == [False], "the replay serves the stale listing again"
+    assert all(check.held for check in replay(document)), "without the bug nothing stale is served"
