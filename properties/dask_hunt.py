@@ -35,6 +35,8 @@ from typing import TYPE_CHECKING, Callable
 
 import attrs
 
+from ledger_spec.errors import Unavailable
+
 from .hunt import FailingRun, HuntJob
 from .parallel import PROGRESS_INTERVAL, WorkerResult, _progress, run_worker, shares
 
@@ -52,7 +54,7 @@ STOP_GRACE = 10.0
 CONNECT_TIMEOUT = 30.0
 
 
-class SchedulerUnavailable(RuntimeError):
+class SchedulerUnavailable(Unavailable, RuntimeError):
     """The scheduler could not be reached, or has no worker to run the hunt on."""
 
 

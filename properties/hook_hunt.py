@@ -48,6 +48,8 @@ from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, precondition, rule, run_state_machine_as_test
 
+from ledger_spec.errors import HarnessFailure, PropertyViolation
+
 from .oracle import GIT_ENVIRONMENT, Placement, hunt_environment, materialize, session_environment
 from .profiles import Profile, profile as named_profile
 from .shell_strategies import (
@@ -131,11 +133,11 @@ SENSITIVE_READS: dict[tuple[str, str], tuple[str, ...]] = {
 UNSEEN_TEXTS: tuple[str, ...] = ("alpha 1 beta\n", "alpha 1 BETA\n", "", "omega\nomega\n")
 
 
-class HookReuseIsStale(AssertionError):
+class HookReuseIsStale(PropertyViolation, AssertionError):
     """A Reuse served through the hooks differs from what running the command now shows."""
 
 
-class HookFailed(AssertionError):
+class HookFailed(HarnessFailure, AssertionError):
     """A hook process crashed, answered with an internal error, or answered something unparsable."""
 
 
