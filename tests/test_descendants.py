@@ -6,6 +6,7 @@ machine's speed; each wait is bounded, so a test stopped half way leaves no job 
 
 from __future__ import annotations
 
+import os
 import pathlib
 import time
 from typing import Callable
@@ -34,12 +35,29 @@ def _wait_for(condition: Callable[[], bool], seconds: float = 10.0) -> None:
 
 # How a job leaves bash: each is a background writer that outlives the command. The second item
 # says whether session tracking still sees it (a new session escapes it).
+# Each job touches `left` once it runs where it will stay, and bash waits for that before it
+# exits: otherwise bash could exit while the job is still in its session (tracked either way).
 ESCAPES = {
-    "job-control": ("set -m; ({wait}; echo late >> a.txt) > /dev/null 2>&1 &", True),
-    "nohup": ("nohup sh -c '{wait}; echo late >> a.txt' > /dev/null 2>&1 &", True),
-    "setsid": ("setsid sh -c '{wait}; echo late >> a.txt' > /dev/null 2>&1 < /dev/null &", False),
-    "double-fork-setsid": ("( setsid sh -c '{wait}; echo late >> a.txt' > /dev/null 2>&1 < /dev/null & ) ; sleep 0.1", False),
+    "job-control": ("set -m; (touch {left}; {wait}; echo late >> a.txt) > /dev/null 2>&1 & {wait_left}", True),
+    "nohup": ("nohup sh -c 'touch {left}; {wait}; echo late >> a.txt' > /dev/null 2>&1 & {wait_left}", True),
+    "setsid": ("setsid sh -c 'touch {left}; {wait}; echo late >> a.txt' > /dev/null 2>&1 < /dev/null & {wait_left}", False),
+    "double-fork-setsid": (
+        "( setsid sh -c 'touch {left}; {wait}; echo late >> a.txt' > /dev/null 2>&1 < /dev/null & ) ; {wait_left}", False
+    ),
 }
+
+
+def _job(escape: str, outside: pathlib.Path, suffix: str = "") -> str:
+    return ESCAPES[escape][0].format(
+        wait=_wait(outside, "go"), left=f"{outside}/left", wait_left=_wait(outside, "left")
+    ) + suffix
+
+
+def _ours() -> set[pathlib.Path]:
+    """This process's cgroups (other processes make and remove theirs beside them meanwhile)."""
+    base = descendants.cgroup_base()
+    assert base is not None
+    return {path for path in base.iterdir() if path.name.startswith(f"ledger-{os.getpid()}-")}
 
 
 def _workspace(tmp_path: pathlib.Path) -> tuple[pathlib.Path, pathlib.Path]:
@@ -54,10 +72,9 @@ def _workspace(tmp_path: pathlib.Path) -> tuple[pathlib.Path, pathlib.Path]:
 @pytest.mark.parametrize("escape", sorted(ESCAPES))
 def test_a_job_that_leaves_the_group_or_session_is_tracked_by_its_cgroup(tmp_path: pathlib.Path, escape: str) -> None:
     root, outside = _workspace(tmp_path)
-    template, _ = ESCAPES[escape]
     with Runtime(root, default_detector(), process_tracking="cgroup") as runtime:
         runtime.step("cat a.txt")
-        started = runtime.step(template.format(wait=_wait(outside, "go")))
+        started = runtime.step(_job(escape, outside))
         assert not started.complete and runtime.background_jobs, "the job that left bash is tracked"
         assert runtime.step("cat a.txt").verdict != "reuse", "no Reuse while a descendant lives"
         (outside / "go").touch()
@@ -71,8 +88,8 @@ def test_a_job_that_leaves_the_group_or_session_is_tracked_by_its_cgroup(tmp_pat
 @pytest.mark.parametrize("escape", sorted(ESCAPES))
 def test_session_tracking_sees_what_stays_in_the_session(tmp_path: pathlib.Path, escape: str) -> None:
     root, outside = _workspace(tmp_path)
-    template, seen = ESCAPES[escape]
-    completed = run_command(template.format(wait=_wait(outside, "go")), root, 20, 1000, process_tracking="session")
+    _, seen = ESCAPES[escape]
+    completed = run_command(_job(escape, outside), root, 20, 1000, process_tracking="session")
     try:
         assert (completed.background is not None) == seen
     finally:
@@ -84,7 +101,7 @@ def test_session_tracking_sees_what_stays_in_the_session(tmp_path: pathlib.Path,
 @needs_cgroup
 def test_killing_a_cgroup_kills_a_job_in_a_session_of_its_own(tmp_path: pathlib.Path) -> None:
     root, outside = _workspace(tmp_path)
-    completed = run_command(ESCAPES["setsid"][0].format(wait=_wait(outside, "go")), root, 20, 1000)
+    completed = run_command(_job("setsid", outside), root, 20, 1000)
     assert completed.background is not None and completed.background.how == descendants.CGROUP
     completed.background.kill()
     _wait_for(lambda: not completed.background.alive())
@@ -97,21 +114,20 @@ def test_killing_a_cgroup_kills_a_job_in_a_session_of_its_own(tmp_path: pathlib.
 @needs_cgroup
 def test_a_timeout_kills_what_left_the_session_and_removes_the_cgroup(tmp_path: pathlib.Path) -> None:
     root, outside = _workspace(tmp_path)
-    before = set(descendants.cgroup_base().iterdir())
-    command = ESCAPES["setsid"][0].format(wait=_wait(outside, "go")) + " sleep 30"
-    completed = run_command(command, root, 0.5, 1000)
+    before = _ours()
+    completed = run_command(_job("setsid", outside, "; sleep 30"), root, 3, 1000)
     assert completed.timed_out and completed.background is None
     (outside / "go").touch()
     time.sleep(0.2)
     assert (root / "a.txt").read_text() == "before\n", "the job outlived the timeout"
-    assert set(descendants.cgroup_base().iterdir()) == before, "the command's cgroup is left behind"
+    assert _ours() == before, "the command's cgroup is left behind"
 
 
 @needs_cgroup
 def test_a_command_with_nothing_left_leaves_no_cgroup(tmp_path: pathlib.Path) -> None:
-    before = set(descendants.cgroup_base().iterdir())
+    before = _ours()
     assert run_command("echo hi", tmp_path, 10, 100).output == "hi\n"
-    assert set(descendants.cgroup_base().iterdir()) == before
+    assert _ours() == before
 
 
 @needs_cgroup
@@ -127,7 +143,7 @@ def test_a_failed_join_falls_back_to_session_tracking(tmp_path: pathlib.Path, mo
 
     monkeypatch.setattr(descendants, "launch", misdirected)
     root, outside = _workspace(tmp_path)
-    completed = run_command(f"echo ran >> {outside}/count; " + ESCAPES["job-control"][0].format(wait=_wait(outside, "go")), root, 20, 1000)
+    completed = run_command(f"echo ran >> {outside}/count; " + _job("job-control", outside), root, 20, 1000)
     try:
         assert (outside / "count").read_text() == "ran\n", "the command ran exactly once"
         assert completed.background is not None and completed.background.how == descendants.SESSION
