@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import math
 import os
+import time
 from pathlib import Path
 from typing import Callable, Mapping
 
@@ -36,6 +37,8 @@ from .classifier import classify
 from .detectors import default_detector
 from .execution import Completed, command_environment, group_alive, kill_group, run_command
 from .ledger import Ledger
+from .probe import DEFAULT_PROBE_TIMEOUT
+from .probe.guard import ProbeGuard
 
 DEFAULT_TIMEOUT = 120.0
 DEFAULT_OUTPUT_LIMIT = 4 * 1024 * 1024
@@ -83,9 +86,14 @@ class Runtime:
         output_limit: int = DEFAULT_OUTPUT_LIMIT,
         environment: Mapping[str, str] | None = None,
         fingerprint: bool = True,
+        probe: bool = True,
+        probe_timeout: float = DEFAULT_PROBE_TIMEOUT,
     ) -> None:
         """`environment` is what commands run with (the process's own by default);
-        `fingerprint=False` turns the second line of defense off (to measure the first alone)."""
+        `fingerprint=False` turns the enumerated fingerprint off (to measure the other lines
+        alone); `probe=False` turns the probe off (`ledger_impl.probe`: no read is rerun,
+        traced, or served on its traced dependencies). With the fingerprint off and the probe
+        on, Reuse rests on the traced set alone."""
         path = Path(root)
         if not path.is_dir():
             raise ValueError(f"Runtime root must be an existing directory: {root!r}")
@@ -103,6 +111,8 @@ class Runtime:
         self._background: set[int] = set()
         self.environment = dict(environment) if environment is not None else None
         self.fingerprint_enabled = fingerprint
+        # --- the probe (issue 19): see ledger_impl/probe/guard.py -------------------------
+        self.probe = ProbeGuard(self.root, timeout=probe_timeout, cross_command=fingerprint) if probe else None
 
     def classify(self, command: str) -> Command:
         return classify(command, cwd=".", root=self.root)
@@ -121,7 +131,8 @@ class Runtime:
             # Anything may have been written while they ran, including just before they exited.
             self._background = {group for group in self._background if group_alive(group)}
             self._record_before(UNKNOWN_SCOPE, before)
-        now = self._fingerprint(classified, environment)
+        enumerated = self._fingerprint(classified, environment)
+        now = self._traced(classified, enumerated)
         decision = self.ledger.govern(classified, now)
         errors: list[str] = []
         if not isinstance(decision, Allow):
@@ -129,7 +140,8 @@ class Runtime:
             pending = self._detect(BETWEEN_STEPS, None, errors)
             if not pending.empty:
                 self._record_before(pending, before)
-                now = self._fingerprint(classified, environment)
+                enumerated = self._fingerprint(classified, environment)
+                now = self._traced(classified, enumerated)
                 decision = self.ledger.govern(classified, now)
         index = self.ledger.step
         degraded = self._degraded()
@@ -141,6 +153,7 @@ class Runtime:
             )
 
         completed = None
+        started_ns = time.time_ns()
 
         def execute() -> int:
             nonlocal completed
@@ -162,14 +175,25 @@ class Runtime:
             self._background.add(completed.background_group)
         after = self._fingerprint(classified, environment)
         # A fingerprint that moved while the command ran says its output may mix both worlds.
-        recorded_fingerprint = now if after == now else None
+        recorded_fingerprint = enumerated if after == enumerated else None
         recorded = classified if completed.complete else _unobservable(classified)
+        probe_degraded = None
+        if self.probe is not None and completed.complete and changes.empty:
+            recorded_fingerprint, probed = self.probe.after_run(
+                index, recorded, completed.output, completed.exit_code, recorded_fingerprint, environment,
+                started_ns, self.output_limit, self.ledger,
+            )
+            if probed is not None and probed.degraded:
+                probe_degraded = f"probe: {probed.reason}"
+        elif self.probe is not None:
+            recorded_fingerprint = None
         self.ledger.advance(recorded, decision, completed.output, completed.exit_code, changes, recorded_fingerprint)
         note = getattr(decision, "note", None)
         error = "; ".join(errors) or None
         return Step(
             decision.verdict.value, completed.output, completed.exit_code, note, index, classified, changes,
-            tuple(before), error, completed.complete, degraded or self._degraded(), now, recorded_fingerprint, recorded,
+            tuple(before), error, completed.complete, degraded or self._degraded() or probe_degraded, now,
+            recorded_fingerprint, recorded,
         )
 
     @property
@@ -192,11 +216,20 @@ class Runtime:
             return None
         return fingerprints.take(self.root, command, environment)
 
+    def _traced(self, command: Command, enumerated: Fingerprint | None) -> Fingerprint | None:
+        """The fingerprint govern is given: the enumerated one, and with the probe on, which
+        probed observation's traced dependencies all hold now (`ProbeGuard.now`)."""
+        if self.probe is None:
+            return enumerated
+        return self.probe.now(command, enumerated, self.ledger)
+
     def _degraded(self) -> str | None:
         """The detector's own account of a degraded mode (watch limit, queue overflow, root
         replaced), if it gives one."""
         degraded = getattr(self.detector, "degraded", None)
-        return degraded if isinstance(degraded, str) and degraded else None
+        if isinstance(degraded, str) and degraded:
+            return degraded
+        return self.probe.degraded if self.probe is not None else None
 
     def close(self) -> None:
         """Kill the background jobs the Runtime's commands left running, and release the

@@ -1,0 +1,134 @@
+"""The probe in the Runtime: which observations may serve, given what their probes traced.
+
+The ledger serves an observation only if the fingerprint govern is given equals the one the
+observation recorded (`ledger_spec.reusable`). The guard folds the traced dependencies into
+that value, so the ledger and the spec need no new rule and agree by construction:
+
+- after a read ran and before its observation is recorded, `after_run` probes it. Servable,
+  the observation records `TracedFingerprint(enumerated, step)`: the step names the probe
+  whose dependency set it rests on. Not servable (or no probe possible), it records None,
+  which is never reusable: the observation is kept, its output never served;
+- before govern, `now` checks the newest probed observations that could answer the command
+  (same normalized command; with the enumerated fingerprint on, also reads of the same file,
+  for range reuse) and returns `TracedFingerprint(enumerated_now, step)` for the newest one
+  whose dependencies all hold, so only that observation can match; if none holds, a value
+  no observation recorded.
+
+A dependency holds: inside the root, when no change since the probe reported its key (or,
+for a directory listed inside the root, any key) and none was of unknown scope; outside, when
+its identity is unchanged (`dependencies.first_changed`).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Final, Mapping
+
+import attrs
+
+from ledger_spec import Command, FileTarget, Fingerprint
+from ledger_spec.values import check_key
+
+from . import DEFAULT_PROBE_TIMEOUT, ProbeResult, probe, unavailable
+from .dependencies import DependencySet, first_changed
+
+# How many probed observations `now` examines per command: the newest are the likeliest to
+# hold, and each costs its dependencies' stat calls.
+CANDIDATES: Final = 3
+NONE_HOLDS: Final = -1
+
+
+@attrs.frozen
+class TracedFingerprint:
+    """The fingerprint an observation resting on a probe records, and govern is given."""
+
+    enumerated: object  # the enumerated fingerprint (`ledger_impl.fingerprint`), or STEADY when off
+    probe_step: int  # the step whose probe traced the dependencies; NONE_HOLDS: no probe holds
+
+
+@attrs.frozen
+class _Record:
+    dependencies: DependencySet
+    locals: tuple[tuple[str, int], ...]  # L[key] of each inside key after the read
+    wildcard: int
+    total: int
+
+
+class ProbeGuard:
+    """The Runtime's probe: runs it after reads, and turns its verdicts into fingerprints."""
+
+    def __init__(self, root: Path, *, timeout: float = DEFAULT_PROBE_TIMEOUT, cross_command: bool = True) -> None:
+        self.root = root
+        self.timeout = timeout
+        self.cross_command = cross_command
+        self.unavailable = unavailable()
+        self._records: dict[int, _Record] = {}
+        self._by_command: dict[str, list[int]] = {}
+        self._by_key: dict[str, list[int]] = {}
+
+    @property
+    def degraded(self) -> str | None:
+        """The fallback rule in force when the probe cannot run here at all."""
+        if self.unavailable is None:
+            return None
+        return f"{self.unavailable}: reads are not reused (Nudge only)"
+
+    def now(self, command: Command, enumerated: Fingerprint | None, ledger: object) -> Fingerprint | None:
+        if enumerated is None or not command.read_only or command.target is None:
+            return enumerated
+        candidates = list(reversed(self._by_command.get(command.normalized, ())))
+        if self.cross_command and isinstance(command.target, FileTarget):
+            candidates += [step for step in reversed(self._by_key.get(command.target.key, ())) if step not in candidates]
+        for step in candidates[:CANDIDATES]:
+            if self._holds(self._records[step], ledger):
+                return TracedFingerprint(enumerated, step)
+        return TracedFingerprint(enumerated, NONE_HOLDS)
+
+    def after_run(
+        self, step: int, command: Command, output: str, exit_code: int, recorded: Fingerprint | None,
+        environment: Mapping[str, str], started_ns: int, output_limit: int, ledger: object,
+    ) -> tuple[Fingerprint | None, ProbeResult | None]:
+        """The fingerprint the observation of this step records, and the probe's result (None
+        when no probe was needed: not a read that could be stored)."""
+        if recorded is None or not command.read_only or command.target is None:
+            return recorded, None
+        if self.unavailable is not None:
+            return None, ProbeResult(False, self.degraded, degraded=True)
+        result = probe(
+            self.root, command.text, environment, output, exit_code,
+            started_ns=started_ns, timeout=self.timeout, output_limit=output_limit,
+        )
+        if not result.servable or result.dependencies is None:
+            return None, result
+        found = result.dependencies
+        countable = sorted(key for key in found.inside if _is_key(key))
+        if len(countable) != len(found.inside - {"."}):
+            found = attrs.evolve(found, listed_inside=True)  # a name no counter holds: any change counts
+        self._records[step] = _Record(
+            found,
+            tuple((key, ledger.local(key)) for key in countable),  # type: ignore[attr-defined]
+            ledger.wildcard,  # type: ignore[attr-defined]
+            ledger.total,  # type: ignore[attr-defined]
+        )
+        self._by_command.setdefault(command.normalized, []).append(step)
+        if isinstance(command.target, FileTarget):
+            self._by_key.setdefault(command.target.key, []).append(step)
+        return TracedFingerprint(recorded, step), result
+
+    def _holds(self, record: _Record, ledger: object) -> bool:
+        if ledger.wildcard != record.wildcard:  # type: ignore[attr-defined]
+            return False
+        if record.dependencies.listed_inside and ledger.total != record.total:  # type: ignore[attr-defined]
+            return False
+        if any(ledger.local(key) != count for key, count in record.locals):  # type: ignore[attr-defined]
+            return False
+        return first_changed(record.dependencies) is None
+
+
+def _is_key(key: str) -> bool:
+    """Whether `key` is one the counters hold (the root itself, ".", is not)."""
+    try:
+        check_key(key)
+    except ValueError:
+        return False
+    return True
