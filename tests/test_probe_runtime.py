@@ -133,3 +133,20 @@ def test_a_time_dependent_read_is_kept_but_never_served(root: Path) -> None:
         first = runtime.step("ls -l a.txt")  # prints the time of day of a file written just now
         again = runtime.step("ls -l a.txt")
     assert first.recorded_fingerprint is None and again.verdict != "reuse"
+
+
+def test_the_time_zone_database_is_a_dependency(root: Path, outside: Path) -> None:
+    utc, new_york = Path("/usr/share/zoneinfo/UTC"), Path("/usr/share/zoneinfo/America/New_York")
+    if not (utc.is_file() and new_york.is_file()):
+        pytest.skip("no time zone database here")
+    os.utime(root / "a.txt", (1577838600, 1577838600))  # 2020-01-01 00:30 UTC, 2019-12-31 in New York
+    zone = outside / "zone"
+    environment = {**os.environ, "TZ": f":{zone}"}
+
+    def move_the_zone() -> None:
+        zone.write_bytes(new_york.read_bytes())
+
+    for probe, stale in ((False, True), (True, False)):
+        zone.write_bytes(utc.read_bytes())
+        time.sleep(2 * CTIME_SLACK_NS / 1e9)
+        assert _stale(root, environment, "ls -l a.txt", move_the_zone, probe=probe) is stale
