@@ -173,7 +173,7 @@ def collect(accesses: Iterable[Access], root: str, started_ns: int) -> Dependenc
             except OSError:
                 continue  # absent: creating it is a change the detector reports
             if not stat.S_ISDIR(found.st_mode) and real not in inside_files:
-                inside_files[real] = OutsideDependency(real, _stat_identity(found))
+                inside_files[real] = OutsideDependency(real, lstat_identity(real))
             if _special(found.st_mode):
                 return _never(f"{os.path.relpath(real, root)} is a device, FIFO or socket")
             if found.st_dev != root_dev:
@@ -209,20 +209,27 @@ def _never(reason: str) -> DependencySet:
     return DependencySet(frozenset(), False, (), reason)
 
 
+def lstat_identity(path: str) -> Identity:
+    """("lstat", dev, ino, ...) of a file inside the root, or the error."""
+    try:
+        return ("lstat", *_stat_identity(os.lstat(path)))
+    except OSError as error:
+        return ("absent", error.errno)
+
+
+def identity_now(dependency: OutsideDependency) -> Identity:
+    """The dependency's identity now, measured the way its recorded one was."""
+    kind = dependency.identity[0]
+    measure = directory_identity if kind == "directory" else lstat_identity if kind == "lstat" else identity
+    return measure(dependency.path)
+
+
 def first_changed(dependencies: DependencySet) -> str | None:
-    """The first outside dependency whose identity moved (or the never-reusable reason), or
-    None if all hold."""
+    """The first dependency (outside, or a file inside) whose identity moved, or the
+    never-reusable reason, or None if all hold."""
     if dependencies.never is not None:
         return dependencies.never
-    for dependency in dependencies.outside:
-        measure = directory_identity if dependency.identity[0] == "directory" else identity
-        if measure(dependency.path) != dependency.identity:
+    for dependency in (*dependencies.outside, *dependencies.inside_files):
+        if identity_now(dependency) != dependency.identity:
             return f"{dependency.path} changed"
-    for dependency in dependencies.inside_files:
-        try:
-            now = _stat_identity(os.lstat(dependency.path))
-        except OSError:
-            return f"{dependency.path} is gone"
-        if now != dependency.identity:
-            return f"{dependency.path} changed (its lstat identity moved)"
     return None

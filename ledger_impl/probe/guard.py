@@ -14,23 +14,24 @@ that value, so the ledger and the spec need no new rule and agree by constructio
   whose dependencies all hold, so only that observation can match; if none holds, a value
   no observation recorded.
 
-A dependency holds: inside the root, when no change since the probe reported its key (or,
-for a directory listed inside the root, any key) and none was of unknown scope; outside, when
-its identity is unchanged (`dependencies.first_changed`).
+A dependency holds by `ledger_spec.dependencies.holds`: inside the root, when no change since
+the probe reported its key (or, for a directory listed inside the root, any key) and none was
+of unknown scope; outside (and for a file inside), when its identity is unchanged.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Final, Mapping
+from typing import Final, Hashable, Iterable, Iterator, Mapping
 
 import attrs
 
 from ledger_spec import Command, FileTarget, Fingerprint
+from ledger_spec import dependencies as spec_dependencies
 from ledger_spec.values import check_key
 
 from . import DEFAULT_PROBE_TIMEOUT, ProbeResult, probe, unavailable
-from .dependencies import DependencySet, first_changed
+from .dependencies import OutsideDependency, identity_now
 
 # How many probed observations `now` examines per command: the newest are the likeliest to
 # hold, and each costs its dependencies' stat calls.
@@ -48,10 +49,26 @@ class TracedFingerprint:
 
 @attrs.frozen
 class _Record:
-    dependencies: DependencySet
-    locals: tuple[tuple[str, int], ...]  # L[key] of each inside key after the read
-    wildcard: int
-    total: int
+    dependencies: spec_dependencies.Dependencies  # as the spec states them
+    counters: spec_dependencies.Counters  # G, W and L of each inside key after the read
+    recorded: Mapping[str, OutsideDependency]  # each identity-checked path, as recorded
+
+
+class _IdentitiesNow(Mapping[str, Hashable]):
+    """Each recorded path's identity now, measured only when asked (the spec's `holds` stops
+    at the first that moved)."""
+
+    def __init__(self, recorded: Mapping[str, OutsideDependency]) -> None:
+        self._recorded = recorded
+
+    def __getitem__(self, path: str) -> Hashable:
+        return identity_now(self._recorded[path])
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._recorded)
+
+    def __len__(self) -> int:
+        return len(self._recorded)
 
 
 class ProbeGuard:
@@ -104,11 +121,13 @@ class ProbeGuard:
         countable = sorted(key for key in found.inside if _is_key(key))
         if len(countable) != len(found.inside - {"."}):
             found = attrs.evolve(found, listed_inside=True)  # a name no counter holds: any change counts
+        checked = (*found.outside, *found.inside_files)
         self._records[step] = _Record(
-            found,
-            tuple((key, ledger.local(key)) for key in countable),  # type: ignore[attr-defined]
-            ledger.wildcard,  # type: ignore[attr-defined]
-            ledger.total,  # type: ignore[attr-defined]
+            spec_dependencies.Dependencies(
+                found.inside, found.listed_inside, tuple((d.path, d.identity) for d in checked), found.never
+            ),
+            _counters(ledger, countable),
+            {dependency.path: dependency for dependency in checked},
         )
         self._by_command.setdefault(command.normalized, []).append(step)
         if isinstance(command.target, FileTarget):
@@ -116,13 +135,14 @@ class ProbeGuard:
         return TracedFingerprint(recorded, step), result
 
     def _holds(self, record: _Record, ledger: object) -> bool:
-        if ledger.wildcard != record.wildcard:  # type: ignore[attr-defined]
-            return False
-        if record.dependencies.listed_inside and ledger.total != record.total:  # type: ignore[attr-defined]
-            return False
-        if any(ledger.local(key) != count for key, count in record.locals):  # type: ignore[attr-defined]
-            return False
-        return first_changed(record.dependencies) is None
+        now = _counters(ledger, [key for key, _ in record.counters.locals])
+        return spec_dependencies.holds(record.dependencies, record.counters, now, _IdentitiesNow(record.recorded))
+
+
+def _counters(ledger: object, keys: Iterable[str]) -> spec_dependencies.Counters:
+    return spec_dependencies.Counters(
+        ledger.total, ledger.wildcard, tuple((key, ledger.local(key)) for key in keys)  # type: ignore[attr-defined]
+    )
 
 
 def _is_key(key: str) -> bool:
