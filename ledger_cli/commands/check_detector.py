@@ -133,6 +133,7 @@ def run(args: argparse.Namespace) -> int:
                 max_examples=args.max_examples,
                 workers=args.workers if args.workers is not None else default_workers(),
                 fingerprint=False,  # the detector is judged alone: the fingerprint would hide its misses
+                probe=False,  # and so would the probe's identity checks
             )
         except KeyboardInterrupt:
             progress.stop()
