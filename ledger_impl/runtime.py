@@ -30,7 +30,7 @@ from typing import Callable, Mapping
 
 import attrs
 
-from ledger_spec import STEADY, Allow, Changes, Command, Fingerprint, Policy, Reuse
+from ledger_spec import STEADY, Allow, Changes, Command, Decision, Fingerprint, Policy, Reuse
 
 from . import fingerprint as fingerprints
 from .classifier import classify
@@ -132,8 +132,7 @@ class Runtime:
             self._background = {group for group in self._background if group_alive(group)}
             self._record_before(UNKNOWN_SCOPE, before)
         enumerated = self._fingerprint(classified, environment)
-        now = self._traced(classified, enumerated)
-        decision = self.ledger.govern(classified, now)
+        decision, now = self._govern(classified, enumerated)
         errors: list[str] = []
         if not isinstance(decision, Allow):
             # Both Reuse and Nudge rest on "nothing changed since": ask the detector first.
@@ -141,8 +140,7 @@ class Runtime:
             if not pending.empty:
                 self._record_before(pending, before)
                 enumerated = self._fingerprint(classified, environment)
-                now = self._traced(classified, enumerated)
-                decision = self.ledger.govern(classified, now)
+                decision, now = self._govern(classified, enumerated)
         index = self.ledger.step
         degraded = self._degraded()
         if isinstance(decision, Reuse):
@@ -216,12 +214,18 @@ class Runtime:
             return None
         return fingerprints.take(self.root, command, environment)
 
-    def _traced(self, command: Command, enumerated: Fingerprint | None) -> Fingerprint | None:
-        """The fingerprint govern is given: the enumerated one, and with the probe on, which
-        probed observation's traced dependencies all hold now (`ProbeGuard.now`)."""
+    def _govern(self, command: Command, enumerated: Fingerprint | None) -> tuple[Decision, Fingerprint | None]:
+        """The ledger's decision and the fingerprint it was given: the enumerated one, and with
+        the probe on, one naming a probed observation whose traced dependencies all hold now,
+        newest first, until one can serve (`ProbeGuard.candidates`)."""
         if self.probe is None:
-            return enumerated
-        return self.probe.now(command, enumerated, self.ledger)
+            return self.ledger.govern(command, enumerated), enumerated
+        candidates = self.probe.candidates(command, enumerated, self.ledger)
+        for now in candidates[:-1]:
+            decision = self.ledger.govern(command, now)
+            if isinstance(decision, Reuse):
+                return decision, now
+        return self.ledger.govern(command, candidates[-1]), candidates[-1]
 
     def _degraded(self) -> str | None:
         """The detector's own account of a degraded mode (watch limit, queue overflow, root

@@ -166,3 +166,12 @@ def test_a_short_hunt_on_the_traced_set_alone_finds_nothing() -> None:
     report = run_hunt(default_detector, "ci", seed=5, max_examples=3, grammar=FULL_GRAMMAR, fingerprint=False)
     assert not report.found, report.counterexamples
     assert report.steps > 0
+
+
+def test_an_older_probed_read_that_covers_the_range_still_serves(root: Path) -> None:
+    (root / "big.txt").write_text("".join(f"line {n}\n" for n in range(1, 21)))
+    with Runtime(root) as runtime:
+        runtime.step("sed -n '1,4p' big.txt")
+        runtime.step("sed -n '10,14p' big.txt")  # newer, and its dependencies hold too
+        served = runtime.step("sed -n '2,3p' big.txt")
+    assert served.verdict == "reuse" and served.output == "line 2\nline 3\n"

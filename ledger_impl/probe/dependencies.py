@@ -139,6 +139,19 @@ def _inside(path: str, root: str) -> str | None:
     return None
 
 
+def _real(path: str, directories: dict[str, str]) -> str:
+    """os.path.realpath(path), with each directory's real path computed once (a search of a
+    tree looks up thousands of names in a few hundred directories)."""
+    directory, name = os.path.split(path)
+    if name in ("", ".", ".."):
+        return os.path.realpath(path)
+    real_directory = directories.get(directory)
+    if real_directory is None:
+        real_directory = directories[directory] = os.path.realpath(directory)
+    candidate = os.path.join(real_directory, name)
+    return os.path.realpath(candidate) if os.path.islink(candidate) else candidate
+
+
 def _pseudo(path: str) -> bool:
     return any(path == top or path.startswith(top + "/") for top in PSEUDO_ROOTS)
 
@@ -156,12 +169,17 @@ def collect(accesses: Iterable[Access], root: str, started_ns: int) -> Dependenc
     inside_files: dict[str, OutsideDependency] = {}
     listed_inside = False
     outside: dict[str, OutsideDependency] = {}
+    directories: dict[str, str] = {}  # a directory as traced -> its real path
+    seen: set[Access] = set()
     for access in accesses:
+        if access in seen:
+            continue  # a search opens, stats and reads one file with several calls
+        seen.add(access)
         path = access.path
         normal = os.path.normpath(path)
         if clock.own_file(normal) or normal in ALWAYS_EMPTY or access.write_only or (normal, access.error) in EXEMPT_PSEUDO:
             continue
-        real = os.path.realpath(path)
+        real = _real(path, directories)
         if _pseudo(normal) or _pseudo(real):
             return _never(f"reads {normal}, under a pseudo-filesystem")
         keys = {key for key in (_inside(normal, root), _inside(real, root)) if key is not None}

@@ -8,11 +8,11 @@ that value, so the ledger and the spec need no new rule and agree by constructio
   the observation records `TracedFingerprint(enumerated, step)`: the step names the probe
   whose dependency set it rests on. Not servable (or no probe possible), it records None,
   which is never reusable: the observation is kept, its output never served;
-- before govern, `now` checks the newest probed observations that could answer the command
-  (same normalized command; with the enumerated fingerprint on, also reads of the same file,
-  for range reuse) and returns `TracedFingerprint(enumerated_now, step)` for the newest one
-  whose dependencies all hold, so only that observation can match; if none holds, a value
-  no observation recorded.
+- before govern, `candidates` checks the newest probed observations that could answer the
+  command (same normalized command; with the enumerated fingerprint on, also reads of the same
+  file, for range reuse) and gives `TracedFingerprint(enumerated_now, step)` for each whose
+  dependencies all hold: the Runtime governs with each in turn (only that observation can
+  match it) until one serves, and last with a value no observation recorded.
 
 A dependency holds by `ledger_spec.dependencies.holds`: inside the root, when no change since
 the probe reported its key (or, for a directory listed inside the root, any key) and none was
@@ -33,9 +33,9 @@ from ledger_spec.values import check_key
 from . import DEFAULT_PROBE_TIMEOUT, ProbeResult, probe, unavailable
 from .dependencies import OutsideDependency, identity_now
 
-# How many probed observations `now` examines per command: the newest are the likeliest to
-# hold, and each costs its dependencies' stat calls.
-CANDIDATES: Final = 3
+# How many probed observations `candidates` examines per command: the newest are the likeliest
+# to hold and to cover a requested range, and each costs its dependencies' stat calls.
+CANDIDATES: Final = 8
 NONE_HOLDS: Final = -1
 
 
@@ -82,6 +82,7 @@ class ProbeGuard:
         self._records: dict[int, _Record] = {}
         self._by_command: dict[str, list[int]] = {}
         self._by_key: dict[str, list[int]] = {}
+        self._refused: dict[str, str] = {}  # normalized command -> why its last probe refused it
 
     @property
     def degraded(self) -> str | None:
@@ -90,16 +91,17 @@ class ProbeGuard:
             return None
         return f"{self.unavailable}: reads are not reused (Nudge only)"
 
-    def now(self, command: Command, enumerated: Fingerprint | None, ledger: object) -> Fingerprint | None:
+    def candidates(self, command: Command, enumerated: Fingerprint | None, ledger: object) -> list[Fingerprint | None]:
+        """The fingerprints to try govern with, in order: one per probed observation that could
+        answer `command` and whose dependencies all hold (newest first, at most `CANDIDATES`),
+        then one no observation recorded (what govern is given when none serves)."""
         if enumerated is None or not command.read_only or command.target is None:
-            return enumerated
-        candidates = list(reversed(self._by_command.get(command.normalized, ())))
+            return [enumerated]
+        steps = list(reversed(self._by_command.get(command.normalized, ())))
         if self.cross_command and isinstance(command.target, FileTarget):
-            candidates += [step for step in reversed(self._by_key.get(command.target.key, ())) if step not in candidates]
-        for step in candidates[:CANDIDATES]:
-            if self._holds(self._records[step], ledger):
-                return TracedFingerprint(enumerated, step)
-        return TracedFingerprint(enumerated, NONE_HOLDS)
+            steps += [step for step in reversed(self._by_key.get(command.target.key, ())) if step not in steps]
+        holding = [step for step in steps[:CANDIDATES] if self._holds(self._records[step], ledger)]
+        return [*(TracedFingerprint(enumerated, step) for step in holding), TracedFingerprint(enumerated, NONE_HOLDS)]
 
     def after_run(
         self, step: int, command: Command, output: str, exit_code: int, recorded: Fingerprint | None,
@@ -116,7 +118,9 @@ class ProbeGuard:
             started_ns=started_ns, timeout=self.timeout, output_limit=output_limit,
         )
         if not result.servable or result.dependencies is None:
+            self._refused[command.normalized] = str(result.reason)
             return None, result
+        self._refused.pop(command.normalized, None)
         found = result.dependencies
         countable = sorted(key for key in found.inside if _is_key(key))
         if len(countable) != len(found.inside - {"."}):
@@ -133,6 +137,20 @@ class ProbeGuard:
         if isinstance(command.target, FileTarget):
             self._by_key.setdefault(command.target.key, []).append(step)
         return TracedFingerprint(recorded, step), result
+
+    def why_not(self, command: Command, ledger: object) -> str | None:
+        """Why the newest probed observation of `command` cannot serve now (for reports): its
+        probe refused it, or which dependency moved; None if it can, or none was probed."""
+        if command.normalized in self._refused:
+            return self._refused[command.normalized]
+        steps = self._by_command.get(command.normalized)
+        if not steps:
+            return None
+        record = self._records[steps[-1]]
+        for path, identity in record.dependencies.outside:
+            if identity_now(record.recorded[path]) != identity:
+                return f"dependency changed: {path}"
+        return "a change inside the root since the probe" if not self._holds(record, ledger) else None
 
     def _holds(self, record: _Record, ledger: object) -> bool:
         now = _counters(ledger, [key for key, _ in record.counters.locals])
