@@ -83,23 +83,22 @@ Off: the replay of counterexamples found before the probe existed, which show wh
 
 
 @contextlib.contextmanager
-def probe_line(enabled: bool) -> Iterator[None]:
+def _switched(line: contextvars.ContextVar[bool], enabled: bool) -> Iterator[None]:
+    token = line.set(enabled)
+    try:
+        yield
+    finally:
+        line.reset(token)
+
+
+def probe_line(enabled: bool) -> contextlib.AbstractContextManager[None]:
     """Run the checked sessions opened inside with the probe on or off."""
-    token = PROBE_LINE.set(enabled)
-    try:
-        yield
-    finally:
-        PROBE_LINE.reset(token)
+    return _switched(PROBE_LINE, enabled)
 
 
-@contextlib.contextmanager
-def fingerprint_line(enabled: bool) -> Iterator[None]:
+def fingerprint_line(enabled: bool) -> contextlib.AbstractContextManager[None]:
     """Run the checked sessions opened inside with the fingerprint on or off."""
-    token = FINGERPRINT_LINE.set(enabled)
-    try:
-        yield
-    finally:
-        FINGERPRINT_LINE.reset(token)
+    return _switched(FINGERPRINT_LINE, enabled)
 
 
 @contextlib.contextmanager

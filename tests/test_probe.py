@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 
 import pytest
+from probe_workspace import make_workspace
 
 from ledger_impl.execution import command_environment, run_command
 from ledger_impl.probe import ProbeResult, dependencies, probe, trace, unavailable
@@ -24,11 +25,7 @@ needs_probe = pytest.mark.skipif(MISSING is not None, reason=f"{MISSING} (.ci/ru
 
 @pytest.fixture
 def root(tmp_path: Path) -> Path:
-    workspace = tmp_path / "ws"
-    (workspace / "sub").mkdir(parents=True)
-    (workspace / "a.txt").write_text("alpha\n")
-    (workspace / "sub" / "a.txt").write_text("beta\n")
-    return workspace.resolve()
+    return make_workspace(tmp_path)
 
 
 def _probe(root: Path, command: str, environment: dict[str, str] | None = None, **options: object) -> ProbeResult:

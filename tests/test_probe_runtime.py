@@ -15,6 +15,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from probe_workspace import make_workspace
 
 from ledger_impl import Runtime
 from ledger_impl.detectors import default_detector
@@ -29,11 +30,7 @@ pytestmark = pytest.mark.skipif(MISSING is not None, reason=f"{MISSING} (.ci/run
 
 @pytest.fixture
 def root(tmp_path: Path) -> Path:
-    workspace = tmp_path / "ws"
-    (workspace / "sub").mkdir(parents=True)
-    (workspace / "a.txt").write_text("alpha\n")
-    (workspace / "sub" / "a.txt").write_text("beta\n")
-    return workspace.resolve()
+    return make_workspace(tmp_path)
 
 
 @pytest.fixture
