@@ -61,6 +61,7 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--per-project", type=int, default=3)
     parser.add_argument("--out", default="benchmarks/results/probe-corpus.json")
+    parser.add_argument("--only", default=None, help="one project (task_repo) only")
     args = parser.parse_args()
     started = time.time()
     load_before = os.getloadavg()
@@ -72,6 +73,8 @@ def main() -> None:
     reasons = collections.Counter()
     with tempfile.TemporaryDirectory(prefix="ledger-probe-corpus-") as scratch:
         for repo, (prefix, into) in PROJECTS.items():
+            if args.only and repo != args.only:
+                continue
             wheel = next(iter(sorted(WHEELS.glob(prefix + "*.whl"))), None)
             if wheel is None:
                 continue
@@ -86,6 +89,7 @@ def main() -> None:
                     "off": Runtime(copies["off"], probe=False, timeout=20),
                     "on": Runtime(copies["on"], probe=True, timeout=20),
                 }
+                texts: dict[int, str] = {}  # step index -> command, for "served from"
                 try:
                     for item in trajectory.items:
                         steps = {}
@@ -103,14 +107,22 @@ def main() -> None:
                             continue
                         totals["replayed"] += 1
                         off, on = steps["off"], steps["on"]
+                        texts[off.index] = off.command.text
                         totals[f"off-{off.verdict}"] += 1
                         totals[f"on-{on.verdict}"] += 1
                         if off.verdict == "reuse" and on.verdict != "reuse":
                             guard = runtimes["on"].probe
+                            served = int(off.note.split("step ")[1].split(":")[0]) if off.note and "step " in off.note else None
+                            source = runtimes["on"].classify(texts[served]) if served in texts else None
                             why = guard.why_not(on.command, runtimes["on"].ledger) if guard else None
+                            if source is not None and guard is not None:
+                                why = why or guard.why_not(source, runtimes["on"].ledger)
                             why = why or "no probed observation could serve (another spelling or range)"
                             reasons[_bucket(why)] += 1
-                            lost.append({"repo": repo, "trajectory": number, "command": off.command.text[:160], "why": why[:200]})
+                            lost.append({
+                                "repo": repo, "trajectory": number, "command": off.command.text[:160], "why": why[:200],
+                                "served_from": texts.get(served, "")[:160] if served is not None else None,
+                            })
                         if on.verdict == "reuse" and off.verdict != "reuse":
                             totals["gained"] += 1
                 finally:

@@ -172,3 +172,13 @@ def test_an_older_probed_read_that_covers_the_range_still_serves(root: Path) -> 
         runtime.step("sed -n '10,14p' big.txt")  # newer, and its dependencies hold too
         served = runtime.step("sed -n '2,3p' big.txt")
     assert served.verdict == "reuse" and served.output == "line 2\nline 3\n"
+
+
+def test_a_wide_read_serves_after_many_newer_narrow_ones(root: Path) -> None:
+    (root / "big.txt").write_text("".join(f"line {n}\n" for n in range(1, 61)))
+    with Runtime(root) as runtime:
+        runtime.step("sed -n '1,50p' big.txt")
+        for start in range(51, 61):  # ten newer reads, none covering the request below
+            runtime.step(f"sed -n '{start}p' big.txt")
+        served = runtime.step("sed -n '20,22p' big.txt")
+    assert served.verdict == "reuse" and served.output == "line 20\nline 21\nline 22\n"

@@ -35,7 +35,7 @@ from .dependencies import OutsideDependency, identity_now
 
 # How many probed observations `candidates` examines per command: the newest are the likeliest
 # to hold and to cover a requested range, and each costs its dependencies' stat calls.
-CANDIDATES: Final = 8
+CANDIDATES: Final = 32
 NONE_HOLDS: Final = -1
 
 
@@ -58,11 +58,14 @@ class _IdentitiesNow(Mapping[str, Hashable]):
     """Each recorded path's identity now, measured only when asked (the spec's `holds` stops
     at the first that moved)."""
 
-    def __init__(self, recorded: Mapping[str, OutsideDependency]) -> None:
+    def __init__(self, recorded: Mapping[str, OutsideDependency], measured: dict[str, Hashable]) -> None:
         self._recorded = recorded
+        self._measured = measured  # shared by the candidates of one decision: one stat per path
 
     def __getitem__(self, path: str) -> Hashable:
-        return identity_now(self._recorded[path])
+        if path not in self._measured:
+            self._measured[path] = identity_now(self._recorded[path])
+        return self._measured[path]
 
     def __iter__(self) -> Iterator[str]:
         return iter(self._recorded)
@@ -100,7 +103,8 @@ class ProbeGuard:
         steps = list(reversed(self._by_command.get(command.normalized, ())))
         if self.cross_command and isinstance(command.target, FileTarget):
             steps += [step for step in reversed(self._by_key.get(command.target.key, ())) if step not in steps]
-        holding = [step for step in steps[:CANDIDATES] if self._holds(self._records[step], ledger)]
+        measured: dict[str, Hashable] = {}
+        holding = [step for step in steps[:CANDIDATES] if self._holds(self._records[step], ledger, measured)]
         return [*(TracedFingerprint(enumerated, step) for step in holding), TracedFingerprint(enumerated, NONE_HOLDS)]
 
     def after_run(
@@ -152,9 +156,10 @@ class ProbeGuard:
                 return f"dependency changed: {path}"
         return "a change inside the root since the probe" if not self._holds(record, ledger) else None
 
-    def _holds(self, record: _Record, ledger: object) -> bool:
+    def _holds(self, record: _Record, ledger: object, measured: dict[str, Hashable] | None = None) -> bool:
         now = _counters(ledger, [key for key, _ in record.counters.locals])
-        return spec_dependencies.holds(record.dependencies, record.counters, now, _IdentitiesNow(record.recorded))
+        identities = _IdentitiesNow(record.recorded, {} if measured is None else measured)
+        return spec_dependencies.holds(record.dependencies, record.counters, now, identities)
 
 
 def _counters(ledger: object, keys: Iterable[str]) -> spec_dependencies.Counters:
