@@ -13,7 +13,7 @@ and the table says, per configuration, whether a stale Reuse was served. Run:
     python benchmarks/defense_in_depth.py
 
 Scenarios, not a hunt: each class of change appears once, so the counts say which classes a
-line covers, not how often a random session hits them (the README reports short hunts too).
+line covers, not how often a random session hits them (docs/safety/claim.md reports short hunts too).
 """
 
 from __future__ import annotations

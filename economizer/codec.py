@@ -196,4 +196,7 @@ def params_to_json(params: Params) -> dict[str, Any]:
 
 def params_from_json(value: Mapping[str, Any]) -> Params:
     fields = {f.name: f for f in attrs.fields(Params)}
-    return Params(**{k: (Fraction(v) if isinstance(v, str) else v) for k, v in value.items() if k in fields})
+    defaults = Params()
+    return Params(**{
+        k: (Fraction(v) if isinstance(getattr(defaults, k), Fraction) else v) for k, v in value.items() if k in fields
+    })

@@ -24,6 +24,7 @@ from typing import Any, Mapping, Sequence
 import attrs
 
 from economizer_spec import skills as spec_skills
+from economizer_spec.conformal import conformal_rank
 from economizer_spec.cost import ControllerCall
 from economizer_spec.detectors import Detector, matches
 from economizer_spec.params import Params
@@ -129,8 +130,12 @@ class Controller:
     # --- the plan -------------------------------------------------------------------------
 
     def budget(self) -> int | None:
+        """B (kappa rule) or the conformal stop point T, from the sorted passed counts."""
         p = self.params
         n = len(self.sorted_passed)
+        if p.guard_rule == "conformal":
+            k = conformal_rank(n, p.alpha)
+            return None if k is None else self.sorted_passed[k - 1] + 1
         if n < p.min_passed_for_budget:
             return None
         rank = max(1, math.ceil(Fraction(p.budget_percentile, 100) * n))

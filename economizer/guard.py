@@ -11,7 +11,7 @@ import functools
 from fractions import Fraction
 
 from economizer_spec.cost import ControllerCall
-from economizer_spec.guard import DIGEST_ACTIONS, Counters, Decision, GuardDigest, RedirectWriter, TraceJudge
+from economizer_spec.guard import DIGEST_ACTIONS, Counters, Decision, GuardDigest, RedirectWriter, TraceJudge, forced_threshold
 from economizer_spec.params import Params
 from economizer_spec.trajectory import Step, edited_files, is_test_run, step_signature
 
@@ -50,7 +50,7 @@ class Guard:
         self.last_judged: int | None = None
         self.stopped = False
         self.calls: list[ControllerCall] = []
-        self.forced_threshold = params.kappa * budget if budget is not None else None
+        self.forced_threshold = forced_threshold(budget, params)
 
     def _count(self, step: Step) -> None:
         files, test, signature, first_line = step_facts(step)
@@ -131,6 +131,8 @@ class Guard:
             if verdict.stuck and verdict.confidence >= p.judge_confidence:
                 if self.redirect_turn is None:
                     return self._redirect(False, f"judge: stuck ({verdict.reason})")
+                if p.guard_rule == "conformal" and (self.budget is None or t < self.budget):
+                    return Decision(t, "continue", reason="second stuck verdict before the conformal stop point")
                 self.stopped = True
                 return Decision(t, "stop", False, reason="second stuck verdict")
             self.interval = min(self.interval + p.judge_interval_step, p.judge_interval_max)

@@ -207,13 +207,17 @@ def transact_all(jobs: Sequence[tuple[Store, Callable[[Controller], Any], dict[s
     return [results[i] for i in range(len(jobs))]
 
 
-def fed_budget(repository: str, state_dir: pathlib.Path | None = None) -> tuple[int | None, Params]:
+def fed_budget(
+    repository: str, state_dir: pathlib.Path | None = None, adjust: Callable[[Params], Params] = lambda p: p
+) -> tuple[int | None, Params]:
     """The guard's budget B and the parameters from the repository's fed history; (None,
-    defaults) before any feed committed. Reading never creates a repository's database."""
+    defaults) before any feed committed. Reading never creates a repository's database.
+    `adjust` changes the stored parameters for this reading only (a CLI's guard setting)."""
     if not database_path(repository, state_dir).is_file():
-        return None, Params()
+        return None, adjust(Params())
     with Store(repository, state_dir) as store:
         if not store.has_state():  # a feed created the file and failed
-            return None, Params()
+            return None, adjust(Params())
         controller = store.load()
+    controller.params = adjust(controller.params)
     return controller.budget(), controller.params

@@ -7,13 +7,14 @@ After step t it computes counters over steps 1..t (`counters`), then decides, in
 
   1. stopped already                       -> Stop (absorbing; the task is over)
   2. a redirect was given < grace turns ago -> Continue (let the redirect take effect)
-  3. FORCED: B known, t >= kappa*B and the strict stall rule holds
+  3. FORCED: B known, t >= kappa*B (conformal rule: t >= T) and the strict stall rule holds
         no redirect yet                    -> Redirect (forced; the judge is not asked)
         redirected before                  -> Stop (forced; the judge is not asked, so it
                                               cannot veto: this is the non-vetoable stop)
   4. trigger open and the judge is due     -> ask the trace judge
         stuck (confidence >= threshold)    -> Redirect if none yet, else Stop
-                                              (a second stuck verdict ends the task)
+                                              (a second stuck verdict ends the task; under
+                                              the conformal rule only from turn T on)
         productive                         -> interval += step, capped at max
   5. otherwise                             -> Continue
 
@@ -42,6 +43,7 @@ from typing import Callable, Literal, Sequence
 
 import attrs
 
+from . import conformal
 from .cost import NO_USAGE, ControllerCall, Usage
 from .params import Params
 from .trajectory import Step, edited_files, is_failing, is_test_run, step_signature
@@ -125,13 +127,30 @@ def percentile(values: Sequence[int], p: int) -> int:
 
 
 def budget(passed_turns: Sequence[int], params: Params) -> int | None:
+    """B under the kappa rule; under the conformal rule, the stop point T itself."""
+    if params.guard_rule == "conformal":
+        return conformal.stop_point(passed_turns, params.alpha)
     if len(passed_turns) < params.min_passed_for_budget:
         return None
     return math.ceil(percentile(passed_turns, params.budget_percentile) * (1 + params.beta))
 
 
+def forced_threshold(b: int | None, params: Params) -> Fraction | None:
+    """The turn from which the forced rule may act: kappa * B, or T under the conformal rule."""
+    if b is None:
+        return None
+    return Fraction(b) if params.guard_rule == "conformal" else params.kappa * b
+
+
+def may_stop(t: int, b: int | None, params: Params) -> bool:
+    """Under the conformal rule nothing stops a run before T, not even the judge: that is
+    what makes the false-stop bound cover every stop. The kappa rule lets the judge stop."""
+    return params.guard_rule != "conformal" or (b is not None and t >= b)
+
+
 def forced(c: Counters, b: int | None, params: Params) -> bool:
-    return b is not None and c.turns >= params.kappa * b and strict_stall(c, params)
+    threshold = forced_threshold(b, params)
+    return threshold is not None and c.turns >= threshold and strict_stall(c, params)
 
 
 # --- model-call interfaces (as pure functions of their input) ------------------------------
@@ -235,6 +254,8 @@ def guard_step(
         if verdict.stuck and verdict.confidence >= params.judge_confidence:
             if state.redirect_turn is None:
                 return redirect(state, False, f"judge: stuck ({verdict.reason})")
+            if not may_stop(t, b, params):
+                return state, Decision(t, "continue", reason="second stuck verdict before the conformal stop point")
             return attrs.evolve(state, stopped=True), Decision(t, "stop", False, reason="second stuck verdict")
         state = attrs.evolve(state, interval=min(state.interval + params.judge_interval_step, params.judge_interval_max))
         return state, Decision(t, "continue", reason="judge: productive")

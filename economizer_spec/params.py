@@ -9,8 +9,12 @@ The evaluation's sensitivity grid varies kappa, beta, c and lambda around these 
 from __future__ import annotations
 
 from fractions import Fraction
+from typing import Literal
 
 import attrs
+
+GuardRule = Literal["kappa", "conformal"]
+GUARD_RULES: tuple[GuardRule, ...] = ("kappa", "conformal")
 
 
 def _positive_int(instance: object, attribute: attrs.Attribute, value: int) -> None:
@@ -27,6 +31,16 @@ def _fraction(value: object) -> Fraction:
 def _non_negative(instance: object, attribute: attrs.Attribute, value: Fraction) -> None:
     if value < 0:
         raise ValueError(f"Params.{attribute.name} must be >= 0, got {value}")
+
+
+def _open_unit_interval(instance: object, attribute: attrs.Attribute, value: Fraction) -> None:
+    if not 0 < value < 1:
+        raise ValueError(f"Params.{attribute.name} must be in (0, 1), got {value}")
+
+
+def _guard_rule(instance: object, attribute: attrs.Attribute, value: str) -> None:
+    if value not in GUARD_RULES:
+        raise ValueError(f"Params.{attribute.name} must be one of {', '.join(GUARD_RULES)}, got {value!r}")
 
 
 def _unit_interval(instance: object, attribute: attrs.Attribute, value: Fraction) -> None:
@@ -81,6 +95,14 @@ class Params:
     costs the full catalog's schemas on one task in ten."""
 
     # --- failure-loop guard ---------------------------------------------------------------
+    guard_rule: GuardRule = attrs.field(default="kappa", validator=_guard_rule)
+    """Which threshold the forced rule uses. "kappa" (the paper's, the default): turns >=
+    kappa * B. "conformal" (issue 24): turns >= the conformal stop point T for `alpha`
+    (`economizer_spec.conformal`), and no stop of any kind before T, so the probability of
+    stopping a passed run is at most alpha when the stream is exchangeable. B is then T."""
+    alpha: Fraction = attrs.field(default=Fraction(1, 20), converter=_fraction, validator=_open_unit_interval)
+    """The conformal guard's false-stop rate. Chosen default: 0.05 (a stop point needs 19
+    passed runs); used only when guard_rule is "conformal"."""
     kappa: Fraction = attrs.field(default=Fraction(5, 2), converter=_fraction, validator=_non_negative)
     """Paper: 2.5. The forced stop needs turns >= kappa * B and the strict stall rule."""
     budget_percentile: int = attrs.field(default=90)

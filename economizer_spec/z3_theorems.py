@@ -134,6 +134,31 @@ def _call_resets_streak(v: Variant) -> list[z3.BoolRef]:
     return [z3.And(x.well_formed(), x.called_now, streak_post != 0)]
 
 
+# --- the conformal stop point's rank (economizer_spec.conformal) ---------------------------------
+# The exchangeability step (the new run's rank among n + 1 is uniform, so P(L > L_(k)) <=
+# (n + 1 - k)/(n + 1)) is probability, checked exactly on small streams by the tests; what Z3
+# proves here is the arithmetic of the rank for every n and every rational alpha.
+
+
+def ceiling_rank(k: z3.ArithRef, size: z3.ArithRef, alpha: z3.ArithRef) -> z3.BoolRef:
+    """k = ceil(size * (1 - alpha)), as two inequalities."""
+    return z3.And(z3.ToReal(k) - 1 < size * (1 - alpha), size * (1 - alpha) <= z3.ToReal(k))
+
+
+def conformal_queries(rank: Callable[[z3.ArithRef, z3.ArithRef, z3.ArithRef], z3.BoolRef] = ceiling_rank) -> dict[str, list[z3.BoolRef]]:
+    """The negated goals for a rank rule (the conformal one by default; tests pass broken ones)."""
+    n, k = z3.Ints("n k")
+    alpha = z3.Real("alpha")
+    size = z3.ToReal(n) + 1
+    base = z3.And(n >= 1, alpha > 0, alpha < 1, rank(k, size, alpha))
+    goals = {
+        "bound": z3.Implies(k <= n, z3.And(k >= 1, size - z3.ToReal(k) <= alpha * size)),
+        "minimal": size - (z3.ToReal(k) - 1) > alpha * size,
+        "enough": z3.Implies(k > n, alpha * size < 1),
+    }
+    return {name: [z3.And(base, z3.Not(goal))] for name, goal in goals.items()}
+
+
 THEOREMS: tuple[Theorem, ...] = (
     Theorem("guard-forced-stop", "after a redirect, turns >= kappa*B under the strict stall rule stops (past the grace)", _forced_stop_not_vetoable),
     Theorem("guard-judge-cannot-veto", "when the forced rule applies, the decision is the same whatever the judge would say", _judge_cannot_change_forced),
@@ -144,6 +169,9 @@ THEOREMS: tuple[Theorem, ...] = (
     Theorem("prune-reaudit-loads-all", "a re-audit task masks nothing", _reaudit_masks_nothing),
     Theorem("prune-streak-masks", "an unprotected never-called tool with streak >= threshold is masked outside re-audits", _streak_masks),
     Theorem("prune-call-resets-streak", "a call resets the unused streak to 0", _call_resets_streak),
+    Theorem("conformal-rank-bound", "k = ceil((n+1)(1-alpha)) <= n is a rank (>= 1) with (n+1-k)/(n+1) <= alpha", lambda v: conformal_queries()["bound"]),
+    Theorem("conformal-rank-minimal", "rank k-1 would leave (n+1-(k-1))/(n+1) > alpha: no lower stop point keeps the bound", lambda v: conformal_queries()["minimal"]),
+    Theorem("conformal-needs-enough-runs", "when k > n even the largest passed count breaks the bound (1/(n+1) > alpha): no stop point", lambda v: conformal_queries()["enough"]),
 )
 
 

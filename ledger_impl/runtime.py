@@ -8,7 +8,8 @@ Four things keep Reuse honest beyond the ledger's own rules:
   (by a background job, an editor, another process); any change is recorded and govern asked
   again, so a write between two steps cannot be served stale;
 - while a process a command left in the background is alive, and at the first step after it
-  exits, the workspace is treated as changing in unknown ways;
+  exits, the workspace is treated as changing in unknown ways; every descendant counts, also
+  one that left bash's process group or session (`ledger_impl.descendants`);
 - a result that is not the whole truth (bash never started, timed out, truncated, left a
   background job) is never recorded as an observation;
 - the observation fingerprint (`ledger_impl.fingerprint`) is taken before a read runs and again
@@ -16,8 +17,8 @@ Four things keep Reuse honest beyond the ledger's own rules:
   so a change the detector cannot see (a program shadowed on PATH, the root recreated, git's
   configuration outside the root) still prevents a stale Reuse.
 
-Whatever interrupts a step (an exception, KeyboardInterrupt) kills the command's process
-group; `close()` kills the background jobs the Runtime's commands left running.
+Whatever interrupts a step (an exception, KeyboardInterrupt) kills everything the command
+started; `close()` kills the background jobs the Runtime's commands left running.
 """
 
 from __future__ import annotations
@@ -35,7 +36,9 @@ from ledger_spec import STEADY, Allow, Changes, Command, Decision, Fingerprint, 
 from . import fingerprint as fingerprints
 from .classifier import classify
 from .detectors import default_detector
-from .execution import Completed, command_environment, group_alive, kill_group, run_command
+from . import descendants
+from .descendants import Descendants
+from .execution import Completed, command_environment, run_command
 from .ledger import Ledger
 from .probe import DEFAULT_PROBE_TIMEOUT
 from .probe.guard import ProbeGuard
@@ -88,12 +91,15 @@ class Runtime:
         fingerprint: bool = True,
         probe: bool = True,
         probe_timeout: float = DEFAULT_PROBE_TIMEOUT,
+        process_tracking: str | None = None,
     ) -> None:
         """`environment` is what commands run with (the process's own by default);
         `fingerprint=False` turns the enumerated fingerprint off (to measure the other lines
         alone); `probe=False` turns the probe off (`ledger_impl.probe`: no read is rerun,
         traced, or served on its traced dependencies). With the fingerprint off and the probe
-        on, Reuse rests on the traced set alone."""
+        on, Reuse rests on the traced set alone. `process_tracking` is how a command's
+        descendants are followed (`ledger_impl.descendants`: "cgroup" or "session"; the best
+        available by default)."""
         path = Path(root)
         if not path.is_dir():
             raise ValueError(f"Runtime root must be an existing directory: {root!r}")
@@ -108,7 +114,10 @@ class Runtime:
         self.task = task
         self.timeout = timeout
         self.output_limit = output_limit
-        self._background: set[int] = set()
+        if process_tracking not in (None, descendants.CGROUP, descendants.SESSION):
+            raise ValueError(f"process_tracking must be 'cgroup' or 'session', got {process_tracking!r}")
+        self._process_tracking = process_tracking
+        self._background: set[Descendants] = set()
         self.environment = dict(environment) if environment is not None else None
         self.fingerprint_enabled = fingerprint
         # --- the probe (issue 19): see ledger_impl/probe/guard.py -------------------------
@@ -129,7 +138,7 @@ class Runtime:
         before: list[Changes] = []
         if self._background:
             # Anything may have been written while they ran, including just before they exited.
-            self._background = {group for group in self._background if group_alive(group)}
+            self._background = _still_alive(self._background)
             self._record_before(UNKNOWN_SCOPE, before)
         enumerated = self._fingerprint(classified, environment)
         decision, now = self._govern(classified, enumerated)
@@ -156,7 +165,10 @@ class Runtime:
         def execute() -> int:
             nonlocal completed
             if run is None:
-                completed = run_command(command, self.root, self.timeout, self.output_limit, environment)
+                completed = run_command(
+                    command, self.root, self.timeout, self.output_limit, environment,
+                    process_tracking=self._process_tracking,
+                )
             else:
                 completed = _run_elsewhere(run, command, self.output_limit)
             return completed.exit_code
@@ -165,12 +177,12 @@ class Runtime:
             changes = self._detect(command, execute, errors)
         except BaseException:
             # Interrupted after the command ran (in the detector): what it left behind dies.
-            if completed is not None and completed.background_group is not None:
-                kill_group(completed.background_group)
+            if completed is not None and completed.background is not None:
+                completed.background.kill()
             raise
         assert completed is not None
-        if completed.background_group is not None:
-            self._background.add(completed.background_group)
+        if completed.background is not None:
+            self._background.add(completed.background)
         after = self._fingerprint(classified, environment)
         # A fingerprint that moved while the command ran says its output may mix both worlds.
         recorded_fingerprint = enumerated if after == enumerated else None
@@ -195,14 +207,19 @@ class Runtime:
         )
 
     @property
-    def background_jobs(self) -> frozenset[int]:
-        """Process groups that commands left running and that were alive at the last step."""
+    def background_jobs(self) -> frozenset[Descendants]:
+        """What commands left running, one entry per command, as of the last step."""
         return frozenset(self._background)
 
+    @property
+    def process_tracking(self) -> str:
+        """How this Runtime's commands have their descendants followed, and what escapes it."""
+        how = self._process_tracking or descendants.available()
+        return f"{how}: {descendants.LIMIT[how]}"
+
     def stop_background(self) -> None:
-        """Kill every process group a command left running (a harness ending a session)."""
-        for group in self._background:
-            kill_group(group)
+        """Kill everything commands left running (a harness ending a session)."""
+        _stop(self._background)
         self._background = set()
 
     def _fingerprint(self, command: Command, environment: Mapping[str, str]) -> Fingerprint | None:
@@ -238,8 +255,7 @@ class Runtime:
     def close(self) -> None:
         """Kill the background jobs the Runtime's commands left running, and release the
         detector's resources (an inotify instance is a per-user, limited one)."""
-        for group in sorted(self._background):
-            kill_group(group)
+        _stop(self._background)
         self._background.clear()
         close = getattr(self.detector, "close", None)
         if callable(close):
@@ -289,6 +305,22 @@ class Runtime:
     def _record_before(self, changes: Changes, before: list[Changes]) -> None:
         self.ledger.modify(changes)
         before.append(changes)
+
+
+def _still_alive(jobs: set[Descendants]) -> set[Descendants]:
+    """The jobs with a live process left; the others are released."""
+    alive = set()
+    for job in jobs:
+        if job.alive():
+            alive.add(job)
+        else:
+            job.release()
+    return alive
+
+
+def _stop(jobs: set[Descendants]) -> None:
+    for job in jobs:
+        job.kill()
 
 
 def printable(text: str) -> str:

@@ -30,7 +30,7 @@ import itertools
 import pathlib
 import time
 from fractions import Fraction
-from typing import Any, Sequence
+from typing import Any, Callable, Iterator, Sequence
 
 import attrs
 
@@ -105,6 +105,32 @@ class CachedController(Controller):
 # --- guard -------------------------------------------------------------------------------------
 
 
+def replay_stream(
+    runs: Sequence[tuple[Trajectory, float]], params: Params, outcome: Callable[[Trajectory, int | None], tuple[int | None, int | None]]
+) -> Iterator[tuple[Trajectory, float, int | None, int | None, int | None]]:
+    """(run, cost, B, first intervention, stop) for each run of one repository's stream in
+    order, B from the passed runs before it (the guard may not look ahead)."""
+    passed_turns: list[int] = []
+    for trajectory, cost in runs:
+        b = budget_of(passed_turns, params)
+        first, stop = outcome(trajectory, b)
+        yield trajectory, cost, b, first, stop
+        if trajectory.passed:
+            passed_turns.append(trajectory.turns)
+
+
+def guard_outcome(guard: Guard, steps: Sequence[Step]) -> tuple[int | None, int | None]:
+    """(turn of the first intervention, turn of the stop) as the guard replays a run's steps."""
+    first = None
+    for step in steps:
+        decision = guard.observe(step)
+        if decision.action != "continue" and first is None:
+            first = decision.turn
+        if decision.action == "stop":
+            return first, decision.turn
+    return first, None
+
+
 def guard_figures(streams: dict[str, list[tuple[Trajectory, float]]], params: Params, detail: bool = False) -> dict[str, Any]:
     controllers = default_controllers()
     figures: dict[str, Any] = {
@@ -114,25 +140,16 @@ def guard_figures(streams: dict[str, list[tuple[Trajectory, float]]], params: Pa
         "passed_runs": 0, "passed_redirected": 0, "false_stops": 0, "total_cost": 0.0,
     }
     events = []
+    def outcome(trajectory: Trajectory, b: int | None) -> tuple[int | None, int | None]:
+        return guard_outcome(Guard(params, b, controllers.trace_judge, controllers.redirect_writer), trajectory.steps)
+
     for repository, runs in streams.items():
-        passed_turns: list[int] = []
-        for trajectory, cost in runs:
-            b = budget_of(passed_turns, params)
-            guard = Guard(params, b, controllers.trace_judge, controllers.redirect_writer)
-            first = stop = None
-            for step in trajectory.steps:
-                decision = guard.observe(step)
-                if decision.action != "continue" and first is None:
-                    first = decision.turn
-                if decision.action == "stop":
-                    stop = decision.turn
-                    break
+        for trajectory, cost, b, first, stop in replay_stream(runs, params, outcome):
             figures["total_cost"] += cost
             if trajectory.passed:
                 figures["passed_runs"] += 1
                 figures["passed_redirected"] += first is not None
                 figures["false_stops"] += stop is not None
-                passed_turns.append(trajectory.turns)
             else:
                 figures["failed_runs"] += 1
                 figures["failed_cost"] += cost

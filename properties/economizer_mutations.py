@@ -26,6 +26,11 @@ SKILLS, GUARD, TOOLS, DIFF, Z3 = (
     "tests/test_economizer_differential.py",
     "tests/test_economizer_z3.py",
 )
+CONFORMAL, MODELS, RECORDING = (
+    "tests/test_economizer_conformal.py",
+    "tests/test_economizer_models.py",
+    "tests/test_economizer_recording.py",
+)
 
 
 @attrs.frozen
@@ -109,6 +114,21 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation("impl: first failure counted as a repeat", "economizer/guard.py",
              "            if signature in self._signatures:\n                self.repeated_failures += 1",
              "            if signature in self._signatures or not self._signatures:\n                self.repeated_failures += 1", (GUARD,)),
+    Mutation("conformal stop point at L_(k), not L_(k)+1", "economizer_spec/conformal.py",
+             "    return sorted(passed_turns)[k - 1] + 1", "    return sorted(passed_turns)[k - 1]", (CONFORMAL,)),
+    Mutation("conformal rank rounded down", "economizer_spec/conformal.py",
+             "    k = math.ceil((n + 1) * (1 - Fraction(alpha)))", "    k = math.floor((n + 1) * (1 - Fraction(alpha)))", (CONFORMAL,)),
+    Mutation("conformal: the judge stops before T", "economizer_spec/guard.py",
+             "            if not may_stop(t, b, params):", "            if False:", (CONFORMAL,)),
+    Mutation("impl: conformal judge stops before T", "economizer/guard.py",
+             'if p.guard_rule == "conformal" and (self.budget is None or t < self.budget):', "if False:", (CONFORMAL,)),
+    Mutation("model: truncated answer accepted", "economizer/model_client.py",
+             '        if message.stop_reason == "max_tokens":\n            raise Truncated(usage)',
+             '        if False:\n            raise Truncated(usage)', (MODELS,)),
+    Mutation("model: 429 not retried", "economizer/model_client.py",
+             "        return status in (408, 409, 429) or status >= 500", "        return status >= 500", (MODELS,)),
+    Mutation("replay: requests not compared", "economizer/model_recording.py",
+             '        if line["request"] != wanted:', "        if False:", (RECORDING,)),
     Mutation("impl: judge drops a called tool", "economizer/controller.py",
              "        return [name for name, (called, _) in self.tools.items() if name not in self.core and not called]",
              "        return [name for name, (called, _) in self.tools.items() if name not in self.core]", (TOOLS,)),

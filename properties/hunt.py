@@ -58,6 +58,7 @@ from .profiles import Profile, profile as named_profile
 from .replay import run_recorded
 from .shell_strategies import (
     DEFAULT_POOL,
+    DESCENDANT_IDIOMS,
     DETECTOR_READ_IDIOMS,
     EDIT_IDIOMS,
     FINGERPRINT_CLASS_IDIOMS,
@@ -366,11 +367,12 @@ def hunt_settings(profile: Profile, **overrides: object) -> settings:
 
 FULL_GRAMMAR = Grammar(
     read_idioms=READ_IDIOMS + PROBE_CLASS_READ_IDIOMS,
-    edit_idioms=EDIT_IDIOMS + FINGERPRINT_CLASS_IDIOMS + PROBE_CLASS_EDIT_IDIOMS,
+    edit_idioms=EDIT_IDIOMS + FINGERPRINT_CLASS_IDIOMS + DESCENDANT_IDIOMS + PROBE_CLASS_EDIT_IDIOMS,
 )
 """Every read idiom, including those with an open classifier fault, and every edit, including
-those outside the root that only the fingerprint covers and the clock edges only the probe
-sees: what `ledger verify` hunts (with the fingerprint and the probe on, as shipped)."""
+those outside the root that only the fingerprint covers, background writers that leave bash's
+process group or session, and the clock edges only the probe sees: what `ledger verify` hunts
+(with the fingerprint and the probe on, as shipped)."""
 
 TRACED_ONLY: Final = "traced-only"
 """The second hunt configuration of issue 19: the enumerated fingerprint off, the probe on, so

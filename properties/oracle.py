@@ -225,10 +225,10 @@ class CheckedSession:
     def _look(self) -> Tree:
         return ground_truth.look(self.placement.root, self.hashes)
 
-    # The Runtime keeps the process groups of background jobs privately; the oracle needs to
-    # know when a write may still land outside any step, and reads the same set.
-    def _background(self) -> frozenset[int]:
-        return frozenset(getattr(self.runtime, "_background", ()) or ())
+    # The oracle needs to know when a write may still land outside any step: the Runtime's
+    # background jobs as of its last step.
+    def _background(self) -> frozenset[object]:
+        return frozenset(getattr(self.runtime, "background_jobs", ()) or ())
 
     def step(self, template: str) -> StepRecord:
         index = len(self.records)
@@ -379,14 +379,12 @@ class CheckedSession:
         (a step with a writer around defers only the coverage check, which a closing run never
         makes), so letting a sleeping writer finish only cost time, up to its whole sleep.
         """
-        from ledger_impl.execution import group_alive, kill_group
-
-        groups = self._background()
-        for group in groups:
-            kill_group(group)
+        jobs = self._background()
+        for job in jobs:
+            job.kill()  # type: ignore[attr-defined]
         deadline = time.monotonic() + BACKGROUND_GRACE
-        for group in groups:
-            while group_alive(group) and time.monotonic() < deadline:
+        for job in jobs:
+            while job.alive() and time.monotonic() < deadline:  # type: ignore[attr-defined]
                 time.sleep(0.002)
         self.runtime.close()
 

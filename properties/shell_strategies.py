@@ -24,6 +24,8 @@ from typing import Callable, Final, Mapping, Sequence
 import attrs
 from hypothesis import strategies as st
 
+from ledger_impl import descendants
+
 ROOT_PLACEHOLDER = "@ROOT@"
 OUTSIDE_PLACEHOLDER = "@OUTSIDE@"
 
@@ -102,6 +104,14 @@ EDIT_IDIOMS: tuple[str, ...] = (
 # grammar above, so their seeds still draw what they drew.
 FINGERPRINT_CLASS_IDIOMS: tuple[str, ...] = (
     "path-shadow", "root-recreate", "git-config-home", "outside-hardlink", "git-dir-outside",
+)
+
+# Background writers that leave bash's process group (`set -m`: each job gets a group of its own)
+# or its session (`setsid`): the Runtime follows every descendant (`ledger_impl.descendants`), and
+# serves nothing while one lives. A new session escapes tracking where no cgroup can be made
+# (the limit `tests/test_honest_limits.py` shows), so that idiom is drawn only where it is tracked.
+DESCENDANT_IDIOMS: tuple[str, ...] = ("background-job-control",) + (
+    ("background-setsid",) if descendants.available() == descendants.CGROUP else ()
 )
 
 # The `git-dir-outside` idiom's commands ({path}: a key of the pool): move the repository out of
@@ -446,6 +456,11 @@ def edit_commands(
         return f"python3 {TEST_SCRIPT}"
     if idiom == "background":
         return f"(sleep {WRITER_DELAY}; echo {shlex.quote(text)} >> {path}) &"
+    if idiom == "background-job-control":
+        return f"set -m; (sleep {WRITER_DELAY}; echo {shlex.quote(text)} >> {path}) &"
+    if idiom == "background-setsid":
+        writer = f"sleep {WRITER_DELAY}; echo {shlex.quote(text)} >> {path}"
+        return f"setsid sh -c {shlex.quote(writer)} > /dev/null 2>&1 < /dev/null &"
     if idiom == "utime-same-size":
         # Same size, new bytes, and the old mtime put back: only ctime and content betray it.
         program = (

@@ -220,8 +220,8 @@ def test_the_hash_window_is_the_ten_minutes_the_readme_states(tmp_path: Path) ->
     changed_s = max(status.st_mtime_ns, status.st_ctime_ns) // 1_000_000_000
     if not max(status.st_mtime_ns, status.st_ctime_ns) % 1_000_000_000:
         pytest.skip("the file system keeps whole seconds: the window's edge cannot be placed")
-    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
-    assert "SHA-256 of files changed in the last ten minutes" in " ".join(readme.split())
+    page = (Path(__file__).resolve().parent.parent / "docs" / "internals" / "detectors.md").read_text()
+    assert "SHA-256 of files changed in the last ten minutes" in " ".join(page.split())
     at_window = listed_at(root, (changed_s + 600) * 1_000_000_000, tmp_path / "bin")
     past_window = listed_at(root, (changed_s + 601) * 1_000_000_000, tmp_path / "bin")
     assert at_window["f.txt"].digest is not None and past_window["f.txt"].digest is None

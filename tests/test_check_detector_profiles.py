@@ -4,7 +4,7 @@ The hook sessions' detectors (the persisted stat index, and Watchman where its b
 installed) each get the `dev` profile's full hunt (200 runs of up to 40 steps); the container
 harness's channel detector, which the issue asks only to pass `check-detector`, gets the `ci`
 profile's, so that the suite stays within CI's budget (its `dev` run passed from the CLI; see
-README). Each is judged alone (no fingerprint), through the CLI exactly as a user runs it. The
+docs/hunt/index.md). Each is judged alone (no fingerprint), through the CLI exactly as a user runs it. The
 seed is fixed so that a failure here is the same hunt on every machine; the counterexample files
 a failure writes are in the test's temporary directory, named in the assertion. Two hunt workers
 per test: the suite's scheduler may put these tests on one of its workers in a row, and two

@@ -360,6 +360,9 @@ def test_awk_that_prints_its_process_id_is_not_reusable(command):
     # Found while reading awk.py for its mutants: gawk's PROCINFO["pid"] (and "ppid", "pgrpid")
     # differ at every run with nothing on disk changing, so no detector can report the change;
     # PROCINFO was only counted as naming the file's path.
+    """A real miss found reading `awk.py` for its mutation run: a program naming gawk's `PROCINFO`
+    was a reusable read, but `PROCINFO["pid"]` changes at every run with nothing on disk
+    changing, so no detector can report it. (docs/mutation/survivors.md)"""
     result = c(command)
     assert result.target is None or not result.read_only, result
 
@@ -530,6 +533,10 @@ def test_a_config_file_too_long_to_read_whole_makes_git_reads_run(git_home):
     # Found through the survivors `read(1_000_000)` -> `read(999_999)`: only the first million
     # characters of a config file were searched, so a program key after them was missed and
     # the git read stayed reusable. A file longer than that is now not proven: assume it may.
+    """A real miss found by the mutation run of `hazards.py` (`read(1_000_000)` survived as 999,999
+    and 1,000,001): only the first million characters of a git config file were searched, so a
+    program key placed after them left `git diff` a reusable read while git would run that
+    program. (docs/mutation/survivors.md)"""
     config = pathlib.Path(os.environ["HOME"]) / ".gitconfig"
     padding = "#" * 99 + "\n"
     config.write_text(padding * 10_000 + _PROGRAM)  # 1,000,000 characters, then the key

@@ -247,6 +247,11 @@ def test_a_transient_link_is_reported_by_the_directory_watch_variant(tmp_path):
     # through links made outside the root), a hard link made and removed within a command
     # changes an existing file's ctime and link count under a name no event mentions: the
     # created-and-never-written name must send the detector to the full diff.
+    """Pins a mutant of `ledger_impl/detectors/events.py` that let a change go unreported and that
+    no test had caught (line 618: `mask & (CLOSE_WRITE | MOVED_FROM)` -> `mask + ...`): the
+    created-and-never-written name is forgotten, so a link made and removed changed a file's
+    ctime unreported. The sound detector's inode watch reports it anyway, which is why no test
+    noticed. Listed in `scripts/mutation_survivors.json`."""
     (tmp_path / "a.txt").write_text("a")
     detector = EventDetector(watch_inodes=False)
     try:
@@ -339,6 +344,11 @@ def test_a_bind_mount_seen_first_or_second_in_the_scan_degrades(tmp_path, view):
 def test_a_directory_replaced_by_another_moved_in_reports_the_old_contents_gone(tmp_path):
     # Renames raise events for the directories only, none for what they hold: the rescan of
     # the new one must report every key of the old one it no longer finds.
+    """Pins a mutant of `ledger_impl/detectors/events.py` that let a change go unreported and that
+    no test had caught (line 724: `for old_key in old_subtree` -> `in []` in
+    `_rescan_directory`): `mv d out && mv other d`: `d/a.txt` gone unreported, as renames raise
+    no event for a directory's contents; no test had a directory replaced by a rename. Listed in
+    `scripts/mutation_survivors.json`."""
     root, outside = _root_and_outside(tmp_path)
     assert sh(root, f"mkdir d {outside}/other && echo a > d/a.txt && echo b > {outside}/other/b.txt") == 0
     detector = EventDetector()
@@ -476,6 +486,9 @@ def test_a_file_removed_between_its_watch_and_its_check_is_reported(tmp_path, mo
 def test_an_event_the_detector_skips_does_not_end_the_batch(tmp_path, skipped):
     # The kernel's last word on a watch the detector no longer records, or any event of a watch
     # it released, is skipped; the events queued after it in the same batch are still applied.
+    """Pins a mutant of `ledger_impl/detectors/events.py` that let a change go unreported and that
+    no test had caught (line 589: `continue` -> `break` (a released watch's event)). Listed in
+    `scripts/mutation_survivors.json`."""
     (tmp_path / "a.txt").write_text("a")
     with contextlib.closing(EventDetector()) as detector:
         Session(detector, tmp_path).step("true")
@@ -521,6 +534,9 @@ def test_an_unreadable_mount_table_is_no_table(monkeypatch):
 def test_any_change_of_the_mount_table_is_a_full_diff(tmp_path, monkeypatch, change):
     # Mounting or unmounting raises no inotify event. A table compared by order rather than
     # equality would let some changes through (a removed line can sort either way).
+    """Pins a mutant of `ledger_impl/detectors/events.py` that let a change go unreported and that
+    no test had caught (line 296: the mount table `!=` -> `<`). Listed in
+    `scripts/mutation_survivors.json`."""
     first, then = (("m1", "m2"), ("m1",)) if change == "a mount went away" else (("m2",), ("m1", "m2"))
     tables = iter([first, then])
     monkeypatch.setattr(events, "_mount_table", lambda root: next(tables))
@@ -575,6 +591,13 @@ def test_a_write_to_a_settled_file_between_its_scan_and_its_watch_is_reported(tm
     # once the watch exists, compared with the scan's, can show the write in the gap. It is
     # compared for equality: a file that shrank (its size sorts lower) is as changed as one
     # that grew.
+    """Pins a mutant of `ledger_impl/detectors/events.py` that let a change go unreported and that
+    no test had caught (line 467: `sig != fresh` -> `<`). Pins a mutant of
+    `ledger_impl/detectors/events.py` that let a change go unreported and that no test had caught
+    (line 467: `sig[:NLINK + 1] != fresh` -> `==`): a write through an outside link between a
+    settled file's scan and its watch; `test_event_detector`'s race used a fresh, racy file,
+    which is re-compared anyway. Also by the settled-files test. Listed in
+    `scripts/mutation_survivors.json`."""
     root, outside = _root_and_outside(tmp_path)
     (root / "a.txt").write_text("a longer first text\n")
     os.link(root / "a.txt", outside / "hl")
@@ -591,6 +614,9 @@ def test_a_write_to_a_settled_file_between_its_scan_and_its_watch_is_reported(tm
 
 
 def test_a_fifo_linked_from_outside_is_tracked_like_a_file(tmp_path):
+    """Pins a mutant of `ledger_impl/detectors/events.py` that let a change go unreported and that
+    no test had caught (line 518: `!= S_IFDIR` -> `>`). Listed in
+    `scripts/mutation_survivors.json`."""
     root, outside = _root_and_outside(tmp_path)
     os.mkfifo(root / "pipe")
     os.link(root / "pipe", outside / "pipe-link")
@@ -640,6 +666,9 @@ def test_a_directory_made_in_a_round_that_ended_in_a_full_diff_is_watched_after_
     # The full diff re-arms the watches: a directory it finds first (its events lost with the
     # round, or never looked at) is watched from then on, so a file created in it by the next
     # command is an event, not a miss.
+    """Pins a mutant of `ledger_impl/detectors/events.py` that let a change go unreported and that
+    no test had caught (line 768: `_full_diff`'s `not self._degraded` -> `self._degraded`).
+    Listed in `scripts/mutation_survivors.json`."""
     with contextlib.closing(EventDetector()) as detector:
         session = Session(detector, tmp_path)
         session.step("true")
@@ -652,6 +681,9 @@ def test_a_directory_made_in_a_round_that_ended_in_a_full_diff_is_watched_after_
 
 
 def test_loop_devices_after_other_block_devices_are_all_found(monkeypatch):
+    """Pins a mutant of `ledger_impl/detectors/events.py` that let a change go unreported and that
+    no test had caught (line 189: `continue` -> `break` over `/sys/block`). Listed in
+    `scripts/mutation_survivors.json`."""
     real_listdir, real_open = os.listdir, open
 
     def listing(path="."):
@@ -683,6 +715,9 @@ def test_a_hard_link_removed_inside_the_root_reports_the_other_name_without_inod
 def test_a_stale_marker_whose_name_sorts_after_the_current_one_is_not_taken_for_it(tmp_path):
     # Markers are numbered; an earlier after()'s marker "9" that arrives late must not end the
     # wait for marker "10", though "9" sorts after "10" as text.
+    """Pins a mutant of `ledger_impl/detectors/events.py` that let a change go unreported and that
+    no test had caught (line 558: `event.name == marker_name` -> `>=`). Listed in
+    `scripts/mutation_survivors.json`."""
     with contextlib.closing(EventDetector()) as detector:
         Session(detector, tmp_path).step("true")
         detector._markers = 9
@@ -714,6 +749,9 @@ def test_a_root_replaced_with_its_parent_by_older_directories_is_unknown_scope(t
     # The parent is swapped for one made earlier, holding a root made earlier: the root's own
     # watch sees nothing (it moved along with its parent), and every inode number in the new
     # chain is smaller. The identity is compared for equality, not order.
+    """Pins a mutant of `ledger_impl/detectors/events.py` that let a change go unreported and that
+    no test had caught (line 286: the root identity `!=` -> `<` in `after()`). Listed in
+    `scripts/mutation_survivors.json`."""
     (tmp_path / "older-parent" / "root").mkdir(parents=True)
     (tmp_path / "parent" / "root").mkdir(parents=True)
     old_chain = [os.lstat(tmp_path / "parent" / "root").st_ino, os.lstat(tmp_path / "parent").st_ino]

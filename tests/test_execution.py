@@ -60,12 +60,12 @@ def test_a_background_job_is_reported_and_does_not_hold_the_step(tmp_path: Path)
     completed = run_command("(sleep 1; echo late > f) & echo now", tmp_path, 20, 1000)
     assert time.monotonic() - started < 0.9, "the step must not wait for the background job's pipe"
     assert completed.output == "now\n"
-    assert completed.background_group is not None and not completed.complete
-    assert group_alive(completed.background_group)
+    assert completed.background is not None and not completed.complete
+    assert completed.background.alive()
     deadline = time.monotonic() + 10
-    while group_alive(completed.background_group) and time.monotonic() < deadline:
+    while completed.background.alive() and time.monotonic() < deadline:
         time.sleep(0.05)
-    assert not group_alive(completed.background_group)
+    assert not completed.background.alive()
     assert (tmp_path / "f").read_text() == "late\n"
 
 
@@ -80,7 +80,7 @@ def test_a_nul_byte_cannot_be_passed_to_bash_and_says_so(tmp_path: Path) -> None
     assert completed.exit_code == LAUNCH_FAILURE_EXIT_CODE
     assert "could not start bash" in completed.output
     # Nothing ran: no timeout, no truncation, no job left, and never complete.
-    assert (completed.launched, completed.timed_out, completed.truncated, completed.background_group) == (False, False, False, None)
+    assert (completed.launched, completed.timed_out, completed.truncated, completed.background) == (False, False, False, None)
     assert not completed.complete
 
 
@@ -241,10 +241,10 @@ def test_the_step_ends_when_bash_does_not_when_a_job_it_left_prints(tmp_path: Pa
     completed = run_command("(sleep 0.6; echo late) & sleep 0.2", tmp_path, 20, 100)
     try:
         assert completed.output == ""
-        assert completed.background_group is not None
+        assert completed.background is not None
     finally:
-        if completed.background_group is not None:
-            kill_group(completed.background_group)
+        if completed.background is not None:
+            completed.background.kill()
 
 
 def test_a_group_left_with_only_a_zombie_is_not_alive() -> None:

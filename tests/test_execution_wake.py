@@ -35,12 +35,12 @@ def test_a_step_ends_when_bash_exits_even_while_a_background_job_holds_the_pipe(
     completed = run_command("(sleep 3; echo late) & echo now", tmp_path, 10, 1000)
     try:
         assert completed.output == "now\n"
-        assert completed.background_group is not None and group_alive(completed.background_group), (
+        assert completed.background is not None and completed.background.alive(), (
             "the step waited for the background job instead of ending with bash"
         )
     finally:
-        if completed.background_group is not None:
-            kill_group(completed.background_group)
+        if completed.background is not None:
+            completed.background.kill()
 
 
 SCENARIOS = [
@@ -71,10 +71,10 @@ def test_the_slice_fallback_gives_the_same_results(
         if output is not None:
             assert completed.output == output
         assert (completed.exit_code, completed.timed_out) == (exit_code, timed_out)
-        if completed.background_group is not None:
-            kill_group(completed.background_group)
+        if completed.background is not None:
+            completed.background.kill()
     assert woken.output == sliced.output
-    assert (woken.background_group is None) == (sliced.background_group is None), "one waited for the job"
+    assert (woken.background is None) == (sliced.background is None), "one waited for the job"
 
 
 def test_a_system_that_refuses_process_descriptors_falls_back_to_slices(

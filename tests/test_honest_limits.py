@@ -1,8 +1,9 @@
-"""The limits the README's "What the guarantee assumes" keeps, each shown happening.
+"""The limits that "What the guarantee assumes" (docs/safety/claim.md) keeps, each shown happening.
 
-These tests pass while a limit holds: each demonstrates the README's sentence on a real
+These tests pass while a limit holds: each demonstrates that page's sentence on a real
 filesystem with the default detector and the fingerprint on, as shipped. One that starts to
-fail means the limit was closed (or moved): update the README's list with it.
+fail means the limit was closed (or moved): update the page's list (and the README's safety
+paragraph, which names the limits) with it.
 """
 
 from __future__ import annotations
@@ -46,10 +47,12 @@ def _wait_for(condition, seconds: float = 20) -> None:
         time.sleep(0.05)
 
 
-def test_a_setsid_job_escapes_the_background_tracking_but_its_write_is_seen_once_it_lands(tmp_path: pathlib.Path) -> None:
-    """A job in a session of its own is not tracked (a tracked one refuses every Reuse while it
-    lives); its write is still caught by the detector poll before the next Reuse. The job waits
-    for a file outside the root, so the order does not depend on the machine's speed."""
+def test_a_setsid_job_escapes_session_tracking_but_its_write_is_seen_once_it_lands(tmp_path: pathlib.Path) -> None:
+    """Where no cgroup can be made (`process_tracking="session"`), a job in a session of its own
+    is not tracked (a tracked one refuses every Reuse while it lives); its write is still caught
+    by the detector poll before the next Reuse. The job waits for a file outside the root, so the
+    order does not depend on the machine's speed. With cgroups the job is tracked:
+    `tests/test_descendants.py`."""
     root, outside = tmp_path / "root", tmp_path / "outside"
     root.mkdir()
     outside.mkdir()
@@ -59,20 +62,20 @@ def test_a_setsid_job_escapes_the_background_tracking_but_its_write_is_seen_once
         # Bounded (60 s), so that a test stopped half way never leaves a job polling forever.
         return f"i=0; while [ ! -e {outside}/{name} ] && [ $i -lt 1200 ]; do sleep 0.05; i=$((i+1)); done"
 
-    with Runtime(root, default_detector()) as runtime:
+    with Runtime(root, default_detector(), process_tracking="session") as runtime:
         runtime.step("cat a.txt")
-        # bash exits only once the job has its own session: the Runtime looks at bash's group
+        # bash exits only once the job has its own session: the Runtime looks at bash's session
         # as soon as bash exits, which can be before `setsid` has left it (it would then be
         # tracked, the safe side, and this limit not shown).
         runtime.step(f"setsid sh -c 'touch {outside}/left; {wait('go')}; echo late >> a.txt' > /dev/null 2>&1 < /dev/null & {wait('left')}")
-        assert not runtime.background_jobs, "setsid left the process group the Runtime tracks"
+        assert not runtime.background_jobs, "setsid left the session the Runtime tracks"
         while_alive = runtime.step("cat a.txt")
         assert while_alive.verdict == "reuse", "an untracked job does not refuse Reuse"
         (outside / "go").touch()
         _wait_for(lambda: target.read_text() == "before\nlate\n")
         after = runtime.step("cat a.txt")
         assert after.verdict != "reuse" and after.output == "before\nlate\n"
-    with Runtime(root, default_detector()) as tracked:
+    with Runtime(root, default_detector(), process_tracking="session") as tracked:
         tracked.step("cat a.txt")
         tracked.step(f"({wait('never')}; echo later >> a.txt) > /dev/null 2>&1 &")
         assert tracked.background_jobs

@@ -23,6 +23,7 @@ from properties.oracle import (
     REUSE_IS_FRESH,
     SPEC_AGREES,
     fingerprint_line,
+    probe_line,
     run_checked,
 )
 from properties.shell_strategies import WorkspaceSetup
@@ -46,7 +47,7 @@ def test_hunt_finds_a_violation_for_each_unsound_detector(name: str, factory: ob
     # The detector is on trial, as in `ledger check-detector`: the fingerprint would turn some of
     # its misses into fresh runs. Seed 3: under seed 2 append_blind's smallest failing run holds a
     # background writer, whose timing a loaded machine moves, so its replay is not confirmed and
-    # the finding is counted as `unconfirmed` (a known limit of `minimize`, see the README).
+    # the finding is counted as `unconfirmed` (a known limit of `minimize`, see docs/hunt/index.md).
     report = run_hunt(factory, "ci", seed=3, out_dir=tmp_path, detector=f"test:{name}", max_examples=15, fingerprint=False)  # type: ignore[arg-type]
     _report(name, report)
     assert report.found, f"the hunt missed the known fault of {name}"
@@ -187,7 +188,7 @@ def test_oracle_flags_a_stale_reuse_and_the_missed_change() -> None:
         guarded = run_checked(SETUP, ["cat a.txt", "echo more >> a.txt", "cat a.txt"], _Blind())
     assert guarded[1].violation is not None and guarded[1].violation.property == DETECTOR_COVERS_CHANGES
     assert guarded[2].verdict != "reuse" and guarded[2].violation is None
-    with fingerprint_line(False):
+    with fingerprint_line(False), probe_line(False):  # the probe's lstat check would see it too
         records = run_checked(SETUP, ["cat a.txt", "echo more >> a.txt", "cat a.txt"], _Blind())
     assert records[1].violation is not None and records[1].violation.property == DETECTOR_COVERS_CHANGES
     assert records[2].verdict == "reuse"

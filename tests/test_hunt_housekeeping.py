@@ -138,16 +138,11 @@ def test_closing_a_run_kills_a_sleeping_writer_instead_of_waiting_for_it(
             session.step(f"(sleep 0.5; echo x > {late}) &")
             groups = session._background()
             assert groups, "the writer is tracked as a background job"
-    assert all(not _alive(group) for group in groups)
+    assert all(not job.alive() for job in groups)
     assert session.runtime.detector._inotify is None, "the detector's inotify instance is released"
     time.sleep(1.0)  # past the writer's sleep: it would have written by now had it lived
     assert not late.exists()
 
-
-def _alive(group: int) -> bool:
-    from ledger_impl.execution import group_alive
-
-    return group_alive(group)
 
 
 class _Clock:

@@ -178,6 +178,11 @@ def test_backups_and_cd_across_other_operators_are_covered(workspace, command):
     # (mutation run): `-tsrc` (the directory joined to its option, or in a cluster) and long
     # options cut to a prefix GNU getopt accepts (`--targ=`, `--back`, `--suf=`) were not
     # recognised, so the copy into src/ or the backup went unreported.
+    """Includes a real miss of the rules detector found in its mutation run: a target directory
+    joined to its option or in a cluster (`cp -tsrc a.py`, `cp -vtsrc a.py`) and long options cut
+    to a prefix GNU getopt accepts (`--targ=src`, `--back`, `--suf=.orig`) went unrecognised, so
+    the copy or the backup was unreported (7 cases, all failing before the fix).
+    (docs/mutation/survivors.md)"""
     changes, truth = _run(RulesDetector(), workspace, command)
     assert truth, "the command must change something"
     assert changes.unknown or truth <= changes.paths, (truth - changes.paths)
@@ -260,6 +265,11 @@ def test_a_file_with_another_hard_link_makes_a_write_or_removal_of_it_unknown(wo
     # (`ls -l`, `stat`), and writing it changes their contents: names the text does not give.
     # `rm`, `mv` over it, and a file below a directory that `rm -r`/`chmod -R`/`cp -r` reach
     # were reported as that name alone.
+    """A real miss of the rules detector, found reading its mutation survivors: `rm`, `unlink` or
+    `mv` over a file with another hard link, or `rm -r`, `chmod -R`, `cp -r` reaching such a file
+    below a directory, were reported as the named path alone, though the other name's link count
+    (or contents) changed. 8 of the 13 cases failed before the fix; every such name now makes the
+    report unknown. (docs/mutation/survivors.md)"""
     if not (workspace / linked).exists():
         (workspace / linked).write_text("old\n")
     os.link(workspace / linked, workspace / "hard.py")
@@ -359,6 +369,9 @@ def test_a_copy_into_a_directory_through_a_link_already_there_is_covered(workspa
     # Issue 13, found reading the survivors: cp opens an existing destination and writes
     # through a symbolic link there, so `cp a.py src` over src/a.py -> ../b.py rewrites b.py,
     # which went unreported (install replaces the link instead).
+    """A real miss of the rules detector found in its mutation run: `cp a.py src` over an existing
+    `src/a.py -> ../b.py` writes through the link, and `b.py` changed unreported.
+    (docs/mutation/survivors.md)"""
     (workspace / "src" / "a.py").symlink_to("../b.py")
     changes, truth = _run(RulesDetector(), workspace, command)
     assert truth, "the command must change something"

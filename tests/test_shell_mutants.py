@@ -294,6 +294,10 @@ def test_a_backslash_inside_a_word_does_not_split_it(text: str, bash_word: str) 
     # bash removes `\<newline>` before it splits words, so `.\<newline>.` is `..`, the
     # directory above; tree-sitter-bash skips it like a blank, which made two words `.` and
     # `.` and a search of the root, not of its parent: a write beside the root went unseen.
+    """A real miss found reading the mutation survivors of `shell.py`: tree-sitter-bash skips
+    `\\<newline>` and `\\<tab>` like a blank where bash does not, so `grep -r x .\\<newline>.`
+    (bash: a search of `..`) was a search of the root, and `cat .\\<tab>.` had the normalized
+    command of `cat . .`. (docs/mutation/survivors.md)"""
     try:
         words = [word.text for command in shell.parse(text).commands() for word in command.words]
     except shell.ShellSyntaxError:
@@ -319,6 +323,10 @@ def test_an_argument_the_grammar_leaves_anonymous_is_kept(text: str) -> None:
     # `[`-style tests into them); bash passes each on as a literal word. Dropped, `cat b $`
     # became `cat b`: the same normalized command as `cat b`, whose output it is not (cat also
     # reads the file `$`), and `rm -f =~ x` a removal of `x` alone.
+    """A real miss found reading the mutation survivors of `shell.py`: a bare `$`, `==` or `=~`
+    argument was dropped, so `cat b $` had the normalized command (and target) of `cat b` and
+    could be served its output, and the rules detector saw `rm -f =~ x` remove `x` alone.
+    (docs/mutation/survivors.md)"""
     assert outline(text) == text
     assert all(word.static for command in shell.parse(text).commands() for word in command.words)
     without = WITHOUT_THE_BARE_TOKEN[text]

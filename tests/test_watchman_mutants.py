@@ -189,6 +189,10 @@ def test_a_fresh_baseline_holds_every_directory_s_own_look(index, layout):
 
 @needs_watchman
 def test_only_the_root_s_metadata_moved_names_its_entries(index, layout):
+    """Pins a mutant of `ledger_impl/detectors/watchman.py` that let a change go unreported and that
+    no test had caught (line 387: `if not names` -> `if names`; with
+    `test_an_empty_root_whose_metadata_moved_is_unknown`): an empty root read as "nothing
+    changed". Listed in `scripts/mutation_survivors.json`."""
     root, _ = layout
     blob = started(index, root)
     os.chmod(root, 0o700)
@@ -396,6 +400,9 @@ def test_only_names_with_other_links_are_kept_in_the_baseline(index, layout):
 
 @needs_watchman
 def test_hard_linked_device_nodes_are_tracked_like_files(index, layout):
+    """Pins a mutant of `ledger_impl/detectors/watchman.py` that let a change go unreported and that
+    no test had caught (line 353: `type != "d"` -> `>`): a character device's other name went
+    unreported. Listed in `scripts/mutation_survivors.json`."""
     root, _ = layout
     try:
         os.mknod(root / "dev1", stat.S_IFCHR | 0o600, os.makedev(1, 3))
@@ -432,6 +439,9 @@ def test_a_daemon_gone_before_the_command_is_written_is_unreachable(tmp_path, mo
 def test_a_detector_built_directly_tracks_links_as_make_does(layout, tmp_path):
     # Embedding code builds `WatchmanDetector(state_dir)` itself: it must be the sound one, which
     # sees a write through a link made outside the root, not the names-only variant.
+    """Pins a mutant of `ledger_impl/detectors/watchman.py` that let a change go unreported and that
+    no test had caught (line 413: `WatchmanDetector(..., track_links=True)` -> `False`): only
+    `make()` passed `True`. Listed in `scripts/mutation_survivors.json`."""
     root, state = layout
     outside = tmp_path / "elsewhere"
     outside.mkdir()
@@ -510,6 +520,9 @@ def test_an_answer_that_is_not_an_object_is_quoted_by_its_first_200_characters(t
 
 @needs_watchman
 def test_a_link_made_while_no_daemon_watched_is_counted_by_the_next_baseline(index, layout, tmp_path):
+    """Pins a mutant of `ledger_impl/detectors/watchman.py` that let a change go unreported and that
+    no test had caught (line 322: `fresh = stored is None or ...` -> `and`): after a fresh
+    instance the links were not counted again. Listed in `scripts/mutation_survivors.json`."""
     root, _ = layout
     outside = tmp_path / "elsewhere"
     outside.mkdir()
@@ -536,6 +549,9 @@ def test_a_tracked_directory_removed_is_reported(index, layout):
 
 @needs_watchman
 def test_a_replaced_root_is_unknown_scope(index, layout):
+    """Pins a mutant of `ledger_impl/detectors/watchman.py` that let a change go unreported and that
+    no test had caught (line 370: a replaced root: `unknown=True` -> `False`): it read as
+    "nothing changed". Listed in `scripts/mutation_survivors.json`."""
     root, _ = layout
     blob = started(index, root)
     root.rename(root.parent / "ws-before")

@@ -21,7 +21,10 @@ import contextlib
 import json
 import pathlib
 import sys
-from typing import Any
+from fractions import Fraction
+from typing import Any, Callable
+
+import attrs
 
 from economizer.codec import BadInput, proposals_from_json, read_jsonl, record_to_json
 from economizer.controller import Controller
@@ -29,6 +32,10 @@ from economizer.harness import HARNESSES, mask_option, prompt_with_manual
 from economizer.protocols import default_controllers
 from economizer.bounded import DEFAULT_TIMEOUT, BoundedMatcher, TimedOut
 from economizer.store import AlreadyFed, StateUnreadable, Store, StoreBusy, database_path, fed_budget, transact_all
+from economizer.model_client import ModelSetupError
+from economizer.model_recording import ReplayDiverged
+from economizer_spec.cost import Prices
+from economizer_spec.params import GUARD_RULES, Params
 from economizer_spec.stream import Controllers, ProposerAnswer
 
 __all__ = ["register", "run"]
@@ -42,17 +49,35 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         p.add_argument("--state-dir", type=pathlib.Path, default=None, help="Ledger's state root; the databases live in its economizer/ folder (default $XDG_STATE_HOME/ledger, as for `ledger sessions`)")
         return p
 
-    feed = with_state(sub.add_parser("feed", help="feed finished tasks, in order"))
+    def with_guard_rule(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
+        p.add_argument("--guard", choices=GUARD_RULES, default=None,
+                       help="the forced rule's threshold: kappa (the paper's kappa*B) or conformal (false-stop rate <= --alpha); default: the stored state's, kappa for a new one")
+        p.add_argument("--alpha", type=Fraction, default=None, help="the conformal guard's false-stop rate, in (0, 1) (default 0.05)")
+        p.add_argument("--kappa", type=Fraction, default=None, help="the kappa rule's multiple of B (default 2.5)")
+        return p
+
+    def with_model(p: argparse.ArgumentParser) -> None:
+        p.add_argument("--model", default=None, metavar="PROVIDER:NAME",
+                       help="ask a real model: anthropic:NAME (key in $ANTHROPIC_API_KEY) or openai:NAME (any OpenAI-compatible endpoint, key in $OPENAI_API_KEY, base URL in $OPENAI_BASE_URL)")
+        p.add_argument("--record", type=pathlib.Path, default=None, help="write every model call of this run (request, answer, tokens, cost) to this JSONL file")
+        p.add_argument("--replay", type=pathlib.Path, default=None, help="answer every model call from this recording, offline; a call that differs from it is refused")
+        p.add_argument("--model-timeout-s", type=float, default=60.0, help="seconds one model request may take (default 60)")
+        p.add_argument("--model-retries", type=int, default=3, help="retries of a rate-limited, overloaded or dropped request (default 3)")
+        p.add_argument("--stream", action="store_true", help="stream the model's answers")
+        p.add_argument("--prices", default=None, metavar="IN,CACHE_READ,CACHE_WRITE,OUT", help="USD per million tokens of each class, for the recording's cost")
+
+    feed = with_guard_rule(with_state(sub.add_parser("feed", help="feed finished tasks, in order")))
     feed.add_argument("file", type=pathlib.Path)
     feed.add_argument("--proposals", type=pathlib.Path, help="a proposer answer (JSON {\"skills\": [...]}) used at each due proposer call instead of the digest-mining default")
     feed.add_argument("--catalog", default="bash", help="comma-separated tool catalog (used when a repository's state is created)")
     feed.add_argument("--core", default="bash", help="comma-separated core tools, never masked")
     feed.add_argument("--json", action="store_true")
     feed.add_argument("--busy-timeout-ms", type=int, default=5000, help="how long to wait for another writer (default 5000)")
+    with_model(feed)
     feed.add_argument("--detector-timeout-s", type=float, default=DEFAULT_TIMEOUT,
                       help=f"seconds a skill's detectors may take on one trajectory before they are stopped (default {DEFAULT_TIMEOUT:g})")
 
-    show = with_state(sub.add_parser("show", help="show a repository's controller state"))
+    show = with_guard_rule(with_state(sub.add_parser("show", help="show a repository's controller state")))
     show.add_argument("repository")
     show.add_argument("--json", action="store_true")
 
@@ -65,9 +90,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     mask.add_argument("repository")
     mask.add_argument("--harness", choices=HARNESSES, default="claude")
 
-    guard = with_state(sub.add_parser("guard", help="the guard's signal after the last step of a partial trajectory"))
+    guard = with_guard_rule(with_state(sub.add_parser("guard", help="the guard's signal after the last step of a partial trajectory")))
     guard.add_argument("repository")
     guard.add_argument("file", type=pathlib.Path)
+    with_model(guard)
 
     evaluate = sub.add_parser("evaluate", help="replay a corpus as per-repository streams")
     evaluate.add_argument("corpus", type=pathlib.Path)
@@ -92,12 +118,58 @@ def _read(path: pathlib.Path) -> str:
         raise BadInput(f"cannot read {path}: {error}") from None
 
 
-def _controllers(proposals: pathlib.Path | None) -> Controllers:
+def _model_client(args: argparse.Namespace) -> Any:
+    """The model calls' client for this run (a replay, a recorded or a plain SDK client), or None."""
+    from economizer.model_client import ModelSpec, RetryPolicy, connect
+    from economizer.model_recording import Recorder, Replayer
+
+    if args.record is not None and args.replay is not None:
+        raise BadInput("--record and --replay exclude each other")
+    if args.replay is not None:
+        replayer = Replayer(args.replay)
+        if args.model is not None and str(ModelSpec.parse(args.model)) != replayer.model:
+            raise BadInput(f"{args.replay} recorded {replayer.model}, not {args.model}")
+        return replayer
+    if args.model is None:
+        if args.record is not None:
+            raise BadInput("--record needs --model")
+        return None
+    if args.model_retries < 0 or not args.model_timeout_s > 0:
+        raise BadInput("--model-retries must be >= 0 and --model-timeout-s positive")
+    client = connect(ModelSpec.parse(args.model), args.model_timeout_s, RetryPolicy(retries=args.model_retries), args.stream)
+    if args.record is None:
+        return client
+    prices = None
+    if args.prices is not None:
+        try:
+            prices = Prices(*(Fraction(x) for x in args.prices.split(",")))
+        except (TypeError, ValueError, ZeroDivisionError):
+            raise BadInput(f"--prices must be four numbers IN,CACHE_READ,CACHE_WRITE,OUT, got {args.prices!r}") from None
+    return Recorder(client, args.record, prices)
+
+
+def _controllers(proposals: pathlib.Path | None, client: Any = None, tool_judge: bool = False) -> Controllers:
     defaults = default_controllers()
+    if client is not None:
+        from economizer.model_calls import ModelCalls
+
+        if proposals is not None:
+            raise BadInput("--proposals and a model (--model/--replay) exclude each other")
+        return ModelCalls(client).controllers(tool_judge)
     if proposals is None:
         return defaults
     answer = ProposerAnswer(proposals_from_json(_read(proposals), str(proposals)))
     return Controllers(lambda repository, ids, digests: answer, defaults.trace_judge, defaults.redirect_writer, None)
+
+
+def _guard_setting(args: argparse.Namespace) -> Callable[[Params], Params]:
+    """The command line's guard rule over a state's parameters (validated before any write)."""
+    changes = {k: v for k, v in (("guard_rule", args.guard), ("alpha", args.alpha), ("kappa", args.kappa)) if v is not None}
+    try:
+        attrs.evolve(Params(), **changes)
+    except ValueError as error:
+        raise BadInput(str(error)) from None
+    return lambda params: attrs.evolve(params, **changes)
 
 
 def _split(names: str) -> tuple[str, ...]:
@@ -106,7 +178,14 @@ def _split(names: str) -> tuple[str, ...]:
 
 def _feed(args: argparse.Namespace) -> int:
     rows = read_jsonl(_read(args.file), str(args.file))
-    controllers = _controllers(args.proposals)  # validated in full before any write
+    adjust = _guard_setting(args)
+    client = _model_client(args)
+    optional_tools = bool(set(_split(args.catalog)) - set(_split(args.core)))
+    controllers = _controllers(args.proposals, client, optional_tools)  # validated in full before any write
+    return _feed_with(args, rows, controllers, adjust, client)
+
+
+def _feed_with(args: argparse.Namespace, rows: list, controllers: Controllers, adjust: Callable[[Params], Params], client: Any) -> int:
     if not args.detector_timeout_s > 0:
         raise BadInput(f"--detector-timeout-s must be positive, got {args.detector_timeout_s}")
     by_repository: dict[str, list] = {}
@@ -133,8 +212,11 @@ def _feed(args: argparse.Namespace) -> int:
         for repository, trajectories in by_repository.items():
             store = stack.enter_context(Store(repository, args.state_dir, args.busy_timeout_ms))
 
-            def work(controller: Controller, trajectories: list = trajectories) -> list[Any]:
+            def work(controller: Controller, trajectories: list = trajectories, last: bool = repository == max(by_repository)) -> list[Any]:
+                controller.params = adjust(controller.params)  # stored with the state
                 records = [controller.feed(t, controllers) for t in trajectories]
+                if last and client is not None:  # staged last (repository order): a replay must use every call
+                    client.close()
                 if args.proposals is not None:  # the file's regex, not the controller, is at fault
                     for rejection in (r for record in records for r in record.rejections if r.reason == timed_out):
                         raise BadInput(f"{args.proposals}: skill {rejection.skill_id}: {rejection.reason}")
@@ -174,11 +256,13 @@ def _state(args: argparse.Namespace) -> tuple[Store, Controller]:
 
 def _show(args: argparse.Namespace) -> int:
     store, controller = _state(args)
+    controller.params = _guard_setting(args)(controller.params)
     with store:
         summary = {
             "repository": controller.repository,
             "tasks": controller.index,
             "budget": controller.budget(),
+            "guard": {"rule": controller.params.guard_rule, "alpha": str(controller.params.alpha), "kappa": str(controller.params.kappa)},
             "skills": controller.skill_summary(),
             "tools": {name: {"ever_called": c, "streak": s} for name, (c, s) in controller.tools.items()},
             "rejections": [[r.task, r.skill_id, r.reason] for r in controller.rejections],
@@ -187,7 +271,9 @@ def _show(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(summary, indent=2, default=str))
         return 0
-    print(f"{controller.repository}: {controller.index} tasks, budget B={summary['budget']}")
+    rule = controller.params.guard_rule
+    setting = f"conformal alpha={controller.params.alpha}, stop point T" if rule == "conformal" else f"kappa={controller.params.kappa}, budget B"
+    print(f"{controller.repository}: {controller.index} tasks, guard {setting}={summary['budget']}")
     for name, s in summary["skills"].items():
         print(f"  skill {name}: {s['status']} confirmations={s['confirmations']} contradictions={s['contradictions']} "
               f"needed={s['needed']}/{s['exercised']} support={float(s['support']):.2f} injected={len(s['injected_tasks'])}"
@@ -218,15 +304,18 @@ def _guard(args: argparse.Namespace) -> int:
     from economizer.harness import guard_signal
 
     # Before the repository's first feed there is no budget yet, so only the judge could act.
-    budget, params = fed_budget(args.repository, args.state_dir)
+    budget, params = fed_budget(args.repository, args.state_dir, _guard_setting(args))
     rows = read_jsonl(_read(args.file), str(args.file))
     if len(rows) != 1:
         raise BadInput(f"{args.file}: expected one partial trajectory, got {len(rows)}")
-    controllers = default_controllers()
+    client = _model_client(args)
+    controllers = _controllers(None, client)
     guard = Guard(params, budget, controllers.trace_judge, controllers.redirect_writer)
     decision = None
     for step in rows[0][1].steps:
         decision = guard.observe(step)
+    if client is not None:
+        client.close()
     signal = guard_signal(decision) if decision is not None else None
     if signal is None:
         print(json.dumps({"action": "continue", "turn": guard.turns}))
@@ -274,7 +363,7 @@ def run(args: argparse.Namespace) -> int:
         return 2
     try:
         return handler(args)
-    except (BadInput, AlreadyFed, StoreBusy, StateUnreadable) as error:
+    except (BadInput, AlreadyFed, StoreBusy, StateUnreadable, ModelSetupError, ReplayDiverged) as error:
         return _fail(str(error))
     except OSError as error:
         return _fail(f"{error.strerror or error}: {getattr(error, 'filename', '') or ''}".rstrip(": "))

@@ -22,9 +22,10 @@ import subprocess
 from pathlib import Path
 from typing import Mapping
 
-from ..execution import Completed, kill_group
-from ..fingerprint import SYSTEM_PATH
+from ..descendants import Launch
+from ..execution import Completed
 from ..execution import _collect as collect_output  # the same bounded, killing wait as the agent's run
+from ..fingerprint import SYSTEM_PATH
 from . import clock, trace
 
 TRACE_FILE = "trace"
@@ -63,9 +64,12 @@ def run(
 ) -> Completed:
     """Run the probe and collect its output the way the agent's run was collected; killed
     (with everything it started) at `timeout` seconds."""
+    # Followed as a session: bwrap's --die-with-parent and its own PID namespace already bound
+    # everything the probe starts.
+    start = Launch(argv(root, command, trace_directory, environment), None, None)
     try:
         process = subprocess.Popen(
-            argv(root, command, trace_directory, environment),
+            start.argv,
             cwd="/",
             env=dict(environment),
             stdin=subprocess.DEVNULL,
@@ -76,11 +80,11 @@ def run(
     except (OSError, ValueError) as error:
         return Completed(f"probe could not start: {error}", 127, False, False, None, False)
     try:
-        completed = collect_output(process, timeout, output_limit)
+        completed = collect_output(process, timeout, output_limit, start)
     except BaseException:
-        kill_group(process.pid)
+        start.kill(process.pid)
         process.wait()
         raise
-    if completed.background_group is not None:
-        kill_group(completed.background_group)  # the probe never leaves anything behind
+    if completed.background is not None:
+        completed.background.kill()  # the probe never leaves anything behind
     return completed

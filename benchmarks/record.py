@@ -1,0 +1,71 @@
+"""A benchmark's measurement as a series file under `benchmarks/results/`, the data the
+documentation's tables are generated from (`scripts/docs_tables.py` says the format).
+
+A benchmark that records its run calls `measured(...)` with its table and `write(...)` with the
+result; where and when it ran (cores, load average before and after, date, commit) are filled
+in here, so that no figure is ever stored without them.
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+import os
+import platform
+import subprocess
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+RESULTS = Path(__file__).resolve().parent / "results"
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def load_average() -> float:
+    """The 1-minute load average now: the figure every series states beside its timings."""
+    return os.getloadavg()[0]
+
+
+def _commit() -> str:
+    """The checkout's commit, marked `-dirty` when the tree differs from it."""
+    def git(*args: str) -> str:
+        return subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True).stdout.strip()
+
+    commit = git("rev-parse", "--short", "HEAD") or "unknown (not a git checkout)"
+    return commit + ("-dirty" if git("status", "--porcelain", "--untracked-files=no") else "")
+
+
+def measured(
+    series_id: str,
+    title: str,
+    command: str,
+    columns: Sequence[Mapping[str, str]],
+    rows: Sequence[Mapping[str, Any]],
+    *,
+    load_before: float,
+    notes: str = "",
+) -> dict[str, Any]:
+    """The series of a run that just ended, whose load average was `load_before` at its start."""
+    names = [column["name"] for column in columns]
+    assert all(list(row) == names for row in rows), "each row holds exactly the columns, in order"
+    return {
+        "id": series_id,
+        "title": title,
+        "command": command,
+        "machine": f"{os.cpu_count()} cores, {platform.system()} {platform.release()}, Python {platform.python_version()}",
+        "load": f"1-minute load average {load_before:.1f} at the start, {load_average():.1f} at the end",
+        "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+        "commit": _commit(),
+        "notes": notes,
+        "source": f"measured by `{command}`",
+        "transcribed": False,
+        "columns": [dict(column) for column in columns],
+        "rows": [dict(row) for row in rows],
+    }
+
+
+def write(series: Mapping[str, Any], results: Path = RESULTS) -> Path:
+    """Store the series as `results/<id>.json`; `python scripts/docs_generate.py` then redraws its tables."""
+    path = results / f"{series['id']}.json"
+    path.write_text(json.dumps(series, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    return path

@@ -1,0 +1,178 @@
+"""A scripted model API on 127.0.0.1 in both wire formats, for the economizer's model calls.
+
+One server answers `POST /v1/messages` (Anthropic Messages) and `POST /v1/chat/completions`
+(OpenAI chat completions), streaming (server-sent events) or not, as the request asks. Each
+request takes the next scripted `Action`: an answer (text, stop reason, token counts), an
+HTTP error (status, headers), a hang longer than the client's timeout, or an answer cut off
+mid-body. Every request body is kept, so a test can see what the client really sent.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any, Callable
+
+import attrs
+
+
+@attrs.frozen
+class Answer:
+    text: str
+    truncated: bool = False
+    """Stopped at the token limit (Anthropic max_tokens, OpenAI length)."""
+    usage: tuple[int, int, int, int] = (100, 20, 5, 30)
+    """(uncached input, cache read, cache write, output). OpenAI has no cache-write count."""
+
+
+@attrs.frozen
+class Status:
+    code: int
+    headers: tuple[tuple[str, str], ...] = ()
+
+
+@attrs.frozen
+class Hang:
+    seconds: float
+
+
+@attrs.frozen
+class Cut:
+    """Headers and the start of the body, then the connection closes."""
+
+    text: str
+
+
+Action = Answer | Status | Hang | Cut
+
+
+def _anthropic_message(model: str, answer: Answer, with_text: bool = True) -> dict[str, Any]:
+    uncached, read, write, out = answer.usage
+    return {
+        "id": "msg_scripted", "type": "message", "role": "assistant", "model": model,
+        "content": [{"type": "text", "text": answer.text}] if with_text else [],
+        "stop_reason": ("max_tokens" if answer.truncated else "end_turn") if with_text else None, "stop_sequence": None,
+        "usage": {"input_tokens": uncached, "cache_read_input_tokens": read, "cache_creation_input_tokens": write,
+                  "output_tokens": out if with_text else 0},
+    }
+
+
+def _anthropic_events(model: str, answer: Answer) -> list[tuple[str, dict[str, Any]]]:
+    half = len(answer.text) // 2
+    return [
+        ("message_start", {"type": "message_start", "message": _anthropic_message(model, answer, with_text=False)}),
+        ("content_block_start", {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}),
+        ("content_block_delta", {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": answer.text[:half]}}),
+        ("content_block_delta", {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": answer.text[half:]}}),
+        ("content_block_stop", {"type": "content_block_stop", "index": 0}),
+        ("message_delta", {"type": "message_delta", "delta": {"stop_reason": "max_tokens" if answer.truncated else "end_turn", "stop_sequence": None},
+                           "usage": {"output_tokens": answer.usage[3]}}),
+        ("message_stop", {"type": "message_stop"}),
+    ]
+
+
+def _openai_usage(answer: Answer) -> dict[str, Any]:
+    uncached, read, _, out = answer.usage
+    return {"prompt_tokens": uncached + read, "completion_tokens": out, "total_tokens": uncached + read + out,
+            "prompt_tokens_details": {"cached_tokens": read}}
+
+
+def _openai_completion(model: str, answer: Answer) -> dict[str, Any]:
+    return {"id": "chatcmpl-scripted", "object": "chat.completion", "created": 0, "model": model,
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": answer.text},
+                         "finish_reason": "length" if answer.truncated else "stop"}],
+            "usage": _openai_usage(answer)}
+
+
+def _openai_chunks(model: str, answer: Answer) -> list[dict[str, Any]]:
+    base = {"id": "chatcmpl-scripted", "object": "chat.completion.chunk", "created": 0, "model": model}
+    half = len(answer.text) // 2
+    return [
+        {**base, "choices": [{"index": 0, "delta": {"role": "assistant", "content": answer.text[:half]}, "finish_reason": None}]},
+        {**base, "choices": [{"index": 0, "delta": {"content": answer.text[half:]}, "finish_reason": None}]},
+        {**base, "choices": [{"index": 0, "delta": {}, "finish_reason": "length" if answer.truncated else "stop"}]},
+        {**base, "choices": [], "usage": _openai_usage(answer)},
+    ]
+
+
+class ScriptedApi:
+    def __init__(self, script: list[Action] | None = None, responder: Callable[[dict[str, Any]], Action] | None = None) -> None:
+        self.script: list[Action] = list(script or [])
+        self.responder = responder
+        """Answers each request once the script is used up (else: a 500)."""
+        self.requests: list[tuple[str, dict[str, Any]]] = []
+        self._lock = threading.Lock()
+        api = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args: Any) -> None:
+                pass
+
+            def do_POST(self) -> None:  # noqa: N802
+                body = json.loads(self.rfile.read(int(self.headers.get("content-length", 0))) or b"{}")
+                with api._lock:
+                    api.requests.append((self.path, body))
+                    action = api.script.pop(0) if api.script else api.responder(body) if api.responder else Status(500)
+                api._serve(self, body, action)
+
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._server.daemon_threads = True
+        self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True)
+        self._thread.start()
+
+    @property
+    def base_url(self) -> str:
+        host, port = self._server.server_address[:2]
+        return f"http://{host}:{port}"
+
+    def close(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+
+    def __enter__(self) -> "ScriptedApi":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _serve(self, handler: BaseHTTPRequestHandler, body: dict[str, Any], action: Action) -> None:
+        anthropic = handler.path.endswith("/messages")
+        model = body.get("model", "scripted")
+        if isinstance(action, Hang):
+            time.sleep(action.seconds)
+            action = Status(500)
+        if isinstance(action, Status):
+            error = ({"type": "error", "error": {"type": "api_error", "message": f"scripted {action.code}"}} if anthropic
+                     else {"error": {"message": f"scripted {action.code}", "type": "server_error"}})
+            self._send(handler, action.code, json.dumps(error).encode(), "application/json", dict(action.headers))
+            return
+        answer = action if isinstance(action, Answer) else Answer(action.text)
+        if body.get("stream"):
+            if anthropic:
+                events = [f"event: {name}\ndata: {json.dumps(data)}\n\n" for name, data in _anthropic_events(model, answer)]
+            else:
+                events = [f"data: {json.dumps(chunk)}\n\n" for chunk in _openai_chunks(model, answer)] + ["data: [DONE]\n\n"]
+            payload = "".join(events[: len(events) // 2] if isinstance(action, Cut) else events).encode()  # cut before the finish
+            self._send(handler, 200, payload, "text/event-stream", {}, close=isinstance(action, Cut))
+            return
+        payload = json.dumps(_anthropic_message(model, answer) if anthropic else _openai_completion(model, answer)).encode()
+        if isinstance(action, Cut):
+            self._send(handler, 200, payload[: len(payload) // 2], "application/json", {"content-length": str(len(payload))}, close=True)
+            return
+        self._send(handler, 200, payload, "application/json", {})
+
+    @staticmethod
+    def _send(handler: BaseHTTPRequestHandler, code: int, payload: bytes, kind: str, headers: dict[str, str], close: bool = False) -> None:
+        handler.send_response(code)
+        handler.send_header("content-type", kind)
+        if "content-length" not in headers:
+            handler.send_header("content-length", str(len(payload)))
+        for name, value in headers.items():
+            handler.send_header(name, value)
+        handler.end_headers()
+        handler.wfile.write(payload)
+        handler.wfile.flush()
+        if close:
+            handler.close_connection = True

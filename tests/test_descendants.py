@@ -1,0 +1,151 @@
+"""Every process a command starts is tracked until it exits, also one that leaves bash's process
+group (`set -m`) or session (`setsid`, a double fork): while any lives, the Runtime serves nothing.
+
+Each job waits for a file outside the root before it writes, so no assertion depends on the
+machine's speed; each wait is bounded, so a test stopped half way leaves no job running long."""
+
+from __future__ import annotations
+
+import pathlib
+import time
+from typing import Callable
+
+import pytest
+
+from ledger_impl import Runtime, default_detector
+from ledger_impl import descendants
+from ledger_impl.execution import run_command
+
+needs_cgroup = pytest.mark.skipif(
+    descendants.cgroup_base() is None, reason="no writable cgroup v2 here: only session tracking can be tested"
+)
+
+
+def _wait(outside: pathlib.Path, name: str) -> str:
+    return f"i=0; while [ ! -e {outside}/{name} ] && [ $i -lt 600 ]; do sleep 0.05; i=$((i+1)); done"
+
+
+def _wait_for(condition: Callable[[], bool], seconds: float = 10.0) -> None:
+    deadline = time.monotonic() + seconds
+    while not condition():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.02)
+
+
+# How a job leaves bash: each is a background writer that outlives the command. The second item
+# says whether session tracking still sees it (a new session escapes it).
+ESCAPES = {
+    "job-control": ("set -m; ({wait}; echo late >> a.txt) > /dev/null 2>&1 &", True),
+    "nohup": ("nohup sh -c '{wait}; echo late >> a.txt' > /dev/null 2>&1 &", True),
+    "setsid": ("setsid sh -c '{wait}; echo late >> a.txt' > /dev/null 2>&1 < /dev/null &", False),
+    "double-fork-setsid": ("( setsid sh -c '{wait}; echo late >> a.txt' > /dev/null 2>&1 < /dev/null & ) ; sleep 0.1", False),
+}
+
+
+def _workspace(tmp_path: pathlib.Path) -> tuple[pathlib.Path, pathlib.Path]:
+    root, outside = tmp_path / "root", tmp_path / "outside"
+    root.mkdir()
+    outside.mkdir()
+    (root / "a.txt").write_text("before\n")
+    return root, outside
+
+
+@needs_cgroup
+@pytest.mark.parametrize("escape", sorted(ESCAPES))
+def test_a_job_that_leaves_the_group_or_session_is_tracked_by_its_cgroup(tmp_path: pathlib.Path, escape: str) -> None:
+    root, outside = _workspace(tmp_path)
+    template, _ = ESCAPES[escape]
+    with Runtime(root, default_detector(), process_tracking="cgroup") as runtime:
+        runtime.step("cat a.txt")
+        started = runtime.step(template.format(wait=_wait(outside, "go")))
+        assert not started.complete and runtime.background_jobs, "the job that left bash is tracked"
+        assert runtime.step("cat a.txt").verdict != "reuse", "no Reuse while a descendant lives"
+        (outside / "go").touch()
+        _wait_for(lambda: (root / "a.txt").read_text() == "before\nlate\n")
+        _wait_for(lambda: not any(job.alive() for job in runtime.background_jobs))
+        after = runtime.step("cat a.txt")
+        assert after.verdict != "reuse" and after.output == "before\nlate\n"
+        assert not runtime.background_jobs
+
+
+@pytest.mark.parametrize("escape", sorted(ESCAPES))
+def test_session_tracking_sees_what_stays_in_the_session(tmp_path: pathlib.Path, escape: str) -> None:
+    root, outside = _workspace(tmp_path)
+    template, seen = ESCAPES[escape]
+    completed = run_command(template.format(wait=_wait(outside, "go")), root, 20, 1000, process_tracking="session")
+    try:
+        assert (completed.background is not None) == seen
+    finally:
+        (outside / "go").touch()
+        if completed.background is not None:
+            completed.background.kill()
+
+
+@needs_cgroup
+def test_killing_a_cgroup_kills_a_job_in_a_session_of_its_own(tmp_path: pathlib.Path) -> None:
+    root, outside = _workspace(tmp_path)
+    completed = run_command(ESCAPES["setsid"][0].format(wait=_wait(outside, "go")), root, 20, 1000)
+    assert completed.background is not None and completed.background.how == descendants.CGROUP
+    completed.background.kill()
+    _wait_for(lambda: not completed.background.alive())
+    (outside / "go").touch()
+    time.sleep(0.2)  # it would have written by now, had it lived
+    assert (root / "a.txt").read_text() == "before\n"
+    assert not completed.background.path.exists(), "the killed command's cgroup is removed"
+
+
+@needs_cgroup
+def test_a_timeout_kills_what_left_the_session_and_removes_the_cgroup(tmp_path: pathlib.Path) -> None:
+    root, outside = _workspace(tmp_path)
+    before = set(descendants.cgroup_base().iterdir())
+    command = ESCAPES["setsid"][0].format(wait=_wait(outside, "go")) + " sleep 30"
+    completed = run_command(command, root, 0.5, 1000)
+    assert completed.timed_out and completed.background is None
+    (outside / "go").touch()
+    time.sleep(0.2)
+    assert (root / "a.txt").read_text() == "before\n", "the job outlived the timeout"
+    assert set(descendants.cgroup_base().iterdir()) == before, "the command's cgroup is left behind"
+
+
+@needs_cgroup
+def test_a_command_with_nothing_left_leaves_no_cgroup(tmp_path: pathlib.Path) -> None:
+    before = set(descendants.cgroup_base().iterdir())
+    assert run_command("echo hi", tmp_path, 10, 100).output == "hi\n"
+    assert set(descendants.cgroup_base().iterdir()) == before
+
+
+@needs_cgroup
+def test_a_failed_join_falls_back_to_session_tracking(tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # sh cannot write its pid into a cgroup.procs that is not there: the command still runs once,
+    # the flag says so, and session tracking follows it.
+    real = descendants.launch
+
+    def misdirected(command: str, *, tracking: str | None = None) -> descendants.Launch:
+        start = real(command, tracking=tracking)
+        start.argv[4] = str(tmp_path / "no-such-cgroup" / "cgroup.procs")
+        return start
+
+    monkeypatch.setattr(descendants, "launch", misdirected)
+    root, outside = _workspace(tmp_path)
+    completed = run_command(f"echo ran >> {outside}/count; " + ESCAPES["job-control"][0].format(wait=_wait(outside, "go")), root, 20, 1000)
+    try:
+        assert (outside / "count").read_text() == "ran\n", "the command ran exactly once"
+        assert completed.background is not None and completed.background.how == descendants.SESSION
+    finally:
+        (outside / "go").touch()
+        if completed.background is not None:
+            completed.background.kill()
+
+
+def test_the_runtime_says_how_it_tracks_and_refuses_an_unknown_way(tmp_path: pathlib.Path) -> None:
+    with Runtime(tmp_path, process_tracking="session") as runtime:
+        assert runtime.process_tracking.startswith("session: ") and "setsid" in runtime.process_tracking
+    with pytest.raises(ValueError, match="process_tracking"):
+        Runtime(tmp_path, process_tracking="ptrace")
+
+
+def test_the_wrapper_keeps_bash_s_arguments_and_exit_status(tmp_path: pathlib.Path) -> None:
+    # Under cgroup tracking bash is started through sh; what the command sees must not change.
+    for tracking in (None, "session"):
+        completed = run_command('echo "$0" "$#" "$$" >/dev/null; echo "$0 $#"; exit 7', tmp_path, 10, 100, process_tracking=tracking)
+        assert (completed.output, completed.exit_code) == ("bash 0\n", 7)
