@@ -21,6 +21,7 @@ import collections
 import json
 import os
 import pathlib
+import platform
 import shutil
 import subprocess
 import sys
@@ -133,6 +134,8 @@ def main() -> None:
     result = {
         "what": "Reuses with the probe off (enumerated fingerprint only) that the probe (as shipped) keeps, "
                 "on real corpus commands replayed in workspaces made from the projects' wheels",
+        "machine": f"{os.cpu_count()} cores, {platform.system()} {platform.release()}, Python {platform.python_version()}",
+        "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
         "commit": subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip(),
         "corpus": str(CORPUS.name), "per_project": args.per_project, "projects": list(PROJECTS),
         "load_average_before": load_before, "load_average_after": os.getloadavg(), "cores": os.cpu_count(),

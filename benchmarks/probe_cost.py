@@ -19,6 +19,7 @@ import argparse
 import json
 import os
 import pathlib
+import platform
 import statistics
 import subprocess
 import sys
@@ -92,6 +93,8 @@ def main() -> None:
     document = {
         "what": f"the probe's cost next to each command's own run on a {args.files}-file tree (benchmarks/detection.py), "
                 f"{args.runs} interleaved rounds, wall milliseconds",
+        "machine": f"{os.cpu_count()} cores, {platform.system()} {platform.release()}, Python {platform.python_version()}",
+        "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
         "commit": subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip(),
         "cores": os.cpu_count(), "load_average_before": load_before, "load_average_after": os.getloadavg(),
         "rows": rows,
