@@ -1,11 +1,12 @@
 """Defense in depth: which line of defense catches which change, alone and together.
 
 Each scenario reads, changes something, and reads again through a checked session (the hunt's
-oracle runs the read for real and compares). It runs under three configurations:
+oracle runs the read for real and compares). It runs under four configurations:
 
-  counters only      the default detector, fingerprint off
+  counters only      the default detector, fingerprint and probe off
   fingerprint only   a detector that reports nothing (counters never move), fingerprint on
-  both               the default detector and the fingerprint, as shipped
+  traced set only    a detector that reports nothing, fingerprint off, probe on (issue 19)
+  all                the default detector, the fingerprint and the probe, as shipped
 
 and the table says, per configuration, whether a stale Reuse was served. Run:
 
@@ -21,7 +22,7 @@ import time
 
 from ledger_impl.detectors import default_detector
 from ledger_impl.detectors.unsound import blind
-from properties.oracle import REUSE_IS_FRESH, fingerprint_line, hunt_environment, run_checked
+from properties.oracle import REUSE_IS_FRESH, fingerprint_line, hunt_environment, probe_line, run_checked
 from properties.shell_strategies import WorkspaceSetup
 
 SETUP = WorkspaceSetup(
@@ -48,17 +49,26 @@ SCENARIOS: dict[str, list[str]] = {
     "outside hard link, then cat": ["cat a.txt", "ln -f @ROOT@/a.txt @OUTSIDE@/hl && echo x >> @OUTSIDE@/hl", "cat a.txt"],
     "outside hard link, then grep -rn": ["grep -rn alpha .", "ln -f @ROOT@/a.txt @OUTSIDE@/hl && echo alpha >> @OUTSIDE@/hl", "grep -rn alpha ."],
     "outside hard link, then git diff": ["git diff", "ln -f @ROOT@/a.txt @OUTSIDE@/hl && echo x >> @OUTSIDE@/hl", "git diff"],
+    # issue 19's clock classes (counterexamples/probe-*.json): nothing changes, time passes
+    "file time near now, then ls -l": [
+        "touch -d @$(( $(date +%s) - 15778476 + 2 )) a.txt", "ls -l a.txt | grep -c :", "sleep 3", "ls -l a.txt | grep -c :",
+    ],
+    "relative git date configured": [
+        "git config log.date relative && GIT_COMMITTER_DATE=@$(( $(date +%s) - 88 )) git commit -q --allow-empty -m t",
+        "git log -1 --format=%cd | grep -c seconds", "sleep 3", "git log -1 --format=%cd | grep -c seconds",
+    ],
 }
 
-CONFIGURATIONS = {
-    "counters only": (default_detector, False),
-    "fingerprint only": (blind, True),
-    "both": (default_detector, True),
+CONFIGURATIONS = {  # detector, fingerprint, probe
+    "counters only": (default_detector, False, False),
+    "fingerprint only": (blind, True, False),
+    "traced set only": (blind, False, True),
+    "all": (default_detector, True, True),
 }
 
 
-def stale(commands: list[str], detector_factory, fingerprint: bool) -> bool:
-    with fingerprint_line(fingerprint):
+def stale(commands: list[str], detector_factory, fingerprint: bool, probe: bool) -> bool:
+    with fingerprint_line(fingerprint), probe_line(probe):
         records = run_checked(SETUP, commands, detector_factory())
     return any(record.violation is not None and record.violation.property == REUSE_IS_FRESH for record in records)
 
@@ -72,8 +82,8 @@ def main() -> None:
     with hunt_environment():
         for scenario, commands in SCENARIOS.items():
             cells = []
-            for name, (factory, fingerprint) in CONFIGURATIONS.items():
-                was_stale = stale(commands, factory, fingerprint)
+            for name, (factory, fingerprint, probe) in CONFIGURATIONS.items():
+                was_stale = stale(commands, factory, fingerprint, probe)
                 caught[name] += not was_stale
                 cells.append("**stale**" if was_stale else "caught")
             print(f"| {scenario} | {' | '.join(cells)} |")

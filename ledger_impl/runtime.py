@@ -25,12 +25,13 @@ from __future__ import annotations
 
 import math
 import os
+import time
 from pathlib import Path
 from typing import Callable, Mapping
 
 import attrs
 
-from ledger_spec import STEADY, Allow, Changes, Command, Fingerprint, Policy, Reuse
+from ledger_spec import STEADY, Allow, Changes, Command, Decision, Fingerprint, Policy, Reuse
 
 from . import fingerprint as fingerprints
 from .classifier import classify
@@ -39,6 +40,8 @@ from . import descendants
 from .descendants import Descendants
 from .execution import Completed, command_environment, run_command
 from .ledger import Ledger
+from .probe import DEFAULT_PROBE_TIMEOUT
+from .probe.guard import ProbeGuard
 
 DEFAULT_TIMEOUT = 120.0
 DEFAULT_OUTPUT_LIMIT = 4 * 1024 * 1024
@@ -86,12 +89,17 @@ class Runtime:
         output_limit: int = DEFAULT_OUTPUT_LIMIT,
         environment: Mapping[str, str] | None = None,
         fingerprint: bool = True,
+        probe: bool = True,
+        probe_timeout: float = DEFAULT_PROBE_TIMEOUT,
         process_tracking: str | None = None,
     ) -> None:
         """`environment` is what commands run with (the process's own by default);
-        `fingerprint=False` turns the second line of defense off (to measure the first alone);
-        `process_tracking` is how a command's descendants are followed
-        (`ledger_impl.descendants`: "cgroup" or "session"; the best available by default)."""
+        `fingerprint=False` turns the enumerated fingerprint off (to measure the other lines
+        alone); `probe=False` turns the probe off (`ledger_impl.probe`: no read is rerun,
+        traced, or served on its traced dependencies). With the fingerprint off and the probe
+        on, Reuse rests on the traced set alone. `process_tracking` is how a command's
+        descendants are followed (`ledger_impl.descendants`: "cgroup" or "session"; the best
+        available by default)."""
         path = Path(root)
         if not path.is_dir():
             raise ValueError(f"Runtime root must be an existing directory: {root!r}")
@@ -112,6 +120,8 @@ class Runtime:
         self._background: set[Descendants] = set()
         self.environment = dict(environment) if environment is not None else None
         self.fingerprint_enabled = fingerprint
+        # --- the probe (issue 19): see ledger_impl/probe/guard.py -------------------------
+        self.probe = ProbeGuard(self.root, timeout=probe_timeout, cross_command=fingerprint) if probe else None
 
     def classify(self, command: str) -> Command:
         # The git-config check must read the environment the command will run with.
@@ -131,16 +141,16 @@ class Runtime:
             # Anything may have been written while they ran, including just before they exited.
             self._background = _still_alive(self._background)
             self._record_before(UNKNOWN_SCOPE, before)
-        now = self._fingerprint(classified, environment)
-        decision = self.ledger.govern(classified, now)
+        enumerated = self._fingerprint(classified, environment)
+        decision, now = self._govern(classified, enumerated)
         errors: list[str] = []
         if not isinstance(decision, Allow):
             # Both Reuse and Nudge rest on "nothing changed since": ask the detector first.
             pending = self._detect(BETWEEN_STEPS, None, errors)
             if not pending.empty:
                 self._record_before(pending, before)
-                now = self._fingerprint(classified, environment)
-                decision = self.ledger.govern(classified, now)
+                enumerated = self._fingerprint(classified, environment)
+                decision, now = self._govern(classified, enumerated)
         index = self.ledger.step
         degraded = self._degraded()
         if isinstance(decision, Reuse):
@@ -151,6 +161,7 @@ class Runtime:
             )
 
         completed = None
+        started_ns = time.time_ns()
 
         def execute() -> int:
             nonlocal completed
@@ -175,14 +186,25 @@ class Runtime:
             self._background.add(completed.background)
         after = self._fingerprint(classified, environment)
         # A fingerprint that moved while the command ran says its output may mix both worlds.
-        recorded_fingerprint = now if after == now else None
+        recorded_fingerprint = enumerated if after == enumerated else None
         recorded = classified if completed.complete else _unobservable(classified)
+        probe_degraded = None
+        if self.probe is not None and completed.complete and changes.empty:
+            recorded_fingerprint, probed = self.probe.after_run(
+                index, recorded, completed.output, completed.exit_code, recorded_fingerprint, environment,
+                started_ns, self.output_limit, self.ledger,
+            )
+            if probed is not None and probed.degraded:
+                probe_degraded = f"probe: {probed.reason}"
+        elif self.probe is not None:
+            recorded_fingerprint = None
         self.ledger.advance(recorded, decision, completed.output, completed.exit_code, changes, recorded_fingerprint)
         note = getattr(decision, "note", None)
         error = "; ".join(errors) or None
         return Step(
             decision.verdict.value, completed.output, completed.exit_code, note, index, classified, changes,
-            tuple(before), error, completed.complete, degraded or self._degraded(), now, recorded_fingerprint, recorded,
+            tuple(before), error, completed.complete, degraded or self._degraded() or probe_degraded, now,
+            recorded_fingerprint, recorded,
         )
 
     @property
@@ -212,11 +234,26 @@ class Runtime:
             return None
         return fingerprints.take(self.root, command, environment)
 
+    def _govern(self, command: Command, enumerated: Fingerprint | None) -> tuple[Decision, Fingerprint | None]:
+        """The ledger's decision and the fingerprint it was given: the enumerated one, and with
+        the probe on, one naming a probed observation whose traced dependencies all hold now,
+        newest first, until one can serve (`ProbeGuard.candidates`)."""
+        if self.probe is None:
+            return self.ledger.govern(command, enumerated), enumerated
+        candidates = self.probe.candidates(command, enumerated, self.ledger)
+        for now in candidates[:-1]:
+            decision = self.ledger.govern(command, now)
+            if isinstance(decision, Reuse):
+                return decision, now
+        return self.ledger.govern(command, candidates[-1]), candidates[-1]
+
     def _degraded(self) -> str | None:
         """The detector's own account of a degraded mode (watch limit, queue overflow, root
         replaced), if it gives one."""
         degraded = getattr(self.detector, "degraded", None)
-        return degraded if isinstance(degraded, str) and degraded else None
+        if isinstance(degraded, str) and degraded:
+            return degraded
+        return self.probe.degraded if self.probe is not None else None
 
     def close(self) -> None:
         """Kill the background jobs the Runtime's commands left running, and release the

@@ -595,6 +595,19 @@ def _overlap(check: str) -> Callable[[Variant], tuple[Status, str, None]]:
     return checker
 
 
+def _probe(**assumptions: bool) -> Callable[[Variant], tuple[Status, str, None]]:
+    """A theorem of `z3_probe` (its own model of a probed read and its dependency set, which
+    holds whatever the transition relation variant is), as a `Theorem` checker."""
+
+    def checker(variant: Variant) -> tuple[Status, str, None]:
+        from . import z3_probe
+
+        status, text = z3_probe.check(**assumptions)
+        return status, text, None
+
+    return checker
+
+
 THEOREMS: tuple[Theorem, ...] = (
     Theorem(
         "counters-never-decrease",
@@ -710,6 +723,28 @@ THEOREMS: tuple[Theorem, ...] = (
         "that overlapped the read changed its file (Z3 must find the interleaving)",
         "negative",
         _overlap("end-stamp"),
+    ),
+    Theorem(
+        "reuse-on-traced-dependencies-fresh",
+        "if the probe's trace is complete and the probe deterministic, a Reuse whose traced "
+        "dependencies all hold (inside: counters and W unchanged; outside: identity unchanged) "
+        "prints what running the command now would",
+        "positive",
+        _probe(),
+    ),
+    Theorem(
+        "stale-reuse-if-trace-incomplete",
+        "with a path the trace missed, a Reuse whose traced dependencies all hold can be stale "
+        "(Z3 must find the worlds)",
+        "negative",
+        _probe(trace_complete=False),
+    ),
+    Theorem(
+        "stale-reuse-if-probe-not-deterministic",
+        "with an output that depends on the clock although the moved clock printed the same, "
+        "a Reuse can be stale (Z3 must find the clocks)",
+        "negative",
+        _probe(deterministic=False),
     ),
 )
 

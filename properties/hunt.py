@@ -27,7 +27,7 @@ import random
 import posixpath
 import shlex
 import time
-from typing import Callable, Mapping, Sequence
+from typing import Callable, Final, Mapping, Sequence
 
 import attrs
 import hypothesis
@@ -44,6 +44,7 @@ from .oracle import (
     PROPERTIES,
     REUSE_IS_FRESH,
     FINGERPRINT_LINE,
+    PROBE_LINE,
     CheckedSession,
     StepRecord,
     Violation,
@@ -51,6 +52,7 @@ from .oracle import (
     fingerprint_line,
     first_violation,
     hunt_environment,
+    probe_line,
 )
 from .profiles import Profile, default_workers, profile as named_profile
 from .replay import run_recorded
@@ -60,6 +62,8 @@ from .shell_strategies import (
     DETECTOR_READ_IDIOMS,
     EDIT_IDIOMS,
     FINGERPRINT_CLASS_IDIOMS,
+    PROBE_CLASS_EDIT_IDIOMS,
+    PROBE_CLASS_READ_IDIOMS,
     READ_IDIOMS,
     RUN_TOOL_SCRIPT,
     SPELLINGS,
@@ -363,11 +367,17 @@ def hunt_settings(profile: Profile, **overrides: object) -> settings:
 
 
 FULL_GRAMMAR = Grammar(
-    read_idioms=READ_IDIOMS, edit_idioms=EDIT_IDIOMS + FINGERPRINT_CLASS_IDIOMS + DESCENDANT_IDIOMS
+    read_idioms=READ_IDIOMS + PROBE_CLASS_READ_IDIOMS,
+    edit_idioms=EDIT_IDIOMS + FINGERPRINT_CLASS_IDIOMS + DESCENDANT_IDIOMS + PROBE_CLASS_EDIT_IDIOMS,
 )
 """Every read idiom, including those with an open classifier fault, and every edit, including
-those outside the root that only the fingerprint covers and background writers that leave bash's
-process group or session: what `ledger verify` hunts (with the fingerprint on, as shipped)."""
+those outside the root that only the fingerprint covers, background writers that leave bash's
+process group or session, and the clock edges only the probe sees: what `ledger verify` hunts
+(with the fingerprint and the probe on, as shipped)."""
+
+TRACED_ONLY: Final = "traced-only"
+"""The second hunt configuration of issue 19: the enumerated fingerprint off, the probe on, so
+Reuse rests on the traced set alone (`run_verify_hunt(configuration=TRACED_ONLY)`)."""
 
 
 def run_verify_hunt(
@@ -377,14 +387,19 @@ def run_verify_hunt(
     workers: int | None = 1,
     scheduler: str | None = None,
     database: str | pathlib.Path | None = None,
+    configuration: str = "shipped",
 ) -> "HuntReport":
-    """The hunt `ledger verify` runs: the default detector, the full grammar (on a Dask
-    cluster with `scheduler`, see `run_hunt`)."""
+    """The hunt `ledger verify` runs: the default detector, the full grammar; as shipped, or
+    `TRACED_ONLY` (the enumerated fingerprint off, Reuse on the probe's traced set alone); on a
+    Dask cluster with `scheduler` (see `run_hunt`)."""
     from ledger_impl.detectors import default_detector
 
+    if configuration not in ("shipped", TRACED_ONLY):
+        raise ValueError(f"unknown hunt configuration {configuration!r}")
     return run_hunt(
         default_detector, profile, seed, out_dir, detector="ledger_impl.detectors:default_detector",
         grammar=FULL_GRAMMAR, command="ledger verify", workers=workers, scheduler=scheduler, database=database,
+        fingerprint=configuration != TRACED_ONLY,
     )
 
 
@@ -517,6 +532,7 @@ def run_hunt(
     database: str | pathlib.Path | None = None,
     fingerprint: bool = True,
     scheduler: str | None = None,
+    probe: bool = True,
 ) -> HuntReport:
     """Hunt violations for detectors made by `detector_factory` under `profile`'s budget.
 
@@ -526,13 +542,13 @@ def run_hunt(
     shared out to that many processes (see `parallel`); the factory must then be importable
     by reference, as a MODULE:FACTORY factory is. `database` is a Hypothesis example database
     directory: failing examples stored there by an earlier hunt are replayed first.
-    `fingerprint=False` runs the Runtime without the observation fingerprint, judging the
-    detector and classifier alone. With `scheduler` (a Dask scheduler's address) the workers
-    are tasks on that cluster (see `dask_hunt`), `workers` is the number of tasks (None: one per
-    thread of the cluster) and `database` is on storage the workers share (default: beside
-    Ledger's state). Locally, `workers=None` means one per core.
+    `fingerprint=False` runs the Runtime without the observation fingerprint, `probe=False`
+    without the probe; both off judge the detector and classifier alone. With `scheduler` (a
+    Dask scheduler's address) the workers are tasks on that cluster (see `dask_hunt`), `workers`
+    is the number of tasks (None: one per thread of the cluster) and `database` is on storage
+    the workers share (default: beside Ledger's state). Locally, `workers=None` means one per core.
     """
-    with fingerprint_line(fingerprint), sweeping():
+    with fingerprint_line(fingerprint), probe_line(probe), sweeping():
         return _run_hunt(
             detector_factory, profile, seed, out_dir, detector=detector, grammar=grammar, command=command,
             on_step=on_step, max_examples=max_examples, stale_reads_only=stale_reads_only, workers=workers,
@@ -562,7 +578,10 @@ def _run_hunt(
     name = detector or f"{getattr(detector_factory.factory, '__module__', '?')}:{getattr(detector_factory.factory, '__qualname__', '?')}"
     budget = max_examples if max_examples is not None else chosen.hunt_examples
     shrink_seconds = SHRINK_SECONDS.get(chosen.name, 60.0)
-    job = HuntJob(detector_factory, chosen, seed, budget, grammar, stale_reads_only, shrink_seconds, FINGERPRINT_LINE.get())
+    job = HuntJob(
+        detector_factory, chosen, seed, budget, grammar, stale_reads_only, shrink_seconds, FINGERPRINT_LINE.get(),
+        PROBE_LINE.get(),
+    )
     if scheduler is None and workers is None:
         workers = default_workers()
     started = time.monotonic()
@@ -600,7 +619,7 @@ def _run_hunt(
     seconds = time.monotonic() - started
     found_by = {
         "tool": "hypothesis", "seed": seed, "profile": chosen.name, "command": command,
-        "fingerprint": FINGERPRINT_LINE.get(),
+        "fingerprint": FINGERPRINT_LINE.get(), "probe": PROBE_LINE.get(),
     }
     counterexamples = [from_run(run.setup, run.steps, run.violation, detector=name, found_by=found_by) for run in runs]
     files: tuple[pathlib.Path, ...] = ()
@@ -625,6 +644,7 @@ class HuntJob:
     stale_reads_only: bool
     shrink_seconds: float
     fingerprint: bool = True  # the Runtime's observation fingerprint on (as shipped) or off
+    probe: bool = True  # the Runtime's probe on (as shipped) or off
 
 
 def run_machine(job: HuntJob, log: ViolationLog, database: object | None = None) -> None:
@@ -635,7 +655,7 @@ def run_machine(job: HuntJob, log: ViolationLog, database: object | None = None)
     machine = hypothesis.seed(job.seed)(
         make_hunt(job.detector_factory, job.profile, log=log, grammar=job.grammar, stale_reads_only=job.stale_reads_only)
     )
-    with hunt_environment(), fingerprint_line(job.fingerprint), sweeping():
+    with hunt_environment(), fingerprint_line(job.fingerprint), probe_line(job.probe), sweeping():
         try:
             run_state_machine_as_test(
                 machine, settings=hunt_settings(job.profile, max_examples=job.max_examples, database=database)

@@ -77,14 +77,28 @@ Off, the detector and classifier are judged alone: the defense-in-depth measurem
 replay of counterexamples found before the fingerprint existed."""
 
 
+PROBE_LINE: contextvars.ContextVar[bool] = contextvars.ContextVar("PROBE_LINE", default=True)
+"""Whether checked sessions run the Runtime with the probe (`ledger_impl.probe`, as shipped).
+Off: the replay of counterexamples found before the probe existed, which show what it closes."""
+
+
 @contextlib.contextmanager
-def fingerprint_line(enabled: bool) -> Iterator[None]:
-    """Run the checked sessions opened inside with the fingerprint on or off."""
-    token = FINGERPRINT_LINE.set(enabled)
+def _switched(line: contextvars.ContextVar[bool], enabled: bool) -> Iterator[None]:
+    token = line.set(enabled)
     try:
         yield
     finally:
-        FINGERPRINT_LINE.reset(token)
+        line.reset(token)
+
+
+def probe_line(enabled: bool) -> contextlib.AbstractContextManager[None]:
+    """Run the checked sessions opened inside with the probe on or off."""
+    return _switched(PROBE_LINE, enabled)
+
+
+def fingerprint_line(enabled: bool) -> contextlib.AbstractContextManager[None]:
+    """Run the checked sessions opened inside with the fingerprint on or off."""
+    return _switched(FINGERPRINT_LINE, enabled)
 
 
 @contextlib.contextmanager
@@ -194,7 +208,7 @@ class CheckedSession:
         self.environment = session_environment(placement)
         self.runtime = Runtime(
             placement.root, detector, self.policy, timeout=STEP_TIMEOUT, output_limit=OUTPUT_LIMIT,
-            environment=self.environment, fingerprint=FINGERPRINT_LINE.get(),
+            environment=self.environment, fingerprint=FINGERPRINT_LINE.get(), probe=PROBE_LINE.get(),
         )
         self.spec_state: ledger_spec.State = ledger_spec.INITIAL
         self.hashes = HashCache(ground_truth.racy_window_for(placement.root))

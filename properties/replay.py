@@ -30,7 +30,7 @@ import attrs
 
 from . import sandbox
 from .counterexample import Counterexample, CounterexampleError, from_json, to_json
-from .oracle import Placement, StepRecord, Violation, fingerprint_line, run_checked
+from .oracle import Placement, StepRecord, Violation, fingerprint_line, probe_line, run_checked
 from .shell_strategies import WorkspaceSetup
 from ledger_spec.errors import DetectorFailure, HarnessFailure
 
@@ -194,15 +194,18 @@ def replay(
     on_record: Callable[[StepRecord], None] | None = None,
     *,
     fingerprint: bool | None = None,
+    probe: bool | None = None,
 ) -> ReplayResult:
     """Run the counterexample's steps in a fresh temporary repository, every step checked.
 
-    `fingerprint` turns the Runtime's observation fingerprint on or off; by default it is set as
-    it was when the counterexample was found (`found_by.fingerprint`; off for files older than
-    the fingerprint)."""
+    `fingerprint` turns the Runtime's observation fingerprint on or off, `probe` its probe;
+    by default each is set as it was when the counterexample was found (`found_by.fingerprint`,
+    `found_by.probe`; off for files older than the line)."""
     if fingerprint is None:
         fingerprint = bool(counterexample.found_by.get("fingerprint", False))
-    with fingerprint_line(fingerprint):
+    if probe is None:
+        probe = bool(counterexample.found_by.get("probe", False))
+    with fingerprint_line(fingerprint), probe_line(probe):
         records = run_recorded(
             counterexample.setup.workspace(), counterexample.commands, make_detector(detector_factory), on_record=on_record
         )

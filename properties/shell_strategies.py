@@ -19,7 +19,7 @@ from __future__ import annotations
 import difflib
 import posixpath
 import shlex
-from typing import Callable, Mapping, Sequence
+from typing import Callable, Final, Mapping, Sequence
 
 import attrs
 from hypothesis import strategies as st
@@ -286,6 +286,23 @@ READ_IDIOM_TABLE: dict[str, Callable[[ReadContext], str]] = {
 
 READ_IDIOMS: tuple[str, ...] = tuple(READ_IDIOM_TABLE)
 
+# --- issue 19's classes: what only the probe sees ------------------------------------------------
+# Output that depends on the clock with no clock word in the command. `clock-edge` puts a file's
+# mtime one second short of `ls -l`'s six-month cut-off (15778476 s), so a listing a second
+# later prints the year instead of the time of day; `git-relative-date` configures relative
+# dates and commits 89 s in the past, so `git log -1 --format=%cd` turns from seconds to
+# minutes. The reads are kept out of READ_IDIOMS (hunts that judge a detector alone draw what
+# they drew); `FULL_GRAMMAR` (`ledger verify`) adds both lists. Classes the hunt cannot draw
+# (the session environment is fixed: BASH_ENV, a relative PATH entry, TZ naming a zone file;
+# `chattr`, which the default detector misses) are Runtime tests in tests/test_probe_runtime.py.
+PROBE_CLASS_READS: dict[str, Callable[[ReadContext], str]] = {
+    "git-log-date": lambda c: "git log -1 --format=%cd",
+}
+READ_IDIOM_TABLE.update(PROBE_CLASS_READS)
+PROBE_CLASS_READ_IDIOMS: tuple[str, ...] = tuple(PROBE_CLASS_READS)
+PROBE_CLASS_EDIT_IDIOMS: tuple[str, ...] = ("clock-edge", "git-relative-date")
+SIX_MONTHS_SECONDS: Final = 15778476  # GNU ls: older than this, the year instead of the time
+
 
 @st.composite
 def read_commands(
@@ -492,6 +509,10 @@ def edit_commands(
         # Move the repository out of the root (`.git` becomes a `gitdir:` file, as in a linked
         # worktree or a submodule), or change it where it now lives: the index, or the refs.
         return draw(st.sampled_from(GIT_DIR_OUTSIDE_COMMANDS)).replace("{path}", path)
+    if idiom == "clock-edge":
+        return f"touch -d @$(( $(date +%s) - {SIX_MONTHS_SECONDS} + 1 )) {path}"
+    if idiom == "git-relative-date":
+        return "git config log.date relative && GIT_COMMITTER_DATE=@$(( $(date +%s) - 89 )) git commit -q --allow-empty -m step"
     if idiom == "outside-hardlink":
         return f"ln -f {ROOT_PLACEHOLDER}/{path} {OUTSIDE_PLACEHOLDER}/hl && echo {shlex.quote(text)} >> {OUTSIDE_PLACEHOLDER}/hl"
     raise ValueError(f"unknown edit idiom {idiom!r}")

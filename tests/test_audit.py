@@ -83,7 +83,10 @@ def test_redundant_read_script_edit_and_stale_trap_are_all_reported(
     checkout = look(repo)
     trajectory = _commands(tmp_path / "three.jsonl", THREE_FINDINGS)
     report = tmp_path / "report.json"
-    code, out, _ = _audit([str(trajectory), "--repo", str(repo), "--base-commit", base, "--detector", UNSOUND, "--json", str(report)], capsys)
+    # The probe off: its lstat check of notes.txt would refuse the trap's Reuse (tested below).
+    code, out, _ = _audit(
+        [str(trajectory), "--repo", str(repo), "--base-commit", base, "--detector", UNSOUND, "--no-probe", "--json", str(report)], capsys
+    )
     assert code == 1
     doc = json.loads(report.read_text())
     assert doc["schema"] == report_json.SCHEMA
@@ -100,6 +103,18 @@ def test_redundant_read_script_edit_and_stale_trap_are_all_reported(
     assert by_step[7]["redundant"] is None  # the content did change: a perfect ledger re-reads
     assert "STALE" in out
     assert look(repo) == checkout  # the user's checkout was only read
+
+
+def test_with_the_probe_the_blind_detector_s_trap_is_not_served_stale(
+    tmp_path: Path, project: tuple[Path, str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    repo, base = project
+    trajectory = _commands(tmp_path / "three.jsonl", THREE_FINDINGS)
+    report = tmp_path / "report.json"
+    _audit([str(trajectory), "--repo", str(repo), "--base-commit", base, "--detector", UNSOUND, "--json", str(report)], capsys)
+    [result] = json.loads(report.read_text())["trajectories"]
+    assert result["stale"] == [] and result["misses"][UNSOUND]  # the miss is still reported
+    assert {record["step"]: record for record in result["timeline"]}[6]["verdict"] != "reuse"
 
 
 def test_the_default_detector_serves_nothing_stale(tmp_path: Path, project: tuple[Path, str], capsys: pytest.CaptureFixture[str]) -> None:
@@ -391,7 +406,7 @@ def test_a_users_detector_module_is_imported_from_their_directory(
     trajectory = _commands(tmp_path / "three.jsonl", THREE_FINDINGS)
     report = tmp_path / "report.json"
     code, _, err = _audit([str(trajectory), "--repo", str(repo), "--base-commit", base, "--detector", "my_detector:make",
-                           "--path", str(home), "--json", str(report)], capsys)
+                           "--path", str(home), "--no-probe", "--json", str(report)], capsys)
     assert code == 1, err
     [result] = json.loads(report.read_text())["trajectories"]
     assert result["status"] == "done" and [s["step"] for s in result["stale"]] == [7]

@@ -25,20 +25,19 @@ def fresh(root: pathlib.Path, command: str) -> str:
     return run_command(command, root, 30, 1 << 20, command_environment()).output
 
 
-def test_a_listing_taken_just_before_a_file_turns_six_months_old_is_served_stale(tmp_path: pathlib.Path) -> None:
-    """The accepted clock dependence: nothing on disk changes, but `ls -l` prints the file's age."""
+def test_a_listing_just_before_a_file_turns_six_months_old_is_no_longer_a_limit(tmp_path: pathlib.Path) -> None:
+    """Closed by the probe (issue 19; README's list of limits to update): `ls -l` prints the
+    file's age, nothing on disk changes, and the probe, 400 days later, prints the year, so the
+    listing is kept without a servable output. The stale serve itself, with the probe off, is
+    `counterexamples/probe-file-time-near-now.json`."""
     old = tmp_path / "old.txt"
     old.write_text("x\n")
     crossing_at = time.time() + 10  # the file turns "six months old" then
     os.utime(old, (crossing_at - HALF_YEAR_SECONDS,) * 2)
     with Runtime(tmp_path, default_detector()) as runtime:
         first = runtime.step("ls -l old.txt")
-        assert time.time() < crossing_at, "the first listing came too late to show a time"
-        time.sleep(max(0.0, crossing_at - time.time()) + 1)
         again = runtime.step("ls -l old.txt")
-        now = fresh(tmp_path, "ls -l old.txt")
-    assert first.output != now, "the listing's format did not change across the half-year line"
-    assert again.verdict == "reuse" and again.output == first.output != now
+    assert first.recorded_fingerprint is None and again.verdict != "reuse"
 
 
 def _wait_for(condition, seconds: float = 20) -> None:

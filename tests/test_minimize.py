@@ -16,7 +16,7 @@ from ledger_impl.detectors import default_detector
 from ledger_impl.detectors.unsound import optimistic_rules
 from properties.counterexample import from_run, load
 from properties.hunt import FailingRun, minimize
-from properties.oracle import fingerprint_line
+from properties.oracle import fingerprint_line, probe_line
 from properties.replay import replay, run_recorded
 
 Z3_FILE = pathlib.Path(__file__).resolve().parent.parent / "counterexamples" / "z3-stale-reuse-if-opaque-reported-unchanged.json"
@@ -33,7 +33,9 @@ def _failing_run() -> FailingRun:
 
 @pytest.fixture(autouse=True)
 def no_fingerprint() -> Iterator[None]:
-    with fingerprint_line(False):
+    # The counterexample shows the detector's miss: the other lines (the fingerprint, the probe's
+    # lstat check of the edited file) would refuse its stale Reuse.
+    with fingerprint_line(False), probe_line(False):
         yield
 
 

@@ -329,8 +329,9 @@ def test_printable_escapes_a_lone_surrogate_that_is_not_a_smuggled_byte() -> Non
 
 def test_a_write_is_governed_without_a_fingerprint(workspace: Path) -> None:
     # Only a read with a target is fingerprinted: a write or a read with no target is never
-    # served, so it needs none (and a fingerprint costs a PATH lookup per program).
-    with Runtime(workspace) as runtime:
+    # served, so it needs none (and a fingerprint costs a PATH lookup per program). The probe
+    # off: with it, the recorded value also names the probe (tests/test_probe_runtime.py).
+    with Runtime(workspace, probe=False) as runtime:
         write = runtime.step("echo more >> a.txt")
         assert write.fingerprint is None and write.recorded_fingerprint is None
         read = runtime.step("cat a.txt")

@@ -55,6 +55,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--json", type=Path, default=None, metavar="FILE", help=f"write the report (schema {report_json.SCHEMA})")
     parser.add_argument("--html", type=Path, default=None, metavar="FILE", help="write a self-contained HTML report")
     parser.add_argument("--no-sandbox", action="store_true", help="run commands without bubblewrap")
+    parser.add_argument("--no-probe", action="store_true",
+                        help="replay without the probe (issue 19): a detector's misses then show as stale reuses")
     parser.add_argument("--skip-outside-writes", action="store_true",
                         help="skip steps that write outside the workspace instead of refusing the trajectory")
     add_cluster_arguments(parser, database=False)
@@ -90,7 +92,9 @@ def run(args: argparse.Namespace, executor: concurrent.futures.Executor | None =
         detector_path = str(Path(args.path).resolve()) if args.path else str(Path.cwd())
         if args.detector is not None:
             load_factory(args.detector, detector_path)
-        settings = Settings(args.timeout, args.trajectory_timeout, args.detector, detector_path if args.detector else None)
+        settings = Settings(
+            args.timeout, args.trajectory_timeout, args.detector, detector_path if args.detector else None, probe=not args.no_probe
+        )
         jobs = runner.plan(
             args.trajectories, repo=args.repo, commit=args.base_commit, workspaces=args.workspaces, settings=settings,
             sandbox=sandboxed, skip_outside_writes=args.skip_outside_writes,

@@ -147,6 +147,7 @@ def run(args: argparse.Namespace) -> int:
                 scheduler=args.scheduler,
                 database=args.database,
                 fingerprint=False,  # the detector is judged alone: the fingerprint would hide its misses
+                probe=False,  # and so would the probe's identity checks
             )
         except KeyboardInterrupt:
             progress.stop()

@@ -95,7 +95,24 @@ def _hunt(profile: Profile, seed: int | None) -> list[CheckResult]:
     if report.found:
         found = "; ".join(f"{doc['property']}: {doc.get('explanation', '')}" for doc in report.counterexamples)
         detail += f"; violations: {found} (rerun with --seed {report.seed} and `ledger check-detector` to store them)"
-    return [CheckResult("safety hunt: default detector", not report.found, detail, report.seconds), _overlap_hunt(profile, seed)]
+    return [
+        CheckResult("safety hunt: default detector", not report.found, detail, report.seconds),
+        _traced_only_hunt(profile, seed),
+        _overlap_hunt(profile, seed),
+    ]
+
+
+def _traced_only_hunt(profile: Profile, seed: int | None) -> CheckResult:
+    """Issue 19's second configuration: the enumerated fingerprint off, Reuse on the probe's
+    traced set alone; a quarter of the main hunt's budget, on one worker."""
+    from properties.hunt import TRACED_ONLY, run_verify_hunt
+
+    quarter = attrs.evolve(profile, hunt_examples=max(1, profile.hunt_examples // 4))
+    report = run_verify_hunt(quarter, seed, configuration=TRACED_ONLY)
+    detail = f"{report.examples} runs, {report.steps} steps, fingerprint off, seed {report.seed}"
+    if report.found:
+        detail += "; violations: " + "; ".join(f"{doc['property']}: {doc.get('explanation', '')}" for doc in report.counterexamples)
+    return CheckResult("safety hunt: traced set alone", not report.found, detail, report.seconds)
 
 
 def _overlap_hunt(profile: Profile, seed: int | None) -> CheckResult:

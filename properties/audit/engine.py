@@ -58,6 +58,7 @@ class Settings:
     detector: str | None = None
     detector_path: str | None = None
     skip_outside_writes: bool = False
+    probe: bool = True  # the Runtime's probe (issue 19), as shipped; off judges the detector without it
     # Paths no step may write even under /tmp: the user's repository the copy was made from.
     protected: tuple[str, ...] = attrs.field(default=(), converter=tuple)
 
@@ -128,7 +129,7 @@ def replay(
     truth = look(workspace, cache)
     perfect = PerfectLedger()
     pending = _Pending(detector.labels)
-    runtime = Runtime(workspace, detector, timeout=settings.command_timeout, output_limit=OUTPUT_LIMIT)
+    runtime = Runtime(workspace, detector, timeout=settings.command_timeout, output_limit=OUTPUT_LIMIT, probe=settings.probe)
     try:
         for item in trajectory.items:
             if on_step is not None:

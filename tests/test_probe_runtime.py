@@ -1,0 +1,184 @@
+"""The probe in the Runtime: reads are served on their traced dependencies (issue 19).
+
+Each scenario is stale with the probe off (the enumerated fingerprint alone, as before) and
+fresh with it on; the workspace and the outside files are temporary. Outside files live
+under /var/tmp, not /tmp: the probe's /tmp is private, and what it hides is simply not served.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from probe_workspace import make_workspace
+
+from ledger_impl import Runtime
+from ledger_impl.detectors import default_detector
+from ledger_impl.execution import command_environment, run_command
+from ledger_impl.probe import sandbox, unavailable
+from ledger_impl.probe.dependencies import CTIME_SLACK_NS
+from ledger_impl.probe.guard import TracedFingerprint
+
+MISSING = unavailable()
+pytestmark = pytest.mark.skipif(MISSING is not None, reason=f"{MISSING} (.ci/run installs them)")
+
+
+@pytest.fixture
+def root(tmp_path: Path) -> Path:
+    return make_workspace(tmp_path)
+
+
+@pytest.fixture
+def outside() -> Iterator[Path]:
+    with tempfile.TemporaryDirectory(dir="/var/tmp", prefix="ledger-probe-test-") as directory:
+        yield Path(directory)
+
+
+def _fresh(root: Path, command: str, environment: dict[str, str]) -> str:
+    return run_command(command, root, 30, 1 << 20, command_environment(environment)).output
+
+
+def _stale(root: Path, environment: dict[str, str], read: str, change: "object", *, probe: bool) -> bool:
+    """Read, make a change, read again: was a stale output served?"""
+    with Runtime(root, environment=environment, probe=probe) as runtime:
+        first = runtime.step(read)
+        assert first.verdict == "allow"
+        change() if callable(change) else runtime.step(str(change))
+        again = runtime.step(read)
+        return again.verdict == "reuse" and again.output != _fresh(root, read, environment)
+
+
+def test_a_probed_read_is_reused_and_records_its_probe(root: Path) -> None:
+    with Runtime(root) as runtime:
+        first = runtime.step("cat a.txt")
+        assert isinstance(first.recorded_fingerprint, TracedFingerprint)
+        assert first.recorded_fingerprint.probe_step == first.index
+        assert runtime.step("cat a.txt").verdict == "reuse"
+        assert runtime.step("sed -n 1p a.txt").verdict == "reuse"  # range reuse, fingerprint on
+
+
+def test_a_start_file_sourced_by_the_start_file_is_a_dependency(root: Path, outside: Path) -> None:
+    (outside / "env.sh").write_text(f". {outside}/more.sh\n")
+    (outside / "more.sh").write_text("echo from-start-file\n")
+    environment = {**os.environ, "BASH_ENV": str(outside / "env.sh")}
+
+    def edit() -> None:
+        (outside / "more.sh").write_text("echo edited-start\n")
+
+    assert _stale(root, environment, "cat a.txt", edit, probe=False)
+    (outside / "more.sh").write_text("echo from-start-file\n")
+    time.sleep(2 * CTIME_SLACK_NS / 1e9)  # older than the next command: a dependency that can hold
+    with Runtime(root, environment=environment) as runtime:  # unchanged, it is served
+        assert [runtime.step("cat a.txt").verdict for _ in range(2)] == ["allow", "reuse"]
+    assert not _stale(root, environment, "cat a.txt", edit, probe=True)
+
+
+def test_a_relative_path_entry_is_looked_up_where_the_command_runs(root: Path) -> None:
+    environment = {**os.environ, "PATH": f"tools:{os.environ['PATH']}"}
+    shadow = "mkdir -p sub/tools && printf '#!/bin/sh\\necho shadowed\\n' > sub/tools/cat && chmod +x sub/tools/cat"
+    assert _stale(root, environment, "cd sub && cat a.txt", shadow, probe=False)
+    subprocess.run(["rm", "-rf", str(root / "sub" / "tools")], check=True)
+    assert not _stale(root, environment, "cd sub && cat a.txt", shadow, probe=True)
+
+
+def test_an_attribute_change_the_detector_misses_is_seen(root: Path) -> None:
+    (root / "ref").touch()
+    if subprocess.run(["chattr", "+d", str(root / "a.txt")], capture_output=True).returncode != 0:
+        pytest.skip("chattr is not supported on this filesystem")
+    subprocess.run(["chattr", "-d", str(root / "a.txt")], check=True)
+    (root / "ref").touch()
+    environment = dict(os.environ)
+    read = "find . -cnewer ref -name a.txt"
+    assert _stale(root, environment, read, "chattr +d a.txt", probe=False)
+    subprocess.run(["chattr", "-d", str(root / "a.txt")], check=True)
+    (root / "ref").touch()
+    assert not _stale(root, environment, read, "chattr +d a.txt", probe=True)
+
+
+def test_the_traced_set_alone_sees_a_program_shadowed_outside_the_root(root: Path, outside: Path) -> None:
+    environment = {**os.environ, "PATH": f"{outside}:{os.environ['PATH']}"}
+
+    def shadow() -> None:
+        (outside / "cat").write_text("#!/bin/sh\necho shadowed\n")
+        (outside / "cat").chmod(0o755)
+
+    with Runtime(root, environment=environment, fingerprint=False) as runtime:
+        runtime.step("cat a.txt")
+        shadow()
+        again = runtime.step("cat a.txt")
+    assert again.verdict != "reuse" and again.output == "shadowed\n"
+
+
+def test_without_the_probe_tools_nothing_is_reused_and_it_says_so(root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(sandbox, "SYSTEM_PATH", str(root / "no-tools-here"))
+    with Runtime(root) as runtime:
+        first = runtime.step("cat a.txt")
+        again = runtime.step("cat a.txt")
+        view = runtime.view()
+    assert again.verdict != "reuse" and first.recorded_fingerprint is None
+    assert again.degraded is not None and "bwrap" in again.degraded and "not reused" in again.degraded
+    assert "not reused" in view
+
+
+def test_a_time_dependent_read_is_kept_but_never_served(root: Path) -> None:
+    with Runtime(root, detector=default_detector()) as runtime:
+        first = runtime.step("ls -l a.txt")  # prints the time of day of a file written just now
+        again = runtime.step("ls -l a.txt")
+    assert first.recorded_fingerprint is None and again.verdict != "reuse"
+
+
+def test_the_time_zone_database_is_a_dependency(root: Path, outside: Path) -> None:
+    utc, new_york = Path("/usr/share/zoneinfo/UTC"), Path("/usr/share/zoneinfo/America/New_York")
+    if not (utc.is_file() and new_york.is_file()):
+        pytest.skip("no time zone database here")
+    os.utime(root / "a.txt", (1577838600, 1577838600))  # 2020-01-01 00:30 UTC, 2019-12-31 in New York
+    zone = outside / "zone"
+    environment = {**os.environ, "TZ": f":{zone}"}
+
+    def move_the_zone() -> None:
+        zone.write_bytes(new_york.read_bytes())
+
+    for probe, stale in ((False, True), (True, False)):
+        zone.write_bytes(utc.read_bytes())
+        time.sleep(2 * CTIME_SLACK_NS / 1e9)
+        assert _stale(root, environment, "ls -l a.txt", move_the_zone, probe=probe) is stale
+
+
+def test_the_verify_grammar_draws_the_clock_classes() -> None:
+    from properties.hunt import FULL_GRAMMAR
+    from properties.shell_strategies import PROBE_CLASS_EDIT_IDIOMS, PROBE_CLASS_READ_IDIOMS
+
+    assert set(PROBE_CLASS_EDIT_IDIOMS) <= set(FULL_GRAMMAR.edit_idioms)
+    assert set(PROBE_CLASS_READ_IDIOMS) <= set(FULL_GRAMMAR.read_idioms)
+
+
+def test_a_short_hunt_on_the_traced_set_alone_finds_nothing() -> None:
+    from properties.hunt import FULL_GRAMMAR, run_hunt
+
+    report = run_hunt(default_detector, "ci", seed=5, max_examples=3, grammar=FULL_GRAMMAR, fingerprint=False)
+    assert not report.found, report.counterexamples
+    assert report.steps > 0
+
+
+def test_an_older_probed_read_that_covers_the_range_still_serves(root: Path) -> None:
+    (root / "big.txt").write_text("".join(f"line {n}\n" for n in range(1, 21)))
+    with Runtime(root) as runtime:
+        runtime.step("sed -n '1,4p' big.txt")
+        runtime.step("sed -n '10,14p' big.txt")  # newer, and its dependencies hold too
+        served = runtime.step("sed -n '2,3p' big.txt")
+    assert served.verdict == "reuse" and served.output == "line 2\nline 3\n"
+
+
+def test_a_wide_read_serves_after_many_newer_narrow_ones(root: Path) -> None:
+    (root / "big.txt").write_text("".join(f"line {n}\n" for n in range(1, 61)))
+    with Runtime(root) as runtime:
+        runtime.step("sed -n '1,50p' big.txt")
+        for start in range(51, 61):  # ten newer reads, none covering the request below
+            runtime.step(f"sed -n '{start}p' big.txt")
+        served = runtime.step("sed -n '20,22p' big.txt")
+    assert served.verdict == "reuse" and served.output == "line 20\nline 21\nline 22\n"
