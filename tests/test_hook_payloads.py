@@ -37,13 +37,17 @@ class Recorder:
     def __init__(self) -> None:
         self.decided: list[str] = []
         self.recorded: list[tuple[str, str, int, bool]] = []
+        self.ran: list[str | None] = []  # the command each finished payload named
 
     def decide(self, command: str, *, call_id: str, cwd: str | None = None, serve_slices: bool = True) -> _Allowed:
         self.decided.append(command)
         return _Allowed()
 
-    def record(self, call_id: str, output: str, exit_code: int, *, exact: bool = True) -> None:
+    def record(
+        self, call_id: str, output: str, exit_code: int, *, exact: bool = True, ran: str | None = None
+    ) -> None:
         self.recorded.append((call_id, output, exit_code, exact))
+        self.ran.append(ran)
 
     def view(self) -> str:
         return ""
