@@ -11,7 +11,7 @@ import importlib
 import sys
 from typing import Sequence
 
-COMMANDS: tuple[str, ...] = ("verify", "prove", "check_detector", "replay", "sessions", "hook", "hooks", "economize", "audit")
+COMMANDS: tuple[str, ...] = ("verify", "prove", "check_detector", "replay", "sessions", "hook", "hooks", "serve", "economize", "audit")
 
 
 def build_parser(commands: Sequence[str] = COMMANDS) -> argparse.ArgumentParser:
