@@ -19,7 +19,9 @@ import subprocess
 import sys
 import time
 
-START_WAIT_S = 5.0  # a cold service start imports Ledger: about half a second on an idle machine
+# A cold service start imports Ledger: about half a second on an idle machine. The variable
+# lets a test (or a user on a slow machine) change how long the first call waits.
+START_WAIT_S = float(os.environ.get("LEDGER_HOOK_START_WAIT_S") or 5.0)
 REPLY_TIMEOUT_S = 50.0  # below the 60 s hook timeout `ledger hooks install` writes
 
 
