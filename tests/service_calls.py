@@ -19,6 +19,15 @@ from typing import Any
 from ledger_client import thin
 
 THIN = pathlib.Path(thin.__file__)
+READ = "cat a.txt"  # the read the tests repeat
+
+
+def workspace(root: pathlib.Path) -> pathlib.Path:
+    """A small workspace at `root`: `a.txt` (read by READ) and `b.txt`."""
+    root.mkdir()
+    (root / "a.txt").write_text("one\n")
+    (root / "b.txt").write_text("bee\n")
+    return root
 
 
 def pre(call_id: str, command: str, root: pathlib.Path, session: str = "s1") -> dict[str, Any]:

@@ -21,18 +21,12 @@ import time
 import pytest
 
 from ledger_impl.service.server import Service
-from service_calls import THIN, Served, by_client, by_http, by_socket, in_process, post, pre
-
-READ = "cat a.txt"
+from service_calls import READ, THIN, Served, by_client, by_http, by_socket, in_process, post, pre, workspace
 
 
 @pytest.fixture
 def ws(tmp_path: pathlib.Path) -> pathlib.Path:
-    root = tmp_path / "ws"
-    root.mkdir()
-    (root / "a.txt").write_text("one\n")
-    (root / "b.txt").write_text("bee\n")
-    return root
+    return workspace(tmp_path / "ws")
 
 
 @pytest.fixture
@@ -91,9 +85,7 @@ def test_answers_are_identical_across_transports(tmp_path: pathlib.Path) -> None
     """The same session, replayed on identical workspaces: once through today's in-process hook
     (the reference), once per transport of one service."""
     def replies(call, state: pathlib.Path, root: pathlib.Path) -> list:
-        root.mkdir()
-        (root / "a.txt").write_text("one\n")
-        (root / "b.txt").write_text("bee\n")
+        workspace(root)
         answers = []
         for kind, step in script(root):
             if kind == "write":

@@ -22,17 +22,12 @@ import tempfile
 import pytest
 
 from ledger_impl.store import list_sessions
-from service_calls import Served, by_http, by_socket, http_post, post, pre
-
-READ = "cat a.txt"
+from service_calls import READ, Served, by_http, by_socket, http_post, post, pre, workspace
 
 
 @pytest.fixture
 def ws(tmp_path: pathlib.Path) -> pathlib.Path:
-    root = tmp_path / "ws"
-    root.mkdir()
-    (root / "a.txt").write_text("one\n")
-    return root
+    return workspace(tmp_path / "ws")
 
 
 def database_digest(state: pathlib.Path) -> list[tuple[str, int, int, str]]:
