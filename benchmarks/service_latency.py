@@ -199,12 +199,35 @@ def targets(results: dict[str, dict[str, Any]], small: str, large: str) -> dict[
     return verdicts
 
 
+def render(document: dict[str, Any]) -> str:
+    """The JSON as the Markdown tables of docs/agents/service.md (`--render FILE` prints them)."""
+    load = document["load_average_1_5_15"]
+    lines = [f"Commit {document['commit']}, {document['runs']} runs per row, {document['cpus']} CPUs, "
+             f"load average (1, 5, 15 min) {load['before']} before and {load['after']} after.", ""]
+    for size, table in document["results"].items():
+        lines += [f"**{int(size):,} files** (detector degraded: {table['detector_degraded'] or 'no'})", "",
+                  "| row | p50 wall ms | p95 wall ms | p50 CPU ms | p95 CPU ms |", "|---|---:|---:|---:|---:|"]
+        lines += [f"| {name} | {row['p50_wall_ms']} | {row['p95_wall_ms']} | {row['p50_cpu_ms']} | {row['p95_cpu_ms']} |"
+                  for name, row in table.items() if name != "detector_degraded"]
+        lines.append("")
+    if "targets" in document:
+        lines += ["| target (p95 wall, largest tree) | × python start | bound | met | growth | bound | met |",
+                  "|---|---:|---:|---|---:|---:|---|"]
+        lines += [f"| {name} | {t['x_python_start']} | {t['bound']} | {'yes' if t['met'] else 'no'} | {t['growth']} "
+                  f"| {t['growth_bound']} | {'yes' if t['growth_met'] else 'no'} |" for name, t in document["targets"].items()]
+    return "\n".join(lines)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[7000, 100000])
     parser.add_argument("--runs", type=int, default=20)
     parser.add_argument("--out", default=str(REPOSITORY / "benchmarks" / "results" / "service-latency.json"))
+    parser.add_argument("--render", metavar="JSON", default=None, help="print the Markdown tables of a results file")
     args = parser.parse_args()
+    if args.render is not None:
+        print(render(json.loads(pathlib.Path(args.render).read_text())))
+        return 0
     # The commit measured is the one checked out at the start (a commit made during a long run
     # does not change the code already imported).
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPOSITORY, capture_output=True, text=True).stdout.strip()
@@ -224,16 +247,7 @@ def main() -> int:
         document["targets"] = targets(results, str(min(args.sizes)), str(max(args.sizes)))
     pathlib.Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     pathlib.Path(args.out).write_text(json.dumps(document, indent=2) + "\n")
-    for size, table in results.items():
-        print(f"\n{int(size):,} files, {args.runs} runs; load {document['load_average_1_5_15']}")
-        print("| row | p50 wall | p95 wall | p50 cpu | p95 cpu |\n|---|---:|---:|---:|---:|")
-        print(f"detector degraded: {table['detector_degraded']}")
-        for name, row in table.items():
-            if name == "detector_degraded":
-                continue
-            print(f"| {name} | {row['p50_wall_ms']} | {row['p95_wall_ms']} | {row['p50_cpu_ms']} | {row['p95_cpu_ms']} |")
-    if "targets" in document:
-        print(json.dumps(document["targets"], indent=2))
+    print(render(document))
     return 0
 
 

@@ -168,7 +168,7 @@ class Service:
             note = f"ledger serve: internal error, the tool call goes ahead unchanged: {error!r}"
             print(note, file=sys.stderr)
             return 200, {"systemMessage": note}
-        degraded = workspace.detector.degraded
+        degraded = workspace.degraded
         if degraded != workspace.last_degraded:
             workspace.last_degraded = degraded
             if degraded is not None:

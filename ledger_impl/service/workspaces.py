@@ -5,6 +5,15 @@ and a workspace's calls must not interleave anyway (the session's own transactio
 serialize them), so every workspace has one worker thread: calls for one root queue behind
 each other, calls for different roots run side by side. Between calls the worker drains the
 inotify queue every `DRAIN_EVERY_S`, so a long idle spell cannot overflow it.
+
+The detector (`service_detector`) follows the hook path's choice: Watchman when a `watchman`
+binary is on PATH (its own daemon under the state directory, the same one the in-process hook
+queries, so both read one clock), else the resident inotify detector; `$LEDGER_SESSION_DETECTOR`
+forces one (`watchman`, or `stat-index` for inotify: the service has no use for a stat index).
+Why Watchman first: the inotify detector also watches every file's inode (hard links), one
+watch per file against the user's `fs.inotify.max_user_watches`; on a large tree that limit is
+reached and the detector degrades, visibly but slowly, to a full diff at every call. Watchman
+watches directories only.
 """
 
 from __future__ import annotations
@@ -16,6 +25,7 @@ from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
 from ledger_impl import fingerprint as fingerprints
+from ledger_impl.detectors import SESSION_DETECTOR_VARIABLE, SESSION_DETECTORS, watchman
 from ledger_impl.session import DurableSession
 from ledger_spec import Command
 
@@ -23,6 +33,16 @@ from .resident import ResidentDetector
 
 T = TypeVar("T")
 DRAIN_EVERY_S = 1.0
+
+
+def service_detector(state_dir: str | None) -> ResidentDetector | watchman.WatchmanIndex:
+    """The detector of one served workspace (see the module docstring)."""
+    forced = os.environ.get(SESSION_DETECTOR_VARIABLE) or None
+    if forced is not None and forced not in SESSION_DETECTORS:
+        raise ValueError(f"{SESSION_DETECTOR_VARIABLE}={forced!r}: choose one of {', '.join(SESSION_DETECTORS)}")
+    if forced == "watchman" or (forced is None and watchman.available()):
+        return watchman.WatchmanIndex(state_dir)
+    return ResidentDetector()
 
 
 class ServedSession(DurableSession):
@@ -46,7 +66,7 @@ class Workspace:
         self.calls = 0
         self.last_degraded: str | None = None
         self._worker = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix=f"ledger-ws-{os.path.basename(root)}")
-        self.detector = ResidentDetector()
+        self.detector = service_detector(state_dir)
         self._session: ServedSession | None = None
         self._state_dir = state_dir
 
@@ -61,14 +81,21 @@ class Workspace:
 
         return self._worker.submit(run).result()
 
+    @property
+    def degraded(self) -> str | None:
+        """Why the detector is not at its best, if it says (Watchman reports unknown scope instead)."""
+        return getattr(self.detector, "degraded", None)
+
     def drain(self) -> None:
-        self._worker.submit(self.detector.drain)
+        if isinstance(self.detector, ResidentDetector):
+            self._worker.submit(self.detector.drain)
 
     def close(self) -> None:
         def shut() -> None:
             if self._session is not None:
                 self._session.close()
-            self.detector.close()
+            if isinstance(self.detector, ResidentDetector):
+                self.detector.close()  # a Watchman daemon outlives the service on purpose
 
         self._worker.submit(shut).result()
         self._worker.shutdown(wait=True)
@@ -94,7 +121,7 @@ class Workspaces:
             return list(self._by_root.values())
 
     def summary(self) -> list[dict[str, Any]]:
-        return [{"root": w.root, "calls": w.calls, "detector": w.detector.name, "degraded": w.detector.degraded}
+        return [{"root": w.root, "calls": w.calls, "detector": w.detector.name, "degraded": w.degraded}
                 for w in self.all()]
 
     def close(self) -> None:
