@@ -6,6 +6,9 @@ For each tree size: generates the git tree of `benchmarks/detection.py` in /tmp,
 past the racy window, starts `ledger serve` on a state directory beside it, and then times,
 interleaved run by run so that load changes hit every row alike:
 
+Tree sizes run one after the other, each with its own service; the hook rows use the persisted
+stat index (today's default where Watchman is not installed), the service its own choice.
+
   python -c pass            the floor: starting this interpreter (the thin client's);
   git status                the tree's own cost of one look;
   http pre (reuse|allow)    one PreToolUse POST, a new connection each time, as Claude Code sends it;
@@ -40,6 +43,7 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))
 
 from benchmarks.detection import GIT_ENV, generate_tree  # noqa: E402
 from ledger_client import thin  # noqa: E402
+from ledger_impl.detectors.watchman import Daemon  # noqa: E402
 from ledger_impl.tree_snapshot import RACY_WINDOW_NS  # noqa: E402
 
 THIN = str(pathlib.Path(thin.__file__).resolve())
@@ -62,13 +66,18 @@ def service_cpu_ns(pid: int) -> int:
 
 
 class Bench:
-    def __init__(self, root: pathlib.Path, base: pathlib.Path) -> None:
+    def __init__(self, root: pathlib.Path, base: pathlib.Path, service_detector: str | None) -> None:
         self.root = root
         self.state = base / "state-service"
         self.hook_state = base / "state-hook"
+        # The hook rows time today's default without Watchman, the persisted stat index; the
+        # service chooses as it does for a user (Watchman when installed), unless told.
         self.env = {**os.environ, "LEDGER_SESSION_DETECTOR": "stat-index"}
+        service_env = {k: v for k, v in os.environ.items() if k != "LEDGER_SESSION_DETECTOR"}
+        if service_detector is not None:
+            service_env["LEDGER_SESSION_DETECTOR"] = service_detector
         self.service = subprocess.Popen([sys.executable, "-m", "ledger_cli.main", "serve", "--state-dir", str(self.state)],
-                                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=self.env)
+                                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=service_env)
         while True:
             try:
                 thin.request(thin.socket_path(str(self.state)), {"op": "status"}, 5.0)
@@ -124,6 +133,8 @@ class Bench:
             self.service.wait(60)
         except (thin.Unreachable, subprocess.TimeoutExpired):
             self.service.kill()
+        # A Watchman daemon outlives the service on purpose; this one's state directory is going.
+        Daemon(self.state / "watchman").shutdown()
 
 
 def verdict(reply: Any) -> str:
@@ -131,13 +142,13 @@ def verdict(reply: Any) -> str:
     return "reuse" if output.get("permissionDecision") == "deny" else "other"
 
 
-def measure(size: int, runs: int, base: pathlib.Path) -> dict[str, Any]:
+def measure(size: int, runs: int, base: pathlib.Path, service_detector: str | None) -> dict[str, Any]:
     root = base / f"tree{size}"
     root.mkdir()
     generate_tree(root, size)
     subprocess.run(["git", "status", "--porcelain"], cwd=root, env=GIT_ENV, capture_output=True)
     time.sleep(RACY_WINDOW_NS / 1e9 + 0.5)
-    bench = Bench(root, base)
+    bench = Bench(root, base, service_detector)
     target = str(next(root.rglob("file1.py")).relative_to(root))
     read = f"cat {target}"
     transports: dict[str, Callable[[dict[str, Any]], tuple[float, float, Any]]] = {
@@ -173,10 +184,11 @@ def measure(size: int, runs: int, base: pathlib.Path) -> dict[str, Any]:
         # every program of the user) scans the tree at every call: say so beside the figures.
         status = thin.request(thin.socket_path(str(bench.state)), {"op": "status"}, 30.0)["reply"]
         degraded = sorted({str(w["degraded"]) for w in status["workspaces"] if w["degraded"]})
+        detector = sorted({str(w["detector"]) for w in status["workspaces"]})
     finally:
         bench.stop()
         shutil.rmtree(root, ignore_errors=True)
-    table: dict[str, Any] = {"detector_degraded": degraded or None}
+    table: dict[str, Any] = {"service_detector": ", ".join(detector), "detector_degraded": degraded or None}
     for name, pairs in samples.items():
         walls, cpus = [w for w, _ in pairs], [c for _, c in pairs]
         table[name] = {"p50_wall_ms": round(statistics.median(walls), 2), "p95_wall_ms": round(percentile(walls, 0.95), 2),
@@ -205,10 +217,11 @@ def render(document: dict[str, Any]) -> str:
     lines = [f"Commit {document['commit']}, {document['runs']} runs per row, {document['cpus']} CPUs, "
              f"load average (1, 5, 15 min) {load['before']} before and {load['after']} after.", ""]
     for size, table in document["results"].items():
-        lines += [f"**{int(size):,} files** (detector degraded: {table['detector_degraded'] or 'no'})", "",
+        lines += [f"**{int(size):,} files** (service detector {table.get('service_detector', '?')}, "
+                  f"degraded: {table['detector_degraded'] or 'no'})", "",
                   "| row | p50 wall ms | p95 wall ms | p50 CPU ms | p95 CPU ms |", "|---|---:|---:|---:|---:|"]
         lines += [f"| {name} | {row['p50_wall_ms']} | {row['p95_wall_ms']} | {row['p50_cpu_ms']} | {row['p95_cpu_ms']} |"
-                  for name, row in table.items() if name != "detector_degraded"]
+                  for name, row in table.items() if isinstance(row, dict)]
         lines.append("")
     if "targets" in document:
         lines += ["| target (p95 wall, largest tree) | × python start | bound | met | growth | bound | met |",
@@ -223,6 +236,8 @@ def main() -> int:
     parser.add_argument("--sizes", type=int, nargs="+", default=[7000, 100000])
     parser.add_argument("--runs", type=int, default=20)
     parser.add_argument("--out", default=str(REPOSITORY / "benchmarks" / "results" / "service-latency.json"))
+    parser.add_argument("--service-detector", choices=("watchman", "stat-index"), default=None,
+                        help="force the service's detector (stat-index means resident inotify); default: its own choice")
     parser.add_argument("--render", metavar="JSON", default=None, help="print the Markdown tables of a results file")
     args = parser.parse_args()
     if args.render is not None:
@@ -234,7 +249,7 @@ def main() -> int:
     base = pathlib.Path(tempfile.mkdtemp(prefix="ledger-service-bench-"))
     load_before = os.getloadavg()
     try:
-        results = {str(size): measure(size, args.runs, base) for size in args.sizes}
+        results = {str(size): measure(size, args.runs, base, args.service_detector) for size in args.sizes}
     finally:
         shutil.rmtree(base, ignore_errors=True)
     document = {
