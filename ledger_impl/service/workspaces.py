@@ -25,7 +25,7 @@ from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
 from ledger_impl import fingerprint as fingerprints
-from ledger_impl.detectors import SESSION_DETECTOR_VARIABLE, SESSION_DETECTORS, watchman
+from ledger_impl.detectors import prefers_watchman, watchman
 from ledger_impl.session import DurableSession
 from ledger_spec import Command
 
@@ -37,12 +37,7 @@ DRAIN_EVERY_S = 1.0
 
 def service_detector(state_dir: str | None) -> ResidentDetector | watchman.WatchmanIndex:
     """The detector of one served workspace (see the module docstring)."""
-    forced = os.environ.get(SESSION_DETECTOR_VARIABLE) or None
-    if forced is not None and forced not in SESSION_DETECTORS:
-        raise ValueError(f"{SESSION_DETECTOR_VARIABLE}={forced!r}: choose one of {', '.join(SESSION_DETECTORS)}")
-    if forced == "watchman" or (forced is None and watchman.available()):
-        return watchman.WatchmanIndex(state_dir)
-    return ResidentDetector()
+    return watchman.WatchmanIndex(state_dir) if prefers_watchman() else ResidentDetector()
 
 
 class ServedSession(DurableSession):
