@@ -18,7 +18,9 @@ from ledger_cli.errors import EXIT_USAGE, exit_code, one_line
 from ledger_spec.errors import LedgerError
 
 DISTRIBUTION = "ledger-runtime"
-COMMANDS: tuple[str, ...] = ("verify", "prove", "check_detector", "replay", "sessions", "hook", "hooks", "economize", "audit")
+COMMANDS: tuple[str, ...] = (
+    "verify", "prove", "check_detector", "replay", "sessions", "hook", "hooks", "serve", "economize", "audit",
+)
 
 
 def installed_version() -> str:
@@ -43,9 +45,10 @@ def build_parser(commands: Sequence[str] = COMMANDS) -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    # An agent starts `ledger hook` around every tool call: it loads only its own module, not
-    # the proof and hunt machinery the other commands import.
-    parser = build_parser(("hook",) if argv[:1] == ["hook"] else COMMANDS)
+    # An agent starts `ledger hook` around every tool call, and the thin client starts `ledger
+    # serve` on an agent's first call: each loads only its own module, not the proof and hunt
+    # machinery the other commands import.
+    parser = build_parser((argv[0],) if argv[:1] in (["hook"], ["serve"]) else COMMANDS)
     args = parser.parse_args(argv)
     if not getattr(args, "run", None):
         parser.print_help()

@@ -17,6 +17,16 @@ between, uninstall keeps the edit and removes only Ledger's entries.
 
 A project install writes into the workspace because the user asked for it; the session sees
 that write as one change before the first step, nothing more.
+
+Transports (`--transport`). `service` (the default) talks to `ledger serve`: Claude's tool
+events become `type: "http"` entries POSTing to the service on 127.0.0.1 with the user's
+secret as a literal header (Claude Code 2.1.328 does not deliver SessionStart to an HTTP hook,
+and an environment variable would be one more step for the user), and SessionStart and
+UserPromptSubmit run the thin client (`ledger_client/thin.py`), which starts the service when
+it is not running and registers the session's root and environment. Codex gets the thin
+client for every event. A file holding the secret is written 0600; for a Claude project
+install it is `.claude/settings.local.json`, the per-user file Claude Code keeps out of git,
+never the shared `settings.json`. `command` keeps today's `ledger hook` command hooks.
 """
 
 from __future__ import annotations
@@ -30,8 +40,12 @@ import shlex
 import sys
 from typing import Any
 
+import attrs
+
+import ledger_client.thin
 from ledger_impl.adapters.claude import TOOLS
 from ledger_impl.detectors.stat_index import default_state_dir
+from ledger_impl.service.layout import HOOK_PATH, SECRET_HEADER, Layout
 from ledger_spec.errors import UnreadableState
 
 #: Per agent: events and their matchers (None: the event takes no matcher, or all tools).
@@ -52,6 +66,9 @@ EVENTS: dict[str, dict[str, str | None]] = {
 }
 CLAUDE_EVENTS = EVENTS["claude"]
 HOOK_TIMEOUT_S = 60
+#: Claude's events that go over HTTP with `--transport service`; the others run the thin client.
+HTTP_EVENTS = frozenset({"PreToolUse", "PostToolUse", "PostToolUseFailure"})
+TRANSPORTS = ("service", "command")
 
 
 class SettingsError(UnreadableState):
@@ -71,14 +88,38 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         sub.add_argument("--root", default=".", help="the project directory for --project (default: .)")
         if action == "install":
             sub.add_argument("--state-dir", default=None, help="pass --state-dir to every hook call")
+            sub.add_argument("--transport", choices=TRANSPORTS, default="service",
+                             help="service: HTTP hooks (Claude) and the thin client, served by `ledger serve` "
+                                  "(the default); command: a `ledger hook` process per call")
         sub.set_defaults(run=run)
 
 
-def settings_path(agent: str, user: bool, root: str | os.PathLike[str]) -> pathlib.Path:
+def settings_path(agent: str, user: bool, root: str | os.PathLike[str], transport: str = "command") -> pathlib.Path:
     if agent == "codex":
         home = pathlib.Path(os.environ.get("CODEX_HOME") or pathlib.Path.home() / ".codex")
         return (home if user else pathlib.Path(root) / ".codex") / "hooks.json"
+    if not user and transport == "service":
+        return pathlib.Path(root) / ".claude" / "settings.local.json"  # it holds the secret: never shared
     return (pathlib.Path.home() if user else pathlib.Path(root)) / ".claude" / "settings.json"
+
+
+@attrs.frozen
+class HttpTarget:
+    """Where Claude's HTTP hook entries POST, and the secret header they carry."""
+
+    url: str
+    secret: str
+
+    def entry(self) -> dict[str, Any]:
+        return {"type": "http", "url": self.url, "headers": {SECRET_HEADER: self.secret}, "timeout": HOOK_TIMEOUT_S}
+
+
+def client_command(agent: str, state_dir: str | None = None) -> str:
+    """The thin client, run without site-packages (it needs only the standard library)."""
+    parts = [sys.executable, "-S", os.path.abspath(ledger_client.thin.__file__), agent]
+    if state_dir is not None:
+        parts += ["--state-dir", os.path.abspath(state_dir)]
+    return shlex.join(parts)
 
 
 def hook_command(agent: str, state_dir: str | None = None) -> str:
@@ -89,16 +130,23 @@ def hook_command(agent: str, state_dir: str | None = None) -> str:
 
 
 def is_ledger_hook(entry: Any) -> bool:
-    return isinstance(entry, dict) and "ledger_cli.main hook " in str(entry.get("command", ""))
+    if not isinstance(entry, dict):
+        return False
+    command = str(entry.get("command", ""))
+    return ("ledger_cli.main hook " in command or "ledger_client/thin.py " in command
+            or (entry.get("type") == "http" and HOOK_PATH in str(entry.get("url", ""))))
 
 
-def installed(settings: dict[str, Any], command: str, agent: str = "claude") -> dict[str, Any]:
-    """`settings` with Ledger's hooks (running `command`) present exactly once per event."""
+def installed(settings: dict[str, Any], command: str, agent: str = "claude", http: HttpTarget | None = None) -> dict[str, Any]:
+    """`settings` with Ledger's hooks (running `command`, or POSTing to `http` for Claude's
+    tool events when given) present exactly once per event."""
     merged = uninstalled(settings)
     hooks = merged.setdefault("hooks", {})
     for event, matcher in EVENTS[agent].items():
         entry: dict[str, Any] = {"type": "command", "command": command}
-        if agent == "claude":
+        if http is not None and event in HTTP_EVENTS:
+            entry = http.entry()
+        elif agent == "claude":
             entry["timeout"] = HOOK_TIMEOUT_S
         group: dict[str, Any] = {"hooks": [entry]}
         if matcher is not None:
@@ -147,14 +195,21 @@ def read_settings(path: pathlib.Path) -> dict[str, Any]:
     return settings
 
 
-def write_settings(path: pathlib.Path, settings: dict[str, Any]) -> None:
-    write_text_atomically(path, json.dumps(settings, indent=2) + "\n")
+def write_settings(path: pathlib.Path, settings: dict[str, Any], *, private: bool = False) -> None:
+    """Replace `path` atomically; `private`: it holds a secret, so it is created 0600."""
+    write_text_atomically(path, json.dumps(settings, indent=2) + "\n", private=private)
 
 
-def write_text_atomically(path: pathlib.Path, text: str) -> None:
+def write_text_atomically(path: pathlib.Path, text: str, *, private: bool = False) -> None:
+    """`text` into `path` in one rename; a file that is private already (no group or other
+    bits), or one that will hold a secret, is written 0600, any other 0644."""
     path.parent.mkdir(parents=True, exist_ok=True)
     temporary = path.with_name(path.name + ".ledger-tmp")
-    temporary.write_text(text, encoding="utf-8")
+    mode = 0o600 if private or (path.exists() and path.stat().st_mode & 0o077 == 0) else 0o644
+    descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
+    os.fchmod(descriptor, mode)
+    with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
+        handle.write(text)
     os.replace(temporary, path)  # never a half-written settings file
 
 
@@ -206,18 +261,37 @@ def restore_before(path: pathlib.Path, updated: dict[str, Any]) -> bool:
 
 
 def run(args: argparse.Namespace) -> int:
-    path = settings_path(args.agent, args.user, args.root)
+    transport = getattr(args, "transport", "command")
+    paths = [settings_path(args.agent, args.user, args.root, transport)]
+    if args.action == "uninstall":  # wherever either transport put them
+        paths = sorted({settings_path(args.agent, args.user, args.root, t) for t in TRANSPORTS})
+    for path in paths:
+        status = _update(args, transport, path)
+        if status:
+            return status
+    return 0
+
+
+def _update(args: argparse.Namespace, transport: str, path: pathlib.Path) -> int:
     try:
         settings = read_settings(path)
     except SettingsError as error:
         print(f"ledger hooks: {error}", file=sys.stderr)
         return 2
-    if args.action == "install":
+    http: HttpTarget | None = None
+    if args.action == "install" and transport == "service":
+        command = client_command(args.agent, args.state_dir)
+        if args.agent == "claude":
+            layout = Layout.of(args.state_dir)
+            http = HttpTarget(layout.hook_url(args.agent), layout.secret())
+        updated = installed(settings, command, args.agent, http)
+    elif args.action == "install":
         updated = installed(settings, hook_command(args.agent, args.state_dir), args.agent)
     else:
         updated = uninstalled(settings)
     if updated == settings:
-        print(f"ledger hooks: {path} already {'has' if args.action == 'install' else 'lacks'} Ledger's hooks")
+        if args.action == "install" or path.exists():
+            print(f"ledger hooks: {path} already {'has' if args.action == 'install' else 'lacks'} Ledger's hooks")
         return 0
     if not updated and not path.exists():
         return 0
@@ -227,6 +301,6 @@ def run(args: argparse.Namespace) -> int:
         print(f"ledger hooks: uninstalled Ledger's hooks; {path} is back as it was before install"
               + ("" if path.exists() else " (absent)"))
         return 0
-    write_settings(path, updated)
+    write_settings(path, updated, private=http is not None)
     print(f"ledger hooks: {args.action}ed Ledger's hooks in {path}")
     return 0

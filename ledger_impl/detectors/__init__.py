@@ -64,12 +64,18 @@ def session_detector(state_dir: str | os.PathLike[str] | None = None) -> StatInd
     from ledger_impl.detectors import watchman
     from ledger_impl.detectors.stat_index import StatIndex
 
+    return watchman.WatchmanIndex(state_dir) if prefers_watchman() else StatIndex()
+
+
+def prefers_watchman() -> bool:
+    """Whether a durable session (or `ledger serve`) uses Watchman: forced by
+    `$LEDGER_SESSION_DETECTOR`, else whenever a `watchman` binary is on PATH."""
+    from ledger_impl.detectors import watchman
+
     forced = os.environ.get(SESSION_DETECTOR_VARIABLE) or None
     if forced is not None and forced not in SESSION_DETECTORS:
         raise ValueError(f"{SESSION_DETECTOR_VARIABLE}={forced!r}: choose one of {', '.join(SESSION_DETECTORS)}")
-    if forced == "watchman" or (forced is None and watchman.available()):
-        return watchman.WatchmanIndex(state_dir)
-    return StatIndex()
+    return forced == "watchman" or (forced is None and watchman.available())
 
 
-__all__ = ["EventDetector", "RulesDetector", "SnapshotDetector", "default_detector", "session_detector"]
+__all__ = ["EventDetector", "RulesDetector", "SnapshotDetector", "default_detector", "prefers_watchman", "session_detector"]

@@ -14,6 +14,7 @@ import json
 import os
 import pathlib
 import re
+import shutil
 import subprocess
 import sys
 
@@ -49,15 +50,17 @@ def rendered(command: str, cwd: pathlib.Path) -> str:
     return text or "(Bash completed with no output)"
 
 
-def with_ledger_hooks(home: pathlib.Path, state: pathlib.Path) -> dict[str, str]:
-    """An environment with its own HOME, no telemetry, and Ledger's hooks installed for the user."""
+def with_ledger_hooks(home: pathlib.Path, state: pathlib.Path, transport: str = "command") -> dict[str, str]:
+    """An environment with its own HOME, no telemetry, and Ledger's hooks installed for the user
+    over `transport` (`service`: HTTP hooks to `ledger serve`, which the thin client starts)."""
     env = {
         "PATH": os.environ["PATH"], "HOME": str(home), "ANTHROPIC_API_KEY": "sk-ant-test-not-a-key",
         "DISABLE_TELEMETRY": "1", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1", "DISABLE_AUTOUPDATER": "1",
         "LANG": "C.UTF-8",
     }
     install = subprocess.run([sys.executable, "-m", "ledger_cli.main", "hooks", "install", "claude", "--user",
-                              "--state-dir", str(state)], env=env, capture_output=True, text=True, timeout=120)
+                              "--state-dir", str(state), "--transport", transport], env=env, capture_output=True, text=True,
+                             timeout=120)
     assert install.returncode == 0, install.stderr
     return env
 
@@ -66,13 +69,19 @@ def bash(use_id: str, command: str) -> ToolUse:
     return ToolUse(use_id, "Bash", {"command": command, "description": "step"})
 
 
-def test_claude_code_with_ledger_hooks(claude: pathlib.Path, tmp_path: pathlib.Path) -> None:
+def stop_service(state: pathlib.Path) -> None:
+    subprocess.run([sys.executable, "-m", "ledger_cli.main", "serve", "stop", "--state-dir", str(state)],
+                   capture_output=True, timeout=60)
+
+
+@pytest.mark.parametrize("transport", ["service", "command"])
+def test_claude_code_with_ledger_hooks(claude: pathlib.Path, tmp_path: pathlib.Path, transport: str) -> None:
     workspace, home, state = tmp_path / "ws", tmp_path / "home", tmp_path / "state"
     for directory in (workspace / "src", home, state):
         directory.mkdir(parents=True)
     app = workspace / "src" / "app.py"
     app.write_text("x = 1\ny = x + 1\n")
-    env = with_ledger_hooks(home, state)
+    env = with_ledger_hooks(home, state, transport)
 
     turns = [
         (bash("r1", READ),),                       # a read
@@ -107,12 +116,22 @@ def test_claude_code_with_ledger_hooks(claude: pathlib.Path, tmp_path: pathlib.P
             oracle.append((result.tool_use_id, got, rendered(command, workspace)))
 
     model = ScriptedModel(turns, on_results=check)
-    with ScriptedServer(model) as url:
-        run = subprocess.run(
-            [str(claude), "-p", "Work on src/app.py.", "--allowedTools", "Bash Read Edit", "--output-format", "json"],
-            cwd=workspace, env={**env, "ANTHROPIC_BASE_URL": url}, capture_output=True, text=True, timeout=300,
-            stdin=subprocess.DEVNULL,  # `claude -p` also reads a piped stdin, waiting for its end
-        )
+    try:
+        with ScriptedServer(model) as url:
+            run = subprocess.run(
+                [str(claude), "-p", "Work on src/app.py.", "--allowedTools", "Bash Read Edit", "--output-format", "json"],
+                cwd=workspace, env={**env, "ANTHROPIC_BASE_URL": url}, capture_output=True, text=True, timeout=300,
+                stdin=subprocess.DEVNULL,  # `claude -p` also reads a piped stdin, waiting for its end
+            )
+        served = subprocess.run([sys.executable, "-m", "ledger_cli.main", "serve", "status", "--state-dir", str(state)],
+                                capture_output=True, text=True, timeout=60)
+    finally:
+        stop_service(state)
+    if transport == "service":  # the calls really went to the service, over HTTP and the socket
+        workspaces = json.loads(served.stdout)["workspaces"]
+        assert [w["root"] for w in workspaces] == [str(workspace.resolve())] and workspaces[0]["calls"] >= 20, workspaces
+        # The same choice as the hooks': Watchman where it is installed, else resident inotify.
+        assert workspaces[0]["detector"] == ("watchman" if shutil.which("watchman") else "resident-inotify")
     assert run.returncode == 0, (run.stdout[-2000:], run.stderr[-2000:])
     assert model.errors == []
     results = model.results

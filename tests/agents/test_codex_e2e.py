@@ -10,6 +10,7 @@ its result reaches the server and compares output and exit status. Codex's netwo
 
 from __future__ import annotations
 
+import json
 import os
 import pathlib
 import re
@@ -65,12 +66,15 @@ def seen(result: ToolResult, command: str) -> tuple[int, str]:
     return int(fresh.group(1)), text[fresh.end():]
 
 
-def with_ledger_hooks(tmp_path: pathlib.Path, home: pathlib.Path, state: pathlib.Path) -> dict[str, str]:
-    """An environment with its own CODEX_HOME and Ledger's hooks installed there."""
+def with_ledger_hooks(tmp_path: pathlib.Path, home: pathlib.Path, state: pathlib.Path,
+                      transport: str = "command") -> dict[str, str]:
+    """An environment with its own CODEX_HOME and Ledger's hooks installed there over `transport`
+    (`service`: the thin client, which starts `ledger serve`)."""
     env = {"PATH": os.environ["PATH"], "HOME": str(tmp_path), "CODEX_HOME": str(home), "LANG": "C.UTF-8",
            "SCRIPTED_API_KEY": "not-a-key"}
     install = subprocess.run([sys.executable, "-m", "ledger_cli.main", "hooks", "install", "codex", "--user",
-                              "--state-dir", str(state)], env=env, capture_output=True, text=True)
+                              "--state-dir", str(state), "--transport", transport], env=env, capture_output=True,
+                             text=True)
     assert install.returncode == 0, install.stderr
     return env
 
@@ -91,12 +95,13 @@ def exec_command(use_id: str, command: str) -> ToolUse:
     return ToolUse(use_id, "exec_command", {"cmd": command})
 
 
-def test_codex_with_ledger_hooks(codex: pathlib.Path, tmp_path: pathlib.Path) -> None:
+@pytest.mark.parametrize("transport", ["service", "command"])
+def test_codex_with_ledger_hooks(codex: pathlib.Path, tmp_path: pathlib.Path, transport: str) -> None:
     workspace, home, state = tmp_path / "ws", tmp_path / "codex-home", tmp_path / "state"
     for directory in (workspace / "src", home, state):
         directory.mkdir(parents=True)
     (workspace / "src" / "app.py").write_text("x = 1\ny = x + 1\n")
-    env = with_ledger_hooks(tmp_path, home, state)
+    env = with_ledger_hooks(tmp_path, home, state, transport)
 
     turns = [
         (exec_command("c1", READ),),
@@ -123,7 +128,16 @@ def test_codex_with_ledger_hooks(codex: pathlib.Path, tmp_path: pathlib.Path) ->
                 oracle.append((result.tool_use_id, (status, output), (now.returncode, expected)))
 
     model = ScriptedResponses(turns, on_results=check)
-    run = run_codex(codex, model, home, workspace, env, "Work on src/app.py.")
+    try:
+        run = run_codex(codex, model, home, workspace, env, "Work on src/app.py.")
+        served = subprocess.run([sys.executable, "-m", "ledger_cli.main", "serve", "status", "--state-dir", str(state)],
+                                capture_output=True, text=True, timeout=60)
+    finally:
+        subprocess.run([sys.executable, "-m", "ledger_cli.main", "serve", "stop", "--state-dir", str(state)],
+                       capture_output=True, timeout=60)
+    if transport == "service":  # the calls went to the service; none fell back to the in-process hook
+        workspaces = json.loads(served.stdout)["workspaces"]
+        assert [w["root"] for w in workspaces] == [str(workspace.resolve())] and workspaces[0]["calls"] >= 12, workspaces
     assert run.returncode == 0, (run.stdout[-2000:], run.stderr[-3000:])
     assert model.errors == []
     results = model.results

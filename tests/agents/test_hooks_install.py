@@ -50,15 +50,16 @@ def test_the_command_installs_into_user_and_project_settings(tmp_path: pathlib.P
     (home / ".claude").mkdir(parents=True)
     project.mkdir()
     (home / ".claude" / "settings.json").write_text(json.dumps(USER_SETTINGS))
-    assert ledger("hooks", "install", "claude", "--user", home=home).returncode == 0
-    assert ledger("hooks", "install", "claude", "--user", home=home).returncode == 0
+    assert ledger("hooks", "install", "claude", "--user", "--transport", "command", home=home).returncode == 0
+    assert ledger("hooks", "install", "claude", "--user", "--transport", "command", home=home).returncode == 0
     settings = json.loads((home / ".claude" / "settings.json").read_text())
     command = settings["hooks"]["SessionStart"][0]["hooks"][0]["command"]
     assert command == f"{sys.executable} -m ledger_cli.main hook claude"
     assert ledger("hooks", "uninstall", "claude", "--user", home=home).returncode == 0
     assert json.loads((home / ".claude" / "settings.json").read_text()) == USER_SETTINGS
 
-    assert ledger("hooks", "install", "claude", "--project", "--root", str(project), home=home).returncode == 0
+    assert ledger("hooks", "install", "claude", "--project", "--root", str(project), "--transport", "command",
+                  home=home).returncode == 0
     assert set(json.loads((project / ".claude" / "settings.json").read_text())["hooks"]) == set(CLAUDE_EVENTS)
 
 
@@ -75,7 +76,8 @@ def test_unreadable_settings_are_refused_and_left_intact(tmp_path: pathlib.Path)
 def test_codex_hooks_go_to_its_hooks_json(tmp_path: pathlib.Path) -> None:
     codex_home, project = tmp_path / "codex-home", tmp_path / "project"
     project.mkdir()
-    done = subprocess.run([sys.executable, "-m", "ledger_cli.main", "hooks", "install", "codex", "--user"],
+    done = subprocess.run([sys.executable, "-m", "ledger_cli.main", "hooks", "install", "codex", "--user",
+                           "--transport", "command"],
                           capture_output=True, text=True, timeout=60,
                           env={"HOME": str(tmp_path), "CODEX_HOME": str(codex_home), "PATH": "/usr/bin:/bin"})
     assert done.returncode == 0, done.stderr
@@ -120,3 +122,48 @@ def test_settings_edited_after_install_keep_the_edit_at_uninstall(tmp_path: path
     settings.write_text(json.dumps(edited))
     assert ledger("hooks", "uninstall", "claude", "--root", str(project), home=home).returncode == 0
     assert json.loads(settings.read_text()) == {"model": "opus"}
+
+
+def test_service_transport_posts_tool_events_and_keeps_the_secret_private(tmp_path: pathlib.Path) -> None:
+    """Claude's tool events POST to the service with the user's secret; SessionStart runs the thin
+    client (it starts the service); the file holding the secret is 0600; uninstall restores it."""
+    home, project = tmp_path / "home", tmp_path / "project"
+    (home / ".claude").mkdir(parents=True)
+    project.mkdir()
+    settings_file = home / ".claude" / "settings.json"
+    settings_file.write_text(json.dumps(USER_SETTINGS))
+    for _ in range(2):  # idempotent
+        done = ledger("hooks", "install", "claude", "--user", home=home)
+        assert done.returncode == 0, done.stderr
+    settings = json.loads(settings_file.read_text())
+    service = home / ".local" / "state" / "ledger" / "service"
+    secret, port = (service / "secret").read_text(), (service / "port").read_text()
+    for event in ("PreToolUse", "PostToolUse", "PostToolUseFailure"):
+        ours = [e for group in settings["hooks"][event] for e in group["hooks"] if is_ledger_hook(e)]
+        assert ours == [{"type": "http", "url": f"http://127.0.0.1:{port}/ledger/v1/hook/claude",
+                         "headers": {"X-Ledger-Secret": secret}, "timeout": 60}], event
+    start = settings["hooks"]["SessionStart"][0]["hooks"][0]["command"]
+    assert start.startswith(f"{sys.executable} -S ") and start.endswith("ledger_client/thin.py claude")
+    assert settings_file.stat().st_mode & 0o777 == 0o600
+    assert (service / "secret").stat().st_mode & 0o777 == 0o600 and service.stat().st_mode & 0o777 == 0o700
+    assert ledger("hooks", "uninstall", "claude", "--user", home=home).returncode == 0
+    assert json.loads(settings_file.read_text()) == USER_SETTINGS
+
+    # A project install never puts the secret in the shared settings.json.
+    assert ledger("hooks", "install", "claude", "--project", "--root", str(project), home=home).returncode == 0
+    assert not (project / ".claude" / "settings.json").exists()
+    local = project / ".claude" / "settings.local.json"
+    assert secret in local.read_text() and local.stat().st_mode & 0o777 == 0o600
+    assert ledger("hooks", "uninstall", "claude", "--project", "--root", str(project), home=home).returncode == 0
+    assert not local.exists(), "install created it: uninstall removes it"
+
+
+def test_codex_service_transport_runs_the_thin_client(tmp_path: pathlib.Path) -> None:
+    codex_home = tmp_path / "codex-home"
+    done = subprocess.run([sys.executable, "-m", "ledger_cli.main", "hooks", "install", "codex", "--user"],
+                          capture_output=True, text=True, timeout=60,
+                          env={"HOME": str(tmp_path), "CODEX_HOME": str(codex_home), "PATH": "/usr/bin:/bin"})
+    assert done.returncode == 0, done.stderr
+    hooks = json.loads((codex_home / "hooks.json").read_text())["hooks"]
+    commands = {group["hooks"][0]["command"] for groups in hooks.values() for group in groups}
+    assert len(commands) == 1 and commands.pop().endswith("ledger_client/thin.py codex")

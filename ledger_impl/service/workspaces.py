@@ -1,0 +1,124 @@
+"""The workspaces a service holds: one open session per root, each driven by its own thread.
+
+A session's SQLite connection and its inotify detector belong to the thread that made them,
+and a workspace's calls must not interleave anyway (the session's own transaction would
+serialize them), so every workspace has one worker thread: calls for one root queue behind
+each other, calls for different roots run side by side. Between calls the worker drains the
+inotify queue every `DRAIN_EVERY_S`, so a long idle spell cannot overflow it.
+
+The detector (`service_detector`) follows the hook path's choice: Watchman when a `watchman`
+binary is on PATH (its own daemon under the state directory, the same one the in-process hook
+queries, so both read one clock), else the resident inotify detector; `$LEDGER_SESSION_DETECTOR`
+forces one (`watchman`, or `stat-index` for inotify: the service has no use for a stat index).
+Why Watchman first: the inotify detector also watches every file's inode (hard links), one
+watch per file against the user's `fs.inotify.max_user_watches`; on a large tree that limit is
+reached and the detector degrades, visibly but slowly, to a full diff at every call. Watchman
+watches directories only.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import os
+import threading
+from collections.abc import Callable, Mapping
+from typing import Any, TypeVar
+
+from ledger_impl import fingerprint as fingerprints
+from ledger_impl.detectors import prefers_watchman, watchman
+from ledger_impl.session import DurableSession
+from ledger_spec import Command
+
+from .resident import ResidentDetector
+
+T = TypeVar("T")
+DRAIN_EVERY_S = 1.0
+
+
+def service_detector(state_dir: str | None) -> ResidentDetector | watchman.WatchmanIndex:
+    """The detector of one served workspace (see the module docstring)."""
+    return watchman.WatchmanIndex(state_dir) if prefers_watchman() else ResidentDetector()
+
+
+class ServedSession(DurableSession):
+    """A durable session whose fingerprints read the calling agent's environment (set per call
+    by its worker) instead of the service's own: the programs PATH resolves and the variables
+    the tools read are the agent's, as in the hook process that the call replaces."""
+
+    environ: Mapping[str, str] = os.environ
+
+    def _fingerprint(self, classified: Command) -> fingerprints.Fingerprint | None:
+        if not classified.read_only or classified.target is None:
+            return None
+        return fingerprints.take(self.root, classified, self.environ)
+
+
+class Workspace:
+    """One root: its session and detector, opened by (and used only from) its worker thread."""
+
+    def __init__(self, root: str, state_dir: str | None) -> None:
+        self.root = root
+        self.calls = 0
+        self.last_degraded: str | None = None
+        self._worker = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix=f"ledger-ws-{os.path.basename(root)}")
+        self.detector = service_detector(state_dir)
+        self._session: ServedSession | None = None
+        self._state_dir = state_dir
+
+    def call(self, job: Callable[[ServedSession], T], environ: Mapping[str, str]) -> T:
+        """Run `job` on the session in the worker thread, with `environ` as the agent's environment."""
+        def run() -> T:
+            if self._session is None:
+                self._session = ServedSession.open(self.root, state_dir=self._state_dir, detector=self.detector)
+            self._session.environ = environ
+            self.calls += 1
+            return job(self._session)
+
+        return self._worker.submit(run).result()
+
+    @property
+    def degraded(self) -> str | None:
+        """Why the detector is not at its best, if it says (Watchman reports unknown scope instead)."""
+        return getattr(self.detector, "degraded", None)
+
+    def drain(self) -> None:
+        if isinstance(self.detector, ResidentDetector):
+            self._worker.submit(self.detector.drain)
+
+    def close(self) -> None:
+        def shut() -> None:
+            if self._session is not None:
+                self._session.close()
+            if isinstance(self.detector, ResidentDetector):
+                self.detector.close()  # a Watchman daemon outlives the service on purpose
+
+        self._worker.submit(shut).result()
+        self._worker.shutdown(wait=True)
+
+
+class Workspaces:
+    """Every workspace the service serves, opened on first use."""
+
+    def __init__(self, state_dir: str | None) -> None:
+        self._state_dir = state_dir
+        self._by_root: dict[str, Workspace] = {}
+        self._lock = threading.Lock()
+
+    def get(self, root: str) -> Workspace:
+        with self._lock:
+            workspace = self._by_root.get(root)
+            if workspace is None:
+                workspace = self._by_root[root] = Workspace(root, self._state_dir)
+            return workspace
+
+    def all(self) -> list[Workspace]:
+        with self._lock:
+            return list(self._by_root.values())
+
+    def summary(self) -> list[dict[str, Any]]:
+        return [{"root": w.root, "calls": w.calls, "detector": w.detector.name, "degraded": w.degraded}
+                for w in self.all()]
+
+    def close(self) -> None:
+        for workspace in self.all():
+            workspace.close()
