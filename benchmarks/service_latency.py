@@ -30,6 +30,7 @@ import argparse
 import http.client
 import json
 import os
+import platform
 import pathlib
 import shutil
 import statistics
@@ -255,6 +256,7 @@ def main() -> int:
     document = {
         "what": "hook latency in milliseconds: HTTP and thin client through ledger serve, and the in-process hook",
         "commit": commit, "runs": args.runs, "cpus": os.cpu_count(),
+        "machine": {"platform": platform.platform(), "python": platform.python_version(), "cpus": os.cpu_count()},
         "load_average_1_5_15": {"before": [round(x, 2) for x in load_before], "after": [round(x, 2) for x in os.getloadavg()]},
         "results": results,
     }

@@ -35,6 +35,7 @@ CLASSES: dict[str, tuple[type[errors.LedgerError], type[BaseException] | None]] 
     "ledger_impl.detectors.watchman:_Unreachable": (errors.DetectorFailure, None),
     "ledger_impl.shell:ShellSyntaxError": (errors.InvalidInput, ValueError),
     "ledger_impl.state_codec:CodecError": (errors.UnreadableState, ValueError),
+    "ledger_impl.service.server:AlreadyRunning": (errors.Unavailable, None),
     "properties.audit.filter:OutsideWrite": (errors.InvalidInput, ValueError),
     "properties.audit.formats:InputError": (errors.InvalidInput, ValueError),
     "properties.counterexample:CounterexampleError": (errors.InvalidInput, ValueError),

@@ -21,6 +21,7 @@ import time
 import pytest
 
 from ledger_impl.service.server import Service
+from ledger_spec.degraded import Cause, Degraded
 from service_calls import READ, THIN, Served, by_client, by_http, by_socket, in_process, post, pre, workspace
 
 
@@ -189,10 +190,11 @@ def test_a_degraded_detector_is_shown(tmp_path: pathlib.Path, ws: pathlib.Path) 
     try:
         assert "systemMessage" not in (by_socket(service.layout.state_dir, pre("t1", READ, ws))["reply"] or {})
         (workspace,) = service.workspaces.all()
-        workspace.call(lambda _: workspace.detector._events._degrade("watch limit reached (test)"), os.environ)
+        reason = Degraded(Cause.DIRECTORY_UNWATCHABLE, ("src", "watch limit reached (test)"))
+        workspace.call(lambda _: workspace.detector._events._degrade(reason), os.environ)
         reply = by_socket(service.layout.state_dir, pre("t2", "ls", ws))["reply"]
-        assert "detector degraded: watch limit reached (test)" in reply["systemMessage"]
-        assert service.status()["workspaces"][0]["degraded"] == "watch limit reached (test)"
+        assert f"detector degraded: {reason.text()}" in reply["systemMessage"]
+        assert service.status()["workspaces"][0]["degraded"] == reason.text()
     finally:
         service.stop()
         service.close()

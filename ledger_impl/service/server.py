@@ -32,6 +32,7 @@ from typing import Any, Callable
 
 from ledger_impl.adapters import claude, codex
 from ledger_impl.adapters.hook_session import HookSession
+from ledger_spec.errors import Unavailable
 
 from . import gate
 from .layout import HOOK_PATH, Layout
@@ -46,7 +47,7 @@ MAX_REQUEST_BYTES = 16 * 1024 * 1024
 MAX_REGISTERED_SESSIONS = 4096
 
 
-class AlreadyRunning(Exception):
+class AlreadyRunning(Unavailable):
     """Another service holds this state directory's lock."""
 
 

@@ -94,7 +94,7 @@ def test_codex_hooks_go_to_its_hooks_json(tmp_path: pathlib.Path) -> None:
 def test_uninstall_removes_the_settings_file_install_created(tmp_path: pathlib.Path) -> None:
     home, project = tmp_path / "home", tmp_path / "project"
     project.mkdir()
-    assert ledger("hooks", "install", "claude", "--root", str(project), home=home).returncode == 0
+    assert ledger("hooks", "install", "claude", "--root", str(project), "--transport", "command", home=home).returncode == 0
     assert (project / ".claude" / "settings.json").is_file()
     done = ledger("hooks", "uninstall", "claude", "--root", str(project), home=home)
     assert done.returncode == 0, done.stderr
@@ -107,7 +107,7 @@ def test_uninstall_gives_back_a_file_with_other_content_byte_for_byte(tmp_path: 
     settings = project / ".claude" / "settings.json"
     for text in ('{"model":"opus",  "hooks": {}}', "{}"):  # compact, unusual spacing, or empty: as written
         settings.write_text(text)
-        assert ledger("hooks", "install", "claude", "--root", str(project), home=home).returncode == 0
+        assert ledger("hooks", "install", "claude", "--root", str(project), "--transport", "command", home=home).returncode == 0
         assert settings.read_text() != text
         assert ledger("hooks", "uninstall", "claude", "--root", str(project), home=home).returncode == 0
         assert settings.read_text() == text
@@ -117,7 +117,7 @@ def test_settings_edited_after_install_keep_the_edit_at_uninstall(tmp_path: path
     home, project = tmp_path / "home", tmp_path / "project"
     project.mkdir()
     settings = project / ".claude" / "settings.json"
-    assert ledger("hooks", "install", "claude", "--root", str(project), home=home).returncode == 0
+    assert ledger("hooks", "install", "claude", "--root", str(project), "--transport", "command", home=home).returncode == 0
     edited = {**json.loads(settings.read_text()), "model": "opus"}
     settings.write_text(json.dumps(edited))
     assert ledger("hooks", "uninstall", "claude", "--root", str(project), home=home).returncode == 0
