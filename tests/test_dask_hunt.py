@@ -96,8 +96,8 @@ def test_verify_runs_its_hunt_on_the_cluster(scheduler: str, tmp_path: pathlib.P
     small = attrs.evolve(
         named_profile("ci"), hunt_examples=2, hunt_steps=5, workers=None, scheduler=scheduler, database=str(tmp_path / "db")
     )
-    hunt, overlap = verify._hunt(small, 3)
-    assert hunt.held and overlap.held, (hunt, overlap)
+    hunt, traced, overlap = verify._hunt(small, 3)
+    assert hunt.held and traced.held and overlap.held, (hunt, traced, overlap)
     assert f"on {scheduler}" in hunt.detail and "2 runs" in hunt.detail, hunt.detail
     assert _tasks_run(scheduler) - before == 2
 

@@ -79,7 +79,7 @@ def test_a_program_configured_in_the_runtime_s_home_makes_a_git_read_run(
     monkeypatch.setenv("HOME", str(clean_home))
     monkeypatch.setenv("XDG_CONFIG_HOME", str(clean_home / ".config"))
     monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
-    runtime = Runtime(main_repo, blind(), environment=env)
+    runtime = Runtime(main_repo, blind(), environment=env, probe=False)
     try:
         assert runtime.step("git status").command.category is Category.RUN
         assert classify("git status", root=main_repo, environment=command_environment(env)).category is Category.RUN
@@ -94,7 +94,7 @@ def test_git_variables_of_the_harness_s_own_process_do_not_refuse_the_runtime_s_
 ) -> None:
     monkeypatch.setenv("GIT_DIR", "/nonexistent/elsewhere")
     monkeypatch.setenv("GIT_CONFIG_PARAMETERS", "'diff.external=/bin/true'")
-    runtime = Runtime(main_repo, blind(), environment=env)
+    runtime = Runtime(main_repo, blind(), environment=env, probe=False)
     try:
         first, again = runtime.step("git status"), runtime.step("git status")
         assert first.command.category is Category.SEARCH
@@ -113,7 +113,7 @@ def _fresh(root: Path, command: str, env: dict[str, str]) -> str:
 def _change_between(root: Path, env: dict[str, str], read: str, change: Callable[[], None]) -> None:
     """The read is reused when nothing moved, and run again (with the fresh output) after
     `change`: allowed or nudged (the detector saw nothing, so it looks like a loop), never reused."""
-    runtime = Runtime(root, blind(), environment=env)
+    runtime = Runtime(root, blind(), environment=env, probe=False)
     try:
         first = runtime.step(read)
         assert first.command.category in (Category.READ, Category.SEARCH)

@@ -54,7 +54,9 @@ class _ChannelRuntime(Runtime):
 
     def __init__(self, channel_root: str, detector: ChannelDetector, policy: Policy | None, timeout: float) -> None:
         self._placeholder = tempfile.mkdtemp(prefix="ledger-channel-")  # Runtime wants a local root
-        super().__init__(self._placeholder, detector, policy, timeout=timeout)
+        # No local probe can rerun a command that runs behind the channel: Reuse here rests on the
+        # channel detector and the fingerprint, as before the probe (an open gap, docs/safety/probe.md).
+        super().__init__(self._placeholder, detector, policy, timeout=timeout, probe=False)
         self.channel_root = channel_root
         self.channel = detector
 
