@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import os
 import selectors
-import signal
 import subprocess
 import time
 from pathlib import Path
@@ -48,33 +47,6 @@ def decode(data: bytes) -> str:
     The same bytes always decode to the same text, which is all Reuse needs.
     """
     return data.decode("utf-8", errors="replace")
-
-
-def group_alive(group: int) -> bool:
-    """Whether a live (not zombie) process of process group `group` remains.
-
-    Orphans are reparented to PID 1, which in a container may never reap them, so a signal
-    probe would see zombies as alive; /proc tells the states apart.
-    """
-    # A group with no process at all, the usual case, is answered by one system call; only a
-    # group that still exists needs the /proc scan that tells zombies from live processes.
-    try:
-        os.killpg(group, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        pass
-    try:
-        return bool(tracking.live_processes(lambda process_group, session: process_group == group))
-    except OSError:  # pragma: no cover - non-Linux
-        return True
-
-
-def kill_group(group: int) -> None:
-    try:
-        os.killpg(group, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
 
 
 def command_environment(base: Mapping[str, str] | None = None) -> dict[str, str]:

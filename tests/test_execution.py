@@ -10,7 +10,17 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from ledger_impl import execution
-from ledger_impl.execution import LAUNCH_FAILURE_EXIT_CODE, TIMEOUT_EXIT_CODE, group_alive, kill_group, run_command
+from ledger_impl.descendants import SessionDescendants
+from ledger_impl.execution import LAUNCH_FAILURE_EXIT_CODE, TIMEOUT_EXIT_CODE, run_command
+
+
+def group_alive(group: int) -> bool:
+    """Whether session tracking finds a live process in `group` (a group leader's session or group)."""
+    return SessionDescendants(group).alive()
+
+
+def kill_group(group: int) -> None:
+    SessionDescendants(group).kill()
 
 
 def test_stdout_and_stderr_interleave_in_one_text_with_the_exit_code(tmp_path: Path) -> None:

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from ledger_impl import execution
-from ledger_impl.execution import TIMEOUT_EXIT_CODE, group_alive, kill_group, run_command
+from ledger_impl.execution import TIMEOUT_EXIT_CODE, run_command
 
 def _has_exit_descriptors() -> bool:
     # Asked of the system, not of `execution._exit_descriptor`: a fault there that never gives

@@ -17,7 +17,7 @@ import pytest
 
 from ledger_impl import Policy, Runtime
 from ledger_impl import execution
-from ledger_impl.execution import group_alive
+from ledger_impl.descendants import SessionDescendants
 from ledger_impl.ledger import Ledger
 from ledger_impl.runtime import printable
 from ledger_spec import Allow, Category, Changes, Command, FileTarget, Reuse
@@ -107,9 +107,9 @@ def test_an_interrupt_inside_a_step_kills_the_command_s_process_group(workspace:
         runtime.close()
     assert started
     deadline = time.monotonic() + 5
-    while group_alive(started[0]) and time.monotonic() < deadline:
+    while SessionDescendants(started[0]).alive() and time.monotonic() < deadline:
         time.sleep(0.05)
-    assert not group_alive(started[0])
+    assert not SessionDescendants(started[0]).alive()
 
 
 def test_the_view_is_valid_utf8_with_undecodable_file_names(workspace: Path) -> None:
@@ -209,9 +209,9 @@ def test_a_degraded_detector_is_reported_in_the_step_and_the_view(workspace: Pat
 def _all_gone(groups: Collection[int], seconds: float = 5.0) -> bool:
     """Whether every process group is gone within `seconds` (a kill is not instantaneous)."""
     deadline = time.monotonic() + seconds
-    while any(group_alive(group) for group in groups) and time.monotonic() < deadline:
+    while any(SessionDescendants(group).alive() for group in groups) and time.monotonic() < deadline:
         time.sleep(0.05)
-    return not any(group_alive(group) for group in groups)
+    return not any(SessionDescendants(group).alive() for group in groups)
 
 
 def test_stop_background_kills_the_jobs_and_forgets_them(workspace: Path) -> None:
@@ -360,7 +360,7 @@ def test_an_interrupt_in_the_detector_kills_the_job_the_command_left(workspace: 
     try:
         assert _all_gone(started[:1]), "the job outlived the interrupted step"
     finally:
-        execution.kill_group(started[0])
+        SessionDescendants(started[0]).kill()
 
 
 def test_the_readme_states_the_runtime_s_defaults() -> None:
