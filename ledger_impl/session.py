@@ -30,7 +30,7 @@ from __future__ import annotations
 import os
 import pathlib
 import time
-from typing import Protocol
+from typing import Mapping, Protocol
 
 import attrs
 
@@ -98,6 +98,10 @@ class DurableSession:
         self.output_cap = output_cap
         self.abandon_after = abandon_after
         self._store = store
+        # The environment the agent's commands run with, which classification and fingerprints
+        # read (PATH, HOME's git config, TZ, ...): a hook process inherits it, so by default its
+        # own; a resident service sets the calling agent's for each call.
+        self.environment: Mapping[str, str] | None = None
 
     @classmethod
     def open(
@@ -149,7 +153,9 @@ class DurableSession:
             state = self._load()
             # Classified after the poll: the names it resolves on disk (symbolic links) are those
             # of the state the start stamp covers; a change after the poll is caught at record.
-            classified = classify(command, cwd=self._relative_cwd(cwd), root=self.root)
+            classified = classify(
+                command, cwd=self._relative_cwd(cwd), root=self.root, environment=self._environment()
+            )
             started_with = self._fingerprint(classified)
             decision = state.ledger.govern(classified, started_with)
             # An id still pending names two calls at once: which result a record carries is
@@ -355,7 +361,10 @@ class DurableSession:
         A hook process inherits the agent's environment, the one its commands run with."""
         if not classified.read_only or classified.target is None:
             return None
-        return fingerprints.take(self.root, classified, os.environ)
+        return fingerprints.take(self.root, classified, self._environment())
+
+    def _environment(self) -> Mapping[str, str]:
+        return os.environ if self.environment is None else self.environment
 
 
 def trusted_ledger(row: StateRow, policy: Policy | None) -> tuple[Ledger | None, str | None]:

@@ -3,6 +3,7 @@ Ledger keeps the sessions, and state from an older format is migrated or refused
 
 from __future__ import annotations
 
+import os
 import shutil
 import sqlite3
 import subprocess
@@ -133,3 +134,27 @@ def test_the_codec_refuses_text_that_is_not_an_encoding(text: str) -> None:
 def test_the_codec_round_trips_the_values_a_session_holds(workspace: Path, tmp_path: Path) -> None:
     values = (None, True, 3, 2.5, "é\udcff", b"\x00\xff", (1, ("x",)), frozenset({"b", "a"}), Policy())
     assert state_codec.loads(state_codec.dumps(values)) == values
+
+
+def test_the_session_decides_with_the_agent_s_environment_not_its_own(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The agent's HOME configures a program git runs on `git diff` (a resident service serves
+    # many agents from its own environment): that makes the read a run, never served.
+    root, home, clean = tmp_path / "repo", tmp_path / "agent-home", tmp_path / "service-home"
+    for directory in (root, home, clean):
+        directory.mkdir()
+    (home / ".gitconfig").write_text("[diff]\n\texternal = /bin/true\n")
+    for name, value in {"HOME": str(clean), "XDG_CONFIG_HOME": str(clean / ".config"), "GIT_CONFIG_NOSYSTEM": "1"}.items():
+        monkeypatch.setenv(name, value)
+    subprocess.run(["git", "init", "-q"], cwd=root, check=True)
+    agent = {**os.environ, "HOME": str(home), "XDG_CONFIG_HOME": str(home / ".config")}
+    verdicts = []
+    with DurableSession.open(root, state_dir=tmp_path / "state") as session:
+        session.environment = agent
+        for call_id in ("d1", "d2"):
+            decision = session.decide("git diff", call_id=call_id)
+            verdicts.append(decision.verdict)
+            if decision.verdict != "reuse":
+                session.record(call_id, "", 0, ran="git diff")
+    assert "reuse" not in verdicts, verdicts

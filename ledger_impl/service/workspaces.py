@@ -24,10 +24,8 @@ import threading
 from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
-from ledger_impl import fingerprint as fingerprints
 from ledger_impl.detectors import prefers_watchman, watchman
 from ledger_impl.session import DurableSession
-from ledger_spec import Command
 
 from .resident import ResidentDetector
 
@@ -40,19 +38,6 @@ def service_detector(state_dir: str | None) -> ResidentDetector | watchman.Watch
     return watchman.WatchmanIndex(state_dir) if prefers_watchman() else ResidentDetector()
 
 
-class ServedSession(DurableSession):
-    """A durable session whose fingerprints read the calling agent's environment (set per call
-    by its worker) instead of the service's own: the programs PATH resolves and the variables
-    the tools read are the agent's, as in the hook process that the call replaces."""
-
-    environ: Mapping[str, str] = os.environ
-
-    def _fingerprint(self, classified: Command) -> fingerprints.Fingerprint | None:
-        if not classified.read_only or classified.target is None:
-            return None
-        return fingerprints.take(self.root, classified, self.environ)
-
-
 class Workspace:
     """One root: its session and detector, opened by (and used only from) its worker thread."""
 
@@ -62,15 +47,17 @@ class Workspace:
         self.last_degraded: str | None = None
         self._worker = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix=f"ledger-ws-{os.path.basename(root)}")
         self.detector = service_detector(state_dir)
-        self._session: ServedSession | None = None
+        self._session: DurableSession | None = None
         self._state_dir = state_dir
 
-    def call(self, job: Callable[[ServedSession], T], environ: Mapping[str, str]) -> T:
+    def call(self, job: Callable[[DurableSession], T], environ: Mapping[str, str]) -> T:
         """Run `job` on the session in the worker thread, with `environ` as the agent's environment."""
         def run() -> T:
             if self._session is None:
-                self._session = ServedSession.open(self.root, state_dir=self._state_dir, detector=self.detector)
-            self._session.environ = environ
+                self._session = DurableSession.open(self.root, state_dir=self._state_dir, detector=self.detector)
+            # The calling agent's, not the service's: the programs PATH resolves and the variables
+            # its tools read are the agent's, as in the hook process that the call replaces.
+            self._session.environment = environ
             self.calls += 1
             return job(self._session)
 
