@@ -2,13 +2,10 @@
 
     python benchmarks/hunt_throughput.py [--workers N] [--ci-runs 8] [--thorough-runs 4] [--seed S]
 
-Four set-ups, each on the same seed and the same number of state-machine runs, for a
+Three set-ups, each on the same seed and the same number of state-machine runs, for a
 `ci`-shaped hunt (25 steps per run) and a `thorough`-shaped one (60 steps per run):
 
-  before                    as the hunt was: one process, every file (`.git/` included) hashed
-                            at every ground-truth look, and a /proc scan (one file read per
-                            process on the machine) for every process group checked
-  1 worker, no hash cache   the same with `group_alive` asking killpg first
+  1 worker, no hash cache   one process, every file (`.git/` included) hashed at every look
   1 worker, hash cache      digests reused while a file's identity and timestamps hold
   N workers, hash cache     the runs shared out to N processes (default: every core)
 
@@ -45,30 +42,11 @@ def hash_cache_disabled() -> Iterator[None]:
         ground_truth.racy_window_for = real  # type: ignore[assignment]
 
 
-@contextlib.contextmanager
-def proc_scan_for_every_group() -> Iterator[None]:
-    """`group_alive` as it was: the killpg probe answers nothing, so /proc is always scanned."""
-    real = os.killpg
-
-    def killpg(group: int, signal: int) -> None:
-        if signal == 0:
-            raise PermissionError(1, "probe disabled by the benchmark")
-        real(group, signal)
-
-    os.killpg = killpg  # type: ignore[assignment]
-    try:
-        yield
-    finally:
-        os.killpg = real  # type: ignore[assignment]
-
-
-def measure(profile: str, runs: int, seed: int, workers: int, cached: bool, scan: bool) -> tuple[int, float]:
+def measure(profile: str, runs: int, seed: int, workers: int, cached: bool) -> tuple[int, float]:
     """(steps, seconds) of one hunt."""
     with contextlib.ExitStack() as stack:
         if not cached:
             stack.enter_context(hash_cache_disabled())
-        if scan:
-            stack.enter_context(proc_scan_for_every_group())
         started = time.monotonic()
         report = run_hunt(default_detector, PROFILES[profile], seed, max_examples=runs, grammar=FULL_GRAMMAR, workers=workers)
         seconds = time.monotonic() - started
@@ -85,17 +63,16 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=20261201)
     args = parser.parse_args()
     setups = [
-        ("before", 1, False, True),
-        ("1 worker, no hash cache", 1, False, False),
-        ("1 worker, hash cache", 1, True, False),
-        (f"{args.workers} workers, hash cache", args.workers, True, False),
+        ("1 worker, no hash cache", 1, False),
+        ("1 worker, hash cache", 1, True),
+        (f"{args.workers} workers, hash cache", args.workers, True),
     ]
     print(f"load average before: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
     print("| profile shape | set-up | runs | steps | s | steps/s |")
     print("|---|---|---:|---:|---:|---:|")
     for profile, runs in (("ci", args.ci_runs), ("thorough", args.thorough_runs)):
-        for name, workers, cached, scan in setups:
-            steps, seconds = measure(profile, runs, args.seed, workers, cached, scan)
+        for name, workers, cached in setups:
+            steps, seconds = measure(profile, runs, args.seed, workers, cached)
             print(f"| {profile} | {name} | {runs} | {steps} | {seconds:.1f} | {steps / seconds:.1f} |", flush=True)
     print(f"load average after: {os.getloadavg()[0]:.1f}")
 
