@@ -214,11 +214,29 @@ def connect(path: pathlib.Path, busy_timeout_s: float = BUSY_TIMEOUT_S) -> sqlit
     timeout so concurrent writers queue, and a sync level that survives any process crash."""
     # isolation_level=None: transactions are explicit (BEGIN IMMEDIATE), never implicit.
     connection = sqlite3.connect(path, timeout=busy_timeout_s, isolation_level=None)
-    connection.execute("PRAGMA journal_mode=WAL")
+    _enter_wal(connection, time.monotonic() + busy_timeout_s)
     # NORMAL in WAL mode survives any process crash; only a power loss may drop the last
     # commits, which rolls ledger and index back together (still consistent).
     connection.execute("PRAGMA synchronous=NORMAL")
     return connection
+
+
+def _enter_wal(connection: sqlite3.Connection, deadline: float) -> None:
+    """Switch to WAL, waiting out other connections that are switching the same new file.
+
+    Converting a database to WAL takes its exclusive lock, and SQLite answers a connection
+    that contends for it with "database is locked" at once instead of through the busy
+    handler (waiting could deadlock two upgraders). Once one connection has converted the
+    file, the mode is stored in it and the pragma only reads. So only the first opening of a
+    new store races, and retrying until the busy timeout is what the timeout promises."""
+    while True:
+        try:
+            connection.execute("PRAGMA journal_mode=WAL")
+            return
+        except sqlite3.OperationalError as error:
+            if "locked" not in str(error) or time.monotonic() >= deadline:
+                raise
+            time.sleep(0.005)
 
 
 @contextlib.contextmanager

@@ -82,7 +82,10 @@ except PermissionError:
     result["secret"] = "denied"
 try:
     s = socket.socket(socket.AF_UNIX); s.settimeout(10); s.connect(state + "/service/socket")
-    s.sendall(json.dumps({"op": "status"}).encode() + b"\n")
+    try:
+        s.sendall(json.dumps({"op": "status"}).encode() + b"\n")
+    except BrokenPipeError:
+        pass  # the service may refuse and close before reading; its answer is still there
     result["socket"] = json.loads(s.makefile().readline())
 except PermissionError:
     result["socket"] = "denied"

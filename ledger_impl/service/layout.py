@@ -55,10 +55,6 @@ class Layout:
     def lock_file(self) -> pathlib.Path:
         return self.directory / "lock"
 
-    @property
-    def log_file(self) -> pathlib.Path:
-        return self.directory / "service.log"
-
     def prepare(self) -> None:
         """Create the directory, private to the user (0700, tightened if it existed)."""
         self.directory.mkdir(parents=True, exist_ok=True)
@@ -67,10 +63,18 @@ class Layout:
     def secret(self) -> str:
         """The user's secret, created on first use, readable by the user alone."""
         self.prepare()
-        with contextlib.suppress(FileExistsError):
-            descriptor = os.open(self.secret_file, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-            with os.fdopen(descriptor, "w") as handle:
-                handle.write(secrets.token_hex(32))
+        if not self.secret_file.exists():
+            # Written whole under a private name, then linked into place: a concurrent first
+            # caller either links first or finds the complete file, never an empty one.
+            draft = self.directory / f"secret.{os.getpid()}.{secrets.token_hex(4)}"
+            descriptor = os.open(draft, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            try:
+                with os.fdopen(descriptor, "w") as handle:
+                    handle.write(secrets.token_hex(32))
+                with contextlib.suppress(FileExistsError):
+                    os.link(draft, self.secret_file)
+            finally:
+                draft.unlink()
         os.chmod(self.secret_file, 0o600)
         return self.secret_file.read_text().strip()
 
