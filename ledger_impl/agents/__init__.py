@@ -9,26 +9,29 @@ adding its module (see CONTRIBUTING.md). The protocol every record follows is `s
 from __future__ import annotations
 
 import importlib
-import pkgutil
+import pathlib
 import types
 from collections.abc import Mapping
 
 from .spec import Agent, Hooks
 
 
-def _discovered() -> dict[str, Agent]:
+def discover(package: str, directory: pathlib.Path) -> dict[str, Agent]:
+    """The `AGENT` of every module `package.NAME` (a `NAME.py` in `directory`) that defines
+    one, by name, in name order; TypeError for a record that is not an `Agent` named NAME."""
     found: dict[str, Agent] = {}
-    for module in sorted(info.name for info in pkgutil.iter_modules(__path__)):
-        agent = getattr(importlib.import_module(f"{__name__}.{module}"), "AGENT", None)
+    # A directory listing, not pkgutil: a hook process pays for every module it imports.
+    for module in sorted(path.stem for path in directory.glob("*.py") if not path.stem.startswith("_")):
+        agent = getattr(importlib.import_module(f"{package}.{module}"), "AGENT", None)
         if agent is None:
             continue
         if not isinstance(agent, Agent) or agent.name != module:
-            raise TypeError(f"{__name__}.{module}.AGENT must be a spec.Agent named {module!r}")
+            raise TypeError(f"{package}.{module}.AGENT must be a spec.Agent named {module!r}")
         found[module] = agent
     return found
 
 
-AGENTS: Mapping[str, Agent] = types.MappingProxyType(_discovered())
+AGENTS: Mapping[str, Agent] = types.MappingProxyType(discover(__name__, pathlib.Path(__file__).parent))
 #: The agents with a hook protocol, name -> their hooks.
 HOOKED: Mapping[str, Hooks] = types.MappingProxyType(
     {name: agent.hooks for name, agent in AGENTS.items() if agent.hooks is not None})

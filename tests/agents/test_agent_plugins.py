@@ -16,7 +16,7 @@ import sys
 import pytest
 
 import ledger_impl.agents
-from ledger_impl.agents import AGENTS, HOOKED
+from ledger_impl.agents import AGENTS, HOOKED, discover
 from ledger_impl.agents.spec import Agent
 
 
@@ -88,3 +88,19 @@ def test_every_agent_module_is_registered_under_its_name() -> None:
             defining.add(path.stem)
     assert defining == set(AGENTS) and all(AGENTS[name].name == name for name in AGENTS)
     assert set(HOOKED) == {name for name, agent in AGENTS.items() if agent.hooks is not None}
+
+
+def test_discovery_registers_records_by_module_name_and_refuses_a_misnamed_one(
+        tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    package = tmp_path / "fake_agents"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    record = "from ledger_impl.agents.spec import Agent\nAGENT = Agent(name={!r}, tool_mask=lambda names: '')\n"
+    (package / "zeta.py").write_text(record.format("zeta"))
+    (package / "alpha.py").write_text(record.format("alpha"))
+    (package / "helpers.py").write_text("VALUE = 1\n")  # not an agent: no AGENT
+    monkeypatch.syspath_prepend(str(tmp_path))
+    assert list(discover("fake_agents", package)) == ["alpha", "zeta"]
+    (package / "misnamed.py").write_text(record.format("other"))
+    with pytest.raises(TypeError, match="misnamed"):
+        discover("fake_agents", package)
