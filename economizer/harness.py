@@ -1,7 +1,8 @@
 """What the controller hands a harness: the manual, the tool mask, and the guard's signals.
 
 * manual: prepended to the task prompt (`prompt_with_manual`).
-* tool mask, in each harness's own option format:
+* tool mask, in each harness's own option format: the `tool_mask` of its agent plugin
+  (`ledger_impl.agents`), for instance
     Claude Code  `--disallowedTools "A,B"` (removes the schemas from every request)
     Codex        a config.toml fragment: the pruning unit is a capability package, written as
                  `[features]` entries set to false in the task's configuration file
@@ -15,30 +16,26 @@
 from __future__ import annotations
 
 import json
-from typing import Iterable, Literal
+from typing import Iterable
 
 import attrs
 
 from economizer_spec.guard import Decision
+from ledger_impl.agents import AGENTS
 from ledger_spec.values import Nudge
 
-Harness = Literal["claude", "codex", "copilot"]
-HARNESSES: tuple[str, ...] = ("claude", "codex", "copilot")
+HARNESSES: tuple[str, ...] = tuple(AGENTS)
 
 
 def prompt_with_manual(manual: str, prompt: str) -> str:
     return f"{manual}\n\n{prompt}" if manual else prompt
 
 
-def mask_option(mask: Iterable[str], harness: Harness) -> str:
-    names = sorted(mask)
-    if harness == "claude":
-        return f"--disallowedTools {json.dumps(','.join(names))}" if names else ""
-    if harness == "copilot":
-        return f"--excluded-tools {','.join(names)}" if names else ""
-    if harness == "codex":
-        return "\n".join(["[features]", *(f"{json.dumps(name)} = false" for name in names)]) if names else ""
-    raise ValueError(f"unknown harness {harness!r}; expected one of {', '.join(HARNESSES)}")
+def mask_option(mask: Iterable[str], harness: str) -> str:
+    agent = AGENTS.get(harness)
+    if agent is None:
+        raise ValueError(f"unknown harness {harness!r}; expected one of {', '.join(HARNESSES)}")
+    return agent.tool_mask(sorted(mask))
 
 
 @attrs.frozen

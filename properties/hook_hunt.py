@@ -1,4 +1,4 @@
-"""A hunt through the hook path: `ledger hook claude|codex` run as separate processes, as an agent runs them.
+"""A hunt through the hook path: `ledger hook AGENT` run as separate processes, as an agent runs them.
 
 Theory of operation. `make_hook_hunt()` builds a Hypothesis state machine that plays a coding
 agent. Each run materializes a workspace (a git repository, or a linked worktree of one) and,
@@ -61,7 +61,6 @@ from .shell_strategies import (
     workspaces,
 )
 
-AGENTS: tuple[str, ...] = ("claude", "codex")
 HOOK_REUSE_IS_FRESH = "hook-reuse-is-fresh"
 HOOK_FAILED = "hook-failed"
 # What Claude shows for a command that printed nothing. Spelled here, not imported from the
@@ -191,11 +190,71 @@ def render_claude(output: str, exit_code: int) -> str:
     return text or NO_OUTPUT
 
 
+class SimulatedClaude:
+    """Claude Code as the hunt plays it: what it sends its hooks and what it shows the model.
+    Written from the agent's observed behaviour, not from `ledger_impl.agents.claude`, which
+    it judges."""
+
+    project_dir_variable: str | None = "CLAUDE_PROJECT_DIR"
+
+    def call_id(self, number: int) -> str:
+        return f"toolu_{number:03d}"
+
+    def payload_fields(self, world: "HookWorld", payload: dict[str, Any]) -> None:
+        payload["tool_input"]["description"] = "hunt"
+        payload["transcript_path"] = str(world.parent / "transcript.jsonl")
+
+    def post(self, world: "HookWorld", call_id: str, command: str, output: str, exit_code: int,
+             interrupted: bool) -> dict[str, Any]:
+        if interrupted:
+            return world.payload("PostToolUseFailure", call_id, command, error=render_claude(output, exit_code or 130),
+                                 is_interrupt=True)
+        if exit_code != 0:
+            return world.payload("PostToolUseFailure", call_id, command, error=render_claude(output, exit_code),
+                                 is_interrupt=False)
+        text = render_claude(output, 0)
+        stdout = "" if text == NO_OUTPUT else text
+        return world.payload("PostToolUse", call_id, command, tool_response={
+            "stdout": stdout, "stderr": "", "interrupted": False, "isImage": False, "noOutputExpected": False})
+
+    def shown(self, output: str, exit_code: int) -> tuple[str, int | None]:
+        return render_claude(output, exit_code), None
+
+
+class SimulatedCodex:
+    """Codex CLI as the hunt plays it (its hook payloads carry the output, and the exit status
+    unless the call was interrupted)."""
+
+    project_dir_variable: str | None = None
+
+    def call_id(self, number: int) -> str:
+        return f"call_{number:03d}"
+
+    def payload_fields(self, world: "HookWorld", payload: dict[str, Any]) -> None:
+        payload.update(turn_id="turn-1", model="gpt-5-codex", transcript_path=None)
+
+    def post(self, world: "HookWorld", call_id: str, command: str, output: str, exit_code: int,
+             interrupted: bool) -> dict[str, Any]:
+        response: dict[str, Any] = {"output": output}
+        if not interrupted:
+            response["exit_code"] = exit_code
+        return world.payload("PostToolUse", call_id, command, tool_response=response)
+
+    def shown(self, output: str, exit_code: int) -> tuple[str, int | None]:
+        return output, exit_code
+
+
+#: The agents the hunt plays, by the name `ledger hook` takes.
+SIMULATED: dict[str, SimulatedClaude | SimulatedCodex] = {"claude": SimulatedClaude(), "codex": SimulatedCodex()}
+AGENTS: tuple[str, ...] = tuple(SIMULATED)
+
+
 class HookWorld:
     """One run's workspace, configuration outside it, environment and hook processes."""
 
     def __init__(self, agent: str, setup: Any, worktree: bool, hook_environment: Mapping[str, str] | None = None) -> None:
         self.agent, self.setup, self.worktree = agent, setup, worktree
+        self.simulated = SIMULATED[agent]
         # Added to the hook processes' environment only (a test plants a bug through PYTHONPATH).
         self.hook_environment = dict(hook_environment or {})
         self.parent = pathlib.Path(tempfile.mkdtemp(prefix="ledger-hook-hunt-"))
@@ -286,8 +345,8 @@ class HookWorld:
         # may not import the CLI layer, so it is spelled here; tests/agents check the installed one).
         argv = [sys.executable, "-m", "ledger_cli.main", "hook", self.agent, "--state-dir", str(self.state_dir)]
         env = {**self.env, **self.hook_environment}
-        if self.agent == "claude":
-            env["CLAUDE_PROJECT_DIR"] = str(self.root)
+        if self.simulated.project_dir_variable is not None:
+            env[self.simulated.project_dir_variable] = str(self.root)
         done = subprocess.run(argv, input=json.dumps(payload), capture_output=True, text=True, cwd=self.root,
                               env=env, timeout=HOOK_TIMEOUT, check=False)
         self.events.append({"event": payload["hook_event_name"], "id": payload.get("tool_use_id"),
@@ -303,16 +362,12 @@ class HookWorld:
     def payload(self, event: str, call_id: str, command: str, **extra: Any) -> dict[str, Any]:
         common: dict[str, Any] = {"session_id": self.session_id, "cwd": str(self.root), "hook_event_name": event,
                                   "tool_name": "Bash", "tool_input": {"command": command}, "tool_use_id": call_id}
-        if self.agent == "claude":
-            common["tool_input"]["description"] = "hunt"
-            common["transcript_path"] = str(self.parent / "transcript.jsonl")
-        else:
-            common.update(turn_id="turn-1", model="gpt-5-codex", transcript_path=None)
+        self.simulated.payload_fields(self, common)
         return {**common, **extra}
 
     def next_id(self) -> str:
         self.calls += 1
-        return f"toolu_{self.calls:03d}" if self.agent == "claude" else f"call_{self.calls:03d}"
+        return self.simulated.call_id(self.calls)
 
     def run(self, command: str) -> tuple[str, int]:
         """The command run as the agent's shell tool runs it: bash, stderr merged, the agent's environment."""
@@ -327,24 +382,7 @@ class HookWorld:
 
     def post(self, call_id: str, command: str, output: str, exit_code: int, *, interrupted: bool = False) -> None:
         """The agent's report of a finished (or interrupted) call, under the id of its PreToolUse."""
-        if self.agent == "claude":
-            text = render_claude(output, 0)
-            if interrupted:
-                payload = self.payload("PostToolUseFailure", call_id, command, error=render_claude(output, exit_code or 130),
-                                       is_interrupt=True)
-            elif exit_code != 0:
-                payload = self.payload("PostToolUseFailure", call_id, command, error=render_claude(output, exit_code),
-                                       is_interrupt=False)
-            else:
-                stdout = "" if text == NO_OUTPUT else text
-                payload = self.payload("PostToolUse", call_id, command, tool_response={
-                    "stdout": stdout, "stderr": "", "interrupted": False, "isImage": False, "noOutputExpected": False})
-        else:
-            response: dict[str, Any] = {"output": output}
-            if not interrupted:
-                response["exit_code"] = exit_code
-            payload = self.payload("PostToolUse", call_id, command, tool_response=response)
-        self.hook(payload)
+        self.hook(self.simulated.post(self, call_id, command, output, exit_code, interrupted))
 
     def served(self, reply: dict[str, Any] | None) -> tuple[str, int | None] | None:
         """The output (and, for Codex, the exit status) a Reuse served; None if not a Reuse."""
@@ -359,9 +397,7 @@ class HookWorld:
 
     def expected(self, output: str, exit_code: int) -> tuple[str, int | None]:
         """What the agent would show for a fresh run, in the shape `served` returns."""
-        if self.agent == "claude":
-            return render_claude(output, exit_code), None
-        return output, exit_code
+        return self.simulated.shown(output, exit_code)
 
     def close(self) -> None:
         shutil.rmtree(self.parent, ignore_errors=True)

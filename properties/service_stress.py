@@ -36,7 +36,7 @@ from typing import Any
 import attrs
 
 from ledger_client import thin
-from ledger_impl.adapters import claude
+from ledger_impl.agents import claude
 from ledger_impl.session import DurableSession
 
 FILES = 4

@@ -5,7 +5,8 @@
 
 Generated: the CLI reference (from the argparse parsers), the counterexample catalog (from
 `counterexamples/`), `mutation-survivors.md`, and every table between markers in the pages
-under `docs/` (from `benchmarks/results/` and `scripts/mutation_survivors.json`).
+under `docs/` (from `benchmarks/results/`, `scripts/mutation_survivors.json` and, for the
+agent plugins, the registry `ledger_impl.agents`).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import docs_agents  # noqa: E402
 import docs_catalog  # noqa: E402
 import docs_cli  # noqa: E402
 import docs_mutation  # noqa: E402
@@ -29,6 +31,7 @@ def expected() -> dict[Path, str]:
     """Every generated file's text as it should be now, by path."""
     survivors = docs_mutation.load()
     tables = docs_tables.series_tables(docs_tables.load_series()) | docs_mutation.survivor_tables(survivors)
+    tables["agent-plugins"] = docs_agents.render()
     pages = {
         DOCS / "reference" / "cli.md": docs_cli.render(),
         DOCS / "counterexamples" / "catalog.md": docs_catalog.render(),

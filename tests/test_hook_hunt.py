@@ -42,13 +42,13 @@ def _planted(directory: pathlib.Path, patch: str) -> dict[str, str]:
 PLANTED = [
     (
         "claude: an empty result stored as '' where Claude shows a placeholder", "claude",
-        "import ledger_impl.adapters.claude as c\nc.NO_OUTPUT = ''\n",
+        "import ledger_impl.agents.claude as c\nc.NO_OUTPUT = ''\n",
         [("plain", "sed -n '50p' a.txt"), ("plain", "sed -n '50p' a.txt")],
     ),
     (
         "claude: an interrupted PostToolUseFailure recorded as exact", "claude",
         """
-        import ledger_impl.adapters.claude as c
+        import ledger_impl.agents.claude as c
         _real = c._failure
         c._failure = lambda tool, error, interrupted: _real(tool, error, False)
         """,
@@ -57,8 +57,8 @@ PLANTED = [
     (
         "codex: a result without its exit status recorded as exit 0, exact", "codex",
         """
-        import ledger_impl.adapters.codex as c
-        from ledger_impl.adapters.hook_session import Outcome
+        import ledger_impl.agents.codex as c
+        from ledger_impl.agents.hook_session import Outcome
         _real = c._outcome
         c._outcome = lambda tool, response: (Outcome(response["output"], response.get("exit_code", 0))
                                              if isinstance(response, dict) else _real(tool, response))

@@ -18,7 +18,7 @@ from typing import Any
 import attrs
 import pytest
 
-from ledger_impl.adapters import claude, codex
+from ledger_impl.agents import claude, codex
 
 
 @attrs.frozen

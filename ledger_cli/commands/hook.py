@@ -1,4 +1,4 @@
-"""`ledger hook claude|codex`: the hook process an agent runs before and after each tool call.
+"""`ledger hook AGENT`: the hook process an agent runs before and after each tool call.
 
 It reads the agent's JSON from stdin, answers on stdout, and always exits 0: a hook failure
 must never block the agent. On any internal error the tool call is allowed and a note goes to
@@ -13,8 +13,10 @@ reason of every later tool call of the session. The budget B comes from the
 repository's history fed with `ledger economize feed` under the same `--state-dir`; before
 any history the guard stays silent. Without the option the hook answers exactly as before.
 
-The workspace root is `--root`, else `$CLAUDE_PROJECT_DIR` (set by Claude Code for its hooks),
-else the payload's `cwd`. The session's state lives outside the root (`--state-dir` overrides).
+The workspace root is `--root`, else the agent's project-directory variable
+(`$CLAUDE_PROJECT_DIR`, which Claude Code sets for its hooks), else the payload's `cwd`. The
+session's state lives outside the root (`--state-dir` overrides). What differs per agent is
+its plugin record (`ledger_impl.agents`); this module never tests an agent's name.
 """
 
 from __future__ import annotations
@@ -24,16 +26,10 @@ import json
 import os
 import pathlib
 import sys
-from typing import Any, Callable
+from typing import Any
 
-from ledger_impl.adapters import claude, codex
-from ledger_impl.adapters.hook_session import HookSession
+from ledger_impl.agents import HOOKED
 from ledger_impl.session import DurableSession
-
-AGENTS: dict[str, Callable[[dict[str, Any], HookSession], dict[str, Any] | None]] = {
-    "claude": claude.handle,
-    "codex": codex.handle,
-}
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -42,7 +38,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="the hook an agent calls around each tool call (JSON on stdin and stdout)",
         description="Answer one hook call of a coding agent: PreToolUse, PostToolUse, SessionStart, ...",
     )
-    parser.add_argument("agent", choices=sorted(AGENTS))
+    parser.add_argument("agent", choices=sorted(HOOKED))
     parser.add_argument("--root", default=None, help="workspace root (default: $CLAUDE_PROJECT_DIR, else the payload's cwd)")
     parser.add_argument("--state-dir", default=None, help="where the session database lives (default: outside the root)")
     parser.add_argument("--economize", metavar="OWNER/NAME", default=None,
@@ -73,15 +69,16 @@ def run(args: argparse.Namespace) -> int:
         payload = json.loads(sys.stdin.read() or "{}")
         if not isinstance(payload, dict):
             raise ValueError(f"the hook payload is a JSON object, got {type(payload).__name__}")
-        root = args.root or (os.environ.get("CLAUDE_PROJECT_DIR") if args.agent == "claude" else None) \
-            or payload.get("cwd") or os.getcwd()
+        hooks = HOOKED[args.agent]
+        project = os.environ.get(hooks.project_dir_variable) if hooks.project_dir_variable is not None else None
+        root = args.root or project or payload.get("cwd") or os.getcwd()
         refusal = _refusal_after_stop(args, payload) if args.economize is not None else None
         if refusal is not None:
             sys.stdout.write(json.dumps(refusal))
             return 0
         session = _LazySession(str(root), args.state_dir)
         try:
-            reply = AGENTS[args.agent](payload, session)
+            reply = hooks.handle(payload, session)
         finally:
             session.close()
     except Exception as error:  # noqa: BLE001 - a hook never blocks the agent
@@ -94,8 +91,6 @@ def run(args: argparse.Namespace) -> int:
         sys.stdout.write(json.dumps(reply))
     return 0
 
-
-ADAPTERS = {"claude": claude, "codex": codex}
 
 
 def _refusal_after_stop(args: argparse.Namespace, payload: Any) -> dict[str, Any] | None:
@@ -113,13 +108,13 @@ def _refusal_after_stop(args: argparse.Namespace, payload: Any) -> dict[str, Any
     except Exception as error:  # noqa: BLE001 - the guard's own failure is reported after the call
         print(f"ledger hook {args.agent} --economize: internal error reading the guard's state: {error!r}", file=sys.stderr)
         return None
-    return ADAPTERS[args.agent].stop_before_reply(reason) if reason is not None else None
+    return HOOKED[args.agent].replies.stop_before(reason) if reason is not None else None
 
 
 def _with_guard(args: argparse.Namespace, payload: dict[str, Any], reply: dict[str, Any] | None) -> dict[str, Any] | None:
     """Add the guard's verdict on this call to Ledger's reply. Ledger answers a finished call
     with nothing but a note on an internal error, so the two never compete for one field."""
-    adapter = ADAPTERS[args.agent]
+    hooks = HOOKED[args.agent]
     try:
         # Imported here: a hook without --economize pays nothing for the economizer.
         from economizer.hook_guard import observe_turn
@@ -127,7 +122,7 @@ def _with_guard(args: argparse.Namespace, payload: dict[str, Any], reply: dict[s
 
         session_id, call_id = payload.get("session_id"), payload.get("tool_use_id")
         state_dir = pathlib.Path(args.state_dir) if args.state_dir is not None else None
-        turn = adapter.shell_turn(payload)
+        turn = hooks.shell_turn(payload)
         if turn is None or not isinstance(session_id, str) or not isinstance(call_id, str):
             return reply
         command, output, status = turn
@@ -138,8 +133,8 @@ def _with_guard(args: argparse.Namespace, payload: dict[str, Any], reply: dict[s
         earlier = (reply or {}).get("systemMessage")
         return {**(reply or {}), "systemMessage": f"{earlier}\n{note}" if earlier else note}
     if verdict.action == "redirect":
-        return {**(reply or {}), **adapter.note_reply(payload["hook_event_name"], f"[ledger economize] {verdict.text}")}
+        return {**(reply or {}), **hooks.replies.note(payload["hook_event_name"], f"[ledger economize] {verdict.text}")}
     if verdict.action == "stop":
         from economizer.hook_guard import stop_text
-        return {**(reply or {}), **adapter.stop_reply(stop_text(verdict.turn, verdict.reason))}
+        return {**(reply or {}), **hooks.replies.stop(stop_text(verdict.turn, verdict.reason))}
     return reply

@@ -1,5 +1,6 @@
-"""`ledger hooks install|uninstall claude|codex [--project|--user]`: Ledger's entries in an
-agent's hook settings.
+"""`ledger hooks install|uninstall AGENT [--project|--user]`: Ledger's entries in an
+agent's hook settings. Where each agent keeps them, its events and matchers, and which events
+go over HTTP are fields of the agent's plugin record (`ledger_impl.agents`).
 
 Claude Code reads `.claude/settings.json` (the project, the default) or
 `~/.claude/settings.json` (`--user`); Codex reads `hooks.json` in `.codex/` or in `$CODEX_HOME`
@@ -43,31 +44,12 @@ from typing import Any
 import attrs
 
 import ledger_client.thin
-from ledger_impl.adapters.claude import TOOLS
+from ledger_impl.agents import HOOKED
+from ledger_impl.agents.spec import Hooks, Scope
 from ledger_impl.detectors.stat_index import default_state_dir
 from ledger_impl.service.layout import HOOK_PATH, SECRET_HEADER, Layout
 from ledger_spec.errors import UnreadableState
 
-#: Per agent: events and their matchers (None: the event takes no matcher, or all tools).
-EVENTS: dict[str, dict[str, str | None]] = {
-    "claude": {
-        "PreToolUse": "|".join(TOOLS),
-        "PostToolUse": "|".join(TOOLS),
-        "PostToolUseFailure": "|".join(TOOLS),
-        "SessionStart": None,
-        "UserPromptSubmit": None,
-    },
-    "codex": {
-        "PreToolUse": None,
-        "PostToolUse": None,
-        "SessionStart": None,
-        "UserPromptSubmit": None,
-    },
-}
-CLAUDE_EVENTS = EVENTS["claude"]
-HOOK_TIMEOUT_S = 60
-#: Claude's events that go over HTTP with `--transport service`; the others run the thin client.
-HTTP_EVENTS = frozenset({"PreToolUse", "PostToolUse", "PostToolUseFailure"})
 TRANSPORTS = ("service", "command")
 
 
@@ -80,11 +62,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     actions = parser.add_subparsers(dest="action", metavar="ACTION", required=True)
     for action, text in (("install", "add Ledger's hooks (idempotent)"), ("uninstall", "remove exactly Ledger's hooks")):
         sub = actions.add_parser(action, help=text)
-        sub.add_argument("agent", choices=sorted(EVENTS))
+        sub.add_argument("agent", choices=sorted(HOOKED))
         where = sub.add_mutually_exclusive_group()
-        where.add_argument("--project", action="store_true",
-                           help="PROJECT/.claude/settings.json or PROJECT/.codex/hooks.json (the default)")
-        where.add_argument("--user", action="store_true", help="~/.claude/settings.json or $CODEX_HOME/hooks.json")
+        where.add_argument("--project", action="store_true", help=" or ".join(
+            f"PROJECT/{hooks.settings.project}" for hooks in HOOKED.values()) + " (the default)")
+        where.add_argument("--user", action="store_true",
+                           help=" or ".join(hooks.settings.user_shown for hooks in HOOKED.values()))
         sub.add_argument("--root", default=".", help="the project directory for --project (default: .)")
         if action == "install":
             sub.add_argument("--state-dir", default=None, help="pass --state-dir to every hook call")
@@ -95,23 +78,22 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def settings_path(agent: str, user: bool, root: str | os.PathLike[str], transport: str = "command") -> pathlib.Path:
-    if agent == "codex":
-        home = pathlib.Path(os.environ.get("CODEX_HOME") or pathlib.Path.home() / ".codex")
-        return (home if user else pathlib.Path(root) / ".codex") / "hooks.json"
-    if not user and transport == "service":
-        return pathlib.Path(root) / ".claude" / "settings.local.json"  # it holds the secret: never shared
-    return (pathlib.Path.home() if user else pathlib.Path(root)) / ".claude" / "settings.json"
+    hooks = HOOKED[agent]
+    # A service install of an agent with HTTP hooks writes the secret: the per-user file, never the shared one.
+    scope: Scope = "user" if user else "local" if transport == "service" and hooks.http_events else "project"
+    return hooks.settings.path(scope, root)
 
 
 @attrs.frozen
 class HttpTarget:
-    """Where Claude's HTTP hook entries POST, and the secret header they carry."""
+    """Where an agent's HTTP hook entries POST, and the secret header they carry."""
 
     url: str
     secret: str
 
-    def entry(self) -> dict[str, Any]:
-        return {"type": "http", "url": self.url, "headers": {SECRET_HEADER: self.secret}, "timeout": HOOK_TIMEOUT_S}
+    def entry(self, timeout_s: int | None) -> dict[str, Any]:
+        entry: dict[str, Any] = {"type": "http", "url": self.url, "headers": {SECRET_HEADER: self.secret}}
+        return entry if timeout_s is None else {**entry, "timeout": timeout_s}
 
 
 def client_command(agent: str, state_dir: str | None = None) -> str:
@@ -138,16 +120,17 @@ def is_ledger_hook(entry: Any) -> bool:
 
 
 def installed(settings: dict[str, Any], command: str, agent: str = "claude", http: HttpTarget | None = None) -> dict[str, Any]:
-    """`settings` with Ledger's hooks (running `command`, or POSTing to `http` for Claude's
-    tool events when given) present exactly once per event."""
+    """`settings` with Ledger's hooks (running `command`, or POSTing to `http` for the agent's
+    HTTP events when given) present exactly once per event."""
+    plugin: Hooks = HOOKED[agent]
     merged = uninstalled(settings)
     hooks = merged.setdefault("hooks", {})
-    for event, matcher in EVENTS[agent].items():
+    for event, matcher in plugin.events.items():
         entry: dict[str, Any] = {"type": "command", "command": command}
-        if http is not None and event in HTTP_EVENTS:
-            entry = http.entry()
-        elif agent == "claude":
-            entry["timeout"] = HOOK_TIMEOUT_S
+        if http is not None and event in plugin.http_events:
+            entry = http.entry(plugin.timeout_s)
+        elif plugin.timeout_s is not None:
+            entry["timeout"] = plugin.timeout_s
         group: dict[str, Any] = {"hooks": [entry]}
         if matcher is not None:
             group = {"matcher": matcher, **group}
@@ -281,7 +264,7 @@ def _update(args: argparse.Namespace, transport: str, path: pathlib.Path) -> int
     http: HttpTarget | None = None
     if args.action == "install" and transport == "service":
         command = client_command(args.agent, args.state_dir)
-        if args.agent == "claude":
+        if HOOKED[args.agent].http_events:
             layout = Layout.of(args.state_dir)
             http = HttpTarget(layout.hook_url(args.agent), layout.secret())
         updated = installed(settings, command, args.agent, http)

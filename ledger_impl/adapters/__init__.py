@@ -1,1 +1,2 @@
-"""Adapters that plug Ledger into agents it does not run itself (hook protocols, environments)."""
+"""Adapters that plug Ledger into an agent through its Python API (mini-swe-agent's environment).
+Agents that call Ledger as a hook are plugins in `ledger_impl.agents`."""

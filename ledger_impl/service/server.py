@@ -8,7 +8,9 @@
   thin client: agent, payload, the agent's environment and cwd), `status` or `stop`.
 
 A hook call's root is the one `ledger hook` would use: `--root` (sent by the thin client),
-else `$CLAUDE_PROJECT_DIR` of the agent's environment for Claude, else the payload's `cwd`.
+else the agent's project-directory variable in its environment (`$CLAUDE_PROJECT_DIR` for
+Claude), else the payload's `cwd`. Agents are dispatched by name through the plugin registry
+(`ledger_impl.agents.HOOKED`).
 HTTP calls carry no environment: the thin client's SessionStart registers the session's
 environment and root under its `session_id`, and HTTP calls of that session use them; a
 session never registered is served with the payload's `cwd` and the service's environment.
@@ -28,20 +30,15 @@ import threading
 import time
 from collections.abc import Mapping
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Callable
+from typing import Any
 
-from ledger_impl.adapters import claude, codex
-from ledger_impl.adapters.hook_session import HookSession
+from ledger_impl.agents import HOOKED
 from ledger_spec.errors import Unavailable
 
 from . import gate
 from .layout import HOOK_PATH, Layout
 from .workspaces import Workspaces
 
-AGENTS: dict[str, Callable[[dict[str, Any], HookSession], dict[str, Any] | None]] = {
-    "claude": claude.handle,
-    "codex": codex.handle,
-}
 DEFAULT_IDLE_TIMEOUT_S = 30 * 60.0
 MAX_REQUEST_BYTES = 16 * 1024 * 1024
 MAX_REGISTERED_SESSIONS = 4096
@@ -141,7 +138,8 @@ class Service:
                root: str | None = None, cwd: str | None = None) -> tuple[int, dict[str, Any] | None]:
         """(HTTP-like status, the hook's reply) for one call; the caller is already authenticated."""
         self.last_call = time.monotonic()
-        if agent not in AGENTS:
+        hooks = HOOKED.get(agent)
+        if hooks is None:
             return 404, {"error": f"no agent {agent!r}"}
         if not isinstance(payload, dict):
             return 400, {"error": "the hook payload is a JSON object"}
@@ -151,7 +149,8 @@ class Service:
             root = root or registered[0]
             environ = registered[1]
         if root is None:
-            project = (environ or {}).get("CLAUDE_PROJECT_DIR") if agent == "claude" else None
+            variable = hooks.project_dir_variable
+            project = (environ or {}).get(variable) if variable is not None else None
             root = project or payload.get("cwd") or cwd
         if not isinstance(root, str) or not root:
             return 400, {"error": "no workspace root: the payload has no cwd"}
@@ -162,9 +161,9 @@ class Service:
             return refusal.status, {"error": refusal.reason}
         if environ is not None and isinstance(session_id, str) and len(self._sessions) < MAX_REGISTERED_SESSIONS:
             self._sessions[session_id] = (root, dict(environ))
-        workspace = self.workspaces.get(root)
+        workspace, handle = self.workspaces.get(root), hooks.handle
         try:
-            reply = workspace.call(lambda session: AGENTS[agent](payload, session), environ or os.environ)
+            reply = workspace.call(lambda session: handle(payload, session), environ or os.environ)
         except Exception as error:  # noqa: BLE001 - a hook never blocks the agent
             note = f"ledger serve: internal error, the tool call goes ahead unchanged: {error!r}"
             print(note, file=sys.stderr)

@@ -11,7 +11,7 @@ from typing import Any, Iterator
 
 import pytest
 
-from ledger_impl.adapters import claude
+from ledger_impl.agents import claude
 from ledger_impl.session import DurableSession
 
 DENY = "deny"

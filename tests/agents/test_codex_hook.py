@@ -9,7 +9,7 @@ from typing import Any, Iterator
 
 import pytest
 
-from ledger_impl.adapters import codex
+from ledger_impl.agents import codex
 from ledger_impl.session import DurableSession
 
 COMMON = {"session_id": "0199a-thread", "turn_id": "turn-1", "transcript_path": None, "model": "gpt-5-codex",

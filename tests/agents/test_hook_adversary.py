@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from ledger_impl.adapters import claude as claude_adapter
+from ledger_impl.agents import claude as claude_adapter
 from ledger_impl.store import database_path
 
 

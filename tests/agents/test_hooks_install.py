@@ -7,7 +7,8 @@ import pathlib
 import subprocess
 import sys
 
-from ledger_cli.commands.hooks import CLAUDE_EVENTS, installed, is_ledger_hook, uninstalled
+from ledger_cli.commands.hooks import installed, is_ledger_hook, uninstalled
+from ledger_impl.agents.claude import EVENTS as CLAUDE_EVENTS
 
 USER_SETTINGS = {
     "model": "opus",

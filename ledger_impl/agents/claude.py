@@ -27,21 +27,33 @@ What Claude Code 2.1 sends and expects (observed with the real CLI, see tests/ag
 
 from __future__ import annotations
 
+import json
+import pathlib
 import re
 import shlex
+from collections.abc import Sequence
 from typing import Any
 
 from ledger_spec.texts import shown_step
 
-from .hook_session import HookSession, Outcome, command_named, nudge_text, pre_tool_use_reply, record_outcome, reuse_text
+from .hook_session import (HookSession, Outcome, Verdict, command_named, nudge_fields, pre_tool_use_reply,
+                           record_outcome, reuse_text)
+from .spec import Agent, Hooks, Replies, Reply, SettingsFiles, ToolRoles
 
 NO_OUTPUT = "(Bash completed with no output)"
 EDIT_TOOLS = frozenset({"Edit", "MultiEdit", "Write", "NotebookEdit"})
+ROLES = ToolRoles(shell=("Bash",), file_read=("Read",), file_write=tuple(sorted(EDIT_TOOLS)))
 #: The tools whose calls are decided and recorded; install uses it as the hooks' matcher.
-TOOLS: tuple[str, ...] = ("Bash", "Read", *sorted(EDIT_TOOLS))
+TOOLS: tuple[str, ...] = ROLES.governed
+#: The events Ledger's hooks are installed for, with their matchers.
+EVENTS: dict[str, str | None] = {
+    "PreToolUse": "|".join(TOOLS),
+    "PostToolUse": "|".join(TOOLS),
+    "PostToolUseFailure": "|".join(TOOLS),
+    "SessionStart": None,
+    "UserPromptSubmit": None,
+}
 _EXIT_CODE = re.compile(r"Exit code (\d+)(?:\n|$)")
-
-Reply = dict[str, Any] | None
 
 
 def handle(payload: dict[str, Any], session: HookSession) -> Reply:
@@ -123,15 +135,21 @@ def _pre_tool_use(tool: str, tool_input: dict[str, Any], call_id: str, cwd: Any,
     # A command sent to the background expects a task handle back, not a result.
     servable = tool == "Bash" and not tool_input.get("run_in_background")
     if decision.verdict == "reuse" and servable:
-        output["permissionDecision"] = "deny"
-        output["permissionDecisionReason"] = reuse_text(decision)
+        output.update(reuse_fields(decision))
     elif decision.verdict == "reuse":
         since = "an earlier step" if decision.served_step is None else f"step {shown_step(decision.served_step)}"
         output["additionalContext"] = (f"[ledger] Unchanged since {since}: "
                                        "you already saw this result then.")
     elif decision.verdict == "nudge":
-        output["additionalContext"] = nudge_text(decision)
+        output.update(nudge_fields(decision))
     return pre_tool_use_reply(output, decision)
+
+
+def reuse_fields(decision: Verdict) -> dict[str, Any]:
+    """A deny whose reason is the header and the stored output: the model reads it as the
+    call's (error) result."""
+    return {"permissionDecision": "deny", "permissionDecisionReason": reuse_text(decision)}
+
 
 
 def _success(tool: str, tool_input: dict[str, Any], response: Any) -> Outcome:
@@ -154,3 +172,36 @@ def _failure(tool: str, error: Any, interrupted: Any) -> Outcome:
 
 def _context(event: str, text: str) -> Reply:
     return note_reply(event, text) if text else None
+
+
+def tool_mask(names: Sequence[str]) -> str:
+    """`--disallowedTools "A,B"`: Claude Code then leaves the tools' schemas out of every request."""
+    return f"--disallowedTools {json.dumps(','.join(names))}" if names else ""
+
+
+def _user_settings() -> pathlib.Path:
+    return pathlib.Path.home() / ".claude" / "settings.json"
+
+
+AGENT = Agent(
+    name="claude",
+    tool_mask=tool_mask,
+    hooks=Hooks(
+        tools=ROLES,
+        events=EVENTS,
+        settings=SettingsFiles(
+            project=".claude/settings.json",
+            user=_user_settings,
+            user_shown="~/.claude/settings.json",
+            local=".claude/settings.local.json",  # Claude Code keeps it out of git: it may hold the secret
+        ),
+        http_events=frozenset({"PreToolUse", "PostToolUse", "PostToolUseFailure"}),
+        project_dir_variable="CLAUDE_PROJECT_DIR",
+        timeout_s=60,
+        handle=handle,
+        shell_turn=shell_turn,
+        command_for=command_for,
+        replies=Replies(reuse=reuse_fields, nudge=nudge_fields, note=note_reply, stop=stop_reply,
+                        stop_before=stop_before_reply),
+    ),
+)

@@ -5,7 +5,7 @@ before each tool call (PreToolUse) and after it (PostToolUse, or PostToolUseFail
 is a new process, so the state lives in a durable session (`ledger_impl.session`): PreToolUse
 asks it to `decide` the call, which also opens the detector's bracket around the execution;
 the matching post hook `record`s the result, which closes it. The protocol modules
-(`claude.py`, `codex.py`) only translate payloads to these two calls and verdicts back to the
+(`claude.py`, `codex.py`, see `spec.py`) only translate payloads to these two calls and verdicts back to the
 agent's JSON; they never judge freshness themselves.
 
 A result is stored as the agent saw it (after the agent's own formatting), so that a Reuse is
@@ -90,6 +90,12 @@ def reuse_text(decision: Verdict, *, with_status: bool = False) -> str:
 
 def nudge_text(decision: Verdict) -> str:
     return decision.note or "[ledger] This command looks redundant: it was run recently and nothing has changed since."
+
+
+def nudge_fields(decision: Verdict) -> dict[str, Any]:
+    """A Nudge as PreToolUse `additionalContext`, which Claude Code adds as a system note after
+    the result and Codex as a developer message."""
+    return {"additionalContext": nudge_text(decision)}
 
 
 def pre_tool_use_reply(output: dict[str, Any], decision: Verdict) -> dict[str, Any] | None:

@@ -31,14 +31,20 @@ from __future__ import annotations
 
 import json
 import os
+import pathlib
 import shlex
+from collections.abc import Sequence
 from typing import Any
 
-from .hook_session import HookSession, Outcome, command_named, nudge_text, pre_tool_use_reply, record_outcome, reuse_text
+from .hook_session import (HookSession, Outcome, Verdict, command_named, nudge_fields, pre_tool_use_reply,
+                           record_outcome, reuse_text)
+from .spec import Agent, Hooks, Replies, Reply, SettingsFiles, ToolRoles
 
-Reply = dict[str, Any] | None
-SHELL_TOOLS = frozenset({"Bash", "shell", "local_shell", "exec_command"})
-PATCH_TOOLS = frozenset({"apply_patch"})
+ROLES = ToolRoles(shell=("Bash", "exec_command", "local_shell", "shell"), patch=("apply_patch",))
+SHELL_TOOLS = frozenset(ROLES.shell)
+PATCH_TOOLS = frozenset(ROLES.patch)
+#: The events Ledger's hooks are installed for; Codex's hooks take no matcher here (all tools).
+EVENTS: dict[str, str | None] = {"PreToolUse": None, "PostToolUse": None, "SessionStart": None, "UserPromptSubmit": None}
 
 
 def handle(payload: dict[str, Any], session: HookSession) -> Reply:
@@ -112,11 +118,17 @@ def _pre_tool_use(tool: str, tool_input: dict[str, Any], call_id: str, cwd: Any,
     decision = session.decide(command_for(tool, tool_input), call_id=call_id, cwd=cwd if isinstance(cwd, str) else None)
     output: dict[str, Any] = {"hookEventName": "PreToolUse"}
     if decision.verdict == "reuse":
-        output["permissionDecision"] = "deny"
-        output["permissionDecisionReason"] = reuse_text(decision, with_status=True)
+        output.update(reuse_fields(decision))
     elif decision.verdict == "nudge":
-        output["additionalContext"] = nudge_text(decision)
+        output.update(nudge_fields(decision))
     return pre_tool_use_reply(output, decision)
+
+
+def reuse_fields(decision: Verdict) -> dict[str, Any]:
+    """A deny whose reason is the header (with the exit status, which Codex's result text
+    lacks) and the stored output."""
+    return {"permissionDecision": "deny", "permissionDecisionReason": reuse_text(decision, with_status=True)}
+
 
 
 def _outcome(tool: str, response: Any) -> Outcome:
@@ -161,3 +173,32 @@ def exit_status_from_transcript(path: Any, call_id: str, output: str) -> int | N
             return status
         return None
     return None
+
+
+def tool_mask(names: Sequence[str]) -> str:
+    """A config.toml fragment: Codex prunes by capability package, each a `[features]` entry
+    set to false in the task's configuration file."""
+    return "\n".join(["[features]", *(f"{json.dumps(name)} = false" for name in names)]) if names else ""
+
+
+def _user_settings() -> pathlib.Path:
+    return pathlib.Path(os.environ.get("CODEX_HOME") or pathlib.Path.home() / ".codex") / "hooks.json"
+
+
+AGENT = Agent(
+    name="codex",
+    tool_mask=tool_mask,
+    hooks=Hooks(
+        tools=ROLES,
+        events=EVENTS,
+        settings=SettingsFiles(project=".codex/hooks.json", user=_user_settings, user_shown="$CODEX_HOME/hooks.json"),
+        http_events=frozenset(),  # Codex has command hooks only: the thin client carries every event
+        project_dir_variable=None,
+        timeout_s=None,
+        handle=handle,
+        shell_turn=shell_turn,
+        command_for=command_for,
+        replies=Replies(reuse=reuse_fields, nudge=nudge_fields, note=note_reply, stop=stop_reply,
+                        stop_before=stop_before_reply),
+    ),
+)
