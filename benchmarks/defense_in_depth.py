@@ -22,8 +22,8 @@ import time
 
 from ledger_impl.detectors import default_detector
 from ledger_impl.detectors.unsound import blind
-from properties.oracle import REUSE_IS_FRESH, fingerprint_line, hunt_environment, probe_line, run_checked
-from properties.shell_strategies import WorkspaceSetup
+from ledger_properties.oracle import REUSE_IS_FRESH, fingerprint_line, hunt_environment, probe_line, run_checked
+from ledger_properties.shell_strategies import WorkspaceSetup
 
 SETUP = WorkspaceSetup(
     files={"a.txt": "alpha 1\nbeta 2\ngamma 3\n", "src/b.py": "print('alpha')\n"},

@@ -3,7 +3,7 @@
     python benchmarks/ground_truth_look.py [--repo PATH] [--files 7000] [--runs 10] [--rounds 3] [--baseline SRC]
 
 `ledger audit` looks at the whole copy after every step, and the hunt's oracle after every
-command, so the look is their main cost. This times `properties.ground_truth.look` (with a warm
+command, so the look is their main cost. This times `ledger_properties.ground_truth.look` (with a warm
 `HashCache`, as both use it) and `changed` between two looks, over `--repo PATH` (only read) or
 a generated tree of `--files` files committed to git. With `--baseline SRC` (a checkout of an
 earlier commit, e.g. `git worktree add /tmp/base ec95298~2`) the same measure runs in a fresh
@@ -30,7 +30,7 @@ from benchmarks.detection import generate_tree  # noqa: E402
 # Run in a child by the interpreter, importing the checkout named on its PYTHONPATH.
 MEASURE = """
 import json, statistics, sys, time
-from properties import ground_truth
+from ledger_properties import ground_truth
 root, runs = sys.argv[1], int(sys.argv[2])
 cache = ground_truth.HashCache()
 first = ground_truth.look(root, cache)

@@ -26,9 +26,9 @@ from typing import Iterator
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
 from ledger_impl.detectors import default_detector  # noqa: E402
-from properties import ground_truth  # noqa: E402
-from properties.hunt import FULL_GRAMMAR, run_hunt  # noqa: E402
-from properties.profiles import PROFILES, default_workers  # noqa: E402
+from ledger_properties import ground_truth  # noqa: E402
+from ledger_properties.hunt import FULL_GRAMMAR, run_hunt  # noqa: E402
+from ledger_properties.profiles import PROFILES, default_workers  # noqa: E402
 
 
 @contextlib.contextmanager

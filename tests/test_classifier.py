@@ -662,12 +662,12 @@ def test_outside_paths_inside_option_values_are_outside(command):
 NOT_REUSABLE_IDIOMS = {"tilde-word", "ls-long-classify", "find-xtype", "ls-all-long"}
 
 
-@pytest.mark.parametrize("idiom", sorted(__import__("properties.shell_strategies").shell_strategies.READ_IDIOM_TABLE))
+@pytest.mark.parametrize("idiom", sorted(__import__("ledger_properties.shell_strategies").shell_strategies.READ_IDIOM_TABLE))
 def test_every_read_idiom_of_the_grammar_is_classified_as_intended(idiom):
     from hypothesis import given, settings
     from hypothesis import strategies as st
 
-    from properties.shell_strategies import ROOT_PLACEHOLDER, read_commands
+    from ledger_properties.shell_strategies import ROOT_PLACEHOLDER, read_commands
 
     @settings(max_examples=5, deadline=None, database=None)
     @given(read_commands(idioms=(idiom,)))
