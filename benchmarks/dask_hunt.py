@@ -28,8 +28,8 @@ import attrs
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
-from properties.hunt import run_verify_hunt  # noqa: E402
-from properties.profiles import PROFILES  # noqa: E402
+from ledger_properties.hunt import run_verify_hunt  # noqa: E402
+from ledger_properties.profiles import PROFILES  # noqa: E402
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 

@@ -10,7 +10,10 @@ oracle runs the read for real and compares). It runs under four configurations:
 
 and the table says, per configuration, whether a stale Reuse was served. Run:
 
-    python benchmarks/defense_in_depth.py
+    python benchmarks/defense_in_depth.py [--scenario NAME ...] [--record]
+
+`--record` stores the table as `benchmarks/results/defense-in-depth.json`, with the machine,
+load, date and commit; `--scenario` runs only the named scenarios (repeat it for more).
 
 Scenarios, not a hunt: each class of change appears once, so the counts say which classes a
 line covers, not how often a random session hits them (docs/safety/claim.md reports short hunts too).
@@ -18,12 +21,21 @@ line covers, not how often a random session hits them (docs/safety/claim.md repo
 
 from __future__ import annotations
 
+import argparse
+import pathlib
+import sys
 import time
+from collections.abc import Sequence
 
-from ledger_impl.detectors import default_detector
-from ledger_impl.detectors.unsound import blind
-from properties.oracle import REUSE_IS_FRESH, fingerprint_line, hunt_environment, probe_line, run_checked
-from properties.shell_strategies import WorkspaceSetup
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))
+
+from benchmarks import record  # noqa: E402
+from ledger_impl.detectors import default_detector  # noqa: E402
+from ledger_impl.detectors.unsound import blind  # noqa: E402
+from ledger_properties.oracle import (  # noqa: E402
+    REUSE_IS_FRESH, fingerprint_line, hunt_environment, probe_line, run_checked,
+)
+from ledger_properties.shell_strategies import WorkspaceSetup  # noqa: E402
 
 SETUP = WorkspaceSetup(
     files={"a.txt": "alpha 1\nbeta 2\ngamma 3\n", "src/b.py": "print('alpha')\n"},
@@ -70,26 +82,42 @@ CONFIGURATIONS = {  # detector, fingerprint, probe
 def stale(commands: list[str], detector_factory, fingerprint: bool, probe: bool) -> bool:
     with fingerprint_line(fingerprint), probe_line(probe):
         records = run_checked(SETUP, commands, detector_factory())
-    return any(record.violation is not None and record.violation.property == REUSE_IS_FRESH for record in records)
+    return any(step.violation is not None and step.violation.property == REUSE_IS_FRESH for step in records)
 
 
-def main() -> None:
+def main(argv: Sequence[str] | None = None, results: pathlib.Path = record.RESULTS) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--scenario", action="append", choices=sorted(SCENARIOS), help="run only this scenario")
+    parser.add_argument("--record", action="store_true", help="store the table as benchmarks/results/defense-in-depth.json")
+    args = parser.parse_args(argv)
+    chosen = {name: commands for name, commands in SCENARIOS.items() if not args.scenario or name in args.scenario}
+    load_before = record.load_average()
     started = time.monotonic()
     names = list(CONFIGURATIONS)
     print(f"| scenario | {' | '.join(names)} |")
     print("|---|" + "---|" * len(names))
     caught = {name: 0 for name in names}
+    columns = [{"name": name, "align": "left"} for name in ("scenario", *names)]
+    rows = []
     with hunt_environment():
-        for scenario, commands in SCENARIOS.items():
+        for scenario, commands in chosen.items():
             cells = []
             for name, (factory, fingerprint, probe) in CONFIGURATIONS.items():
                 was_stale = stale(commands, factory, fingerprint, probe)
                 caught[name] += not was_stale
                 cells.append("**stale**" if was_stale else "caught")
             print(f"| {scenario} | {' | '.join(cells)} |")
-    print(f"| caught (of {len(SCENARIOS)}) | {' | '.join(str(caught[name]) for name in names)} |")
+            rows.append(record.row(columns, scenario, *cells))
+    rows.append(record.row(columns, f"caught (of {len(chosen)})", *(str(caught[name]) for name in names)))
+    print(f"| {' | '.join(rows[-1].values())} |")
     print(f"\n{time.monotonic() - started:.1f} s")
+    if args.record:
+        record.keep(
+            "defense-in-depth", "Which line of defense catches which change", "defense_in_depth.py", argv,
+            columns, rows, load_before=load_before, notes="each scenario read, changed, read again through a checked session", results=results,
+        )
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())

@@ -1,6 +1,6 @@
 """Per-command overhead of each edit detector, side by side with `git status --porcelain`.
 
-    python benchmarks/detection.py [--runs 50] [--files 7000] [--repo PATH]
+    python benchmarks/detection.py [--runs 50] [--files 7000] [--repo PATH] [--record]
 
 Generates a tree of nested directories holding `--files` files, committed to a git repository,
 then for each detector times before() + after() around a command that changes one file and
@@ -9,6 +9,9 @@ around a no-op command (the command's own run time is excluded), and times `git 
 before(): the baseline scan and every watch) and counts the inotify watches it holds, with and
 without inode watches on files, side by side. `--repo PATH` repeats the measurement on a copy
 of a real repository (the given path is never modified). A script, not a test: it prints a table.
+`--record` stores the documentation's three tables, `benchmarks/results/detection.json`,
+`detection-fingerprint.json` and `detection-inode-watches.json` (with `--repo`, the copy's as
+`detection-repository.json` and so on), with the machine, load, date and commit.
 """
 
 from __future__ import annotations
@@ -23,9 +26,12 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Sequence
+from typing import Any
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))
 
+from benchmarks import record  # noqa: E402
 from ledger_impl.classifier import classify  # noqa: E402
 from ledger_impl.detectors import EventDetector, SnapshotDetector, default_detector  # noqa: E402
 from ledger_impl.detectors.unsound import events_by_directory  # noqa: E402
@@ -156,7 +162,11 @@ def p95(values: list[float]) -> float:
     return ordered[min(len(ordered) - 1, int(round(0.95 * (len(ordered) - 1))))]
 
 
-def measure(label: str, root: pathlib.Path, runs: int) -> list[tuple[str, str, float, float]]:
+Row = tuple[str, str, float, float]  # what was timed, on which command, median and p95 seconds
+Setup = tuple[list[float], list[float], int]  # setup seconds, full-diff seconds, watches
+
+
+def measure(label: str, root: pathlib.Path, runs: int) -> tuple[list[Row], dict[str, Setup]]:
     settle(root)
     target = pick_file(root)
     count = sum(len(files) for _, _, files in os.walk(root))
@@ -165,7 +175,7 @@ def measure(label: str, root: pathlib.Path, runs: int) -> list[tuple[str, str, f
     git_times = time_git_status(root, runs)
     rows.append(("git status --porcelain", "-", statistics.median(git_times), p95(git_times)))
     setups = [("directory watches only (before)", events_by_directory), ("with inode watches (now)", EventDetector)]
-    setup_rows: dict[str, tuple[list[float], list[float], int]] = {name: ([], [], 0) for name, _ in setups}
+    setup_rows: dict[str, Setup] = {name: ([], [], 0) for name, _ in setups}
     for _ in range(max(1, runs // 5)):
         for name, factory in setups:  # interleaved, so load on the machine hits both alike
             setup, fallback, watches = time_setup(factory, root)
@@ -195,29 +205,109 @@ def measure(label: str, root: pathlib.Path, runs: int) -> list[tuple[str, str, f
     relative = target.relative_to(root)
     for command in (f"sed -n '1,40p' {relative}", "git status --porcelain", "grep -rn value_1 ."):
         times = time_fingerprint(root, command, runs * 4)
-        rows.append(("fingerprint.take", command.split()[0], statistics.median(times), p95(times)))
+        rows.append(("fingerprint.take", command, statistics.median(times), p95(times)))
     git_median = statistics.median(git_times)
     print(f"{'detector':34} {'command':8} {'median ms':>10} {'p95 ms':>10} {'vs git':>8}")
     for name, kind, median, high in rows:
         print(f"{name:34} {kind:8} {median * 1e3:10.2f} {high * 1e3:10.2f} {median / git_median:7.2f}x")
-    return rows
+    return rows, setup_rows
 
 
-def main(argv: list[str] | None = None) -> int:
+DETECTOR_NAMES = {"inotify-events, directories only": "inotify events, directories only", "inotify-events": "inotify events"}
+COMMAND_NAMES = {"edit": "edit one file", "noop": "no-op"}
+#: The event detector of each setup row, whose edit and no-op rows the watches table repeats.
+SETUP_DETECTORS = {"directory watches only (before)": "inotify-events, directories only",
+                   "with inode watches (now)": "inotify-events"}
+MS = {"align": "right", "format": "{:.2f}"}
+
+
+def _ms(seconds: float) -> float:
+    return round(seconds * 1e3, 2)
+
+
+def detector_series(rows: Sequence[Row]) -> tuple[list[dict[str, str]], list[dict[str, Any]]]:
+    """The `detection` table: git status, then each detector on an edit and on a no-op."""
+    columns = [{"name": "detector", "align": "left"}, {"name": "command", "align": "left"},
+               {"name": "median ms", **MS}, {"name": "p95 ms", **MS}]
+    table = [{"detector": "`git status --porcelain`" if name == "git status --porcelain" else DETECTOR_NAMES.get(name, name),
+              "command": COMMAND_NAMES.get(kind), "median ms": _ms(median), "p95 ms": _ms(high)}
+             for name, kind, median, high in rows if name != "fingerprint.take"]
+    return columns, table
+
+
+def fingerprint_series(rows: Sequence[Row], target: str) -> tuple[list[dict[str, str]], list[dict[str, Any]]]:
+    """The `detection-fingerprint` table: git status, the default detector, `fingerprint.take` per command."""
+    columns = [{"name": "measured", "align": "left"}, {"name": "command", "align": "left"},
+               {"name": "median ms", **MS}, {"name": "p95 ms", **MS}]
+    table = []
+    for name, kind, median, high in rows:
+        if name == "git status --porcelain":
+            measured, command = "`git status --porcelain`", None
+        elif name.startswith("default"):
+            measured, command = "default detector", COMMAND_NAMES[kind]
+        elif name == "fingerprint.take":
+            measured, command = "`fingerprint.take`", "`" + kind.replace(target, "FILE") + "`"
+        else:
+            continue
+        table.append({"measured": measured, "command": command, "median ms": _ms(median), "p95 ms": _ms(high)})
+    return columns, table
+
+
+def watches_series(rows: Sequence[Row], setups: dict[str, Setup]) -> tuple[list[dict[str, str]], list[dict[str, Any]]]:
+    """The `detection-inode-watches` table: each event detector's watches, setup, fallback, edit and no-op."""
+    columns = [{"name": "event detector", "align": "left"}, {"name": "watches", "align": "right", "format": "{:,}"},
+               {"name": "setup (first `before()`) median / p95 ms", "align": "right"},
+               {"name": "full-diff fallback median / p95 ms", "align": "right"},
+               {"name": "edit one file median ms", "align": "right"}, {"name": "no-op median ms", **MS}]
+    timed = {(name, kind): median for name, kind, median, _ in rows}
+    table = []
+    for setup, (setup_times, fallback_times, watches) in setups.items():
+        detector = SETUP_DETECTORS[setup]
+        cells = (setup, watches,
+                 f"{statistics.median(setup_times) * 1e3:,.0f} / {p95(setup_times) * 1e3:,.0f}",
+                 f"{statistics.median(fallback_times) * 1e3:,.0f} / {p95(fallback_times) * 1e3:,.0f}",
+                 f"{timed[(detector, 'edit')] * 1e3:.2f}", _ms(timed[(detector, 'noop')]))
+        table.append(record.row(columns, *cells))
+    git = f"{timed[('git status --porcelain', '-')] * 1e3:,.0f}"
+    table.append(record.row(columns, "`git status --porcelain`, same run", None, None, None, git, None))
+    return columns, table
+
+
+def record_tree(label: str, suffix: str, rows: Sequence[Row], setups: dict[str, Setup], target: str,
+                argv: Sequence[str] | None, load_before: float, results: pathlib.Path) -> None:
+    """The three tables of one measured tree as series files."""
+    tables = {
+        "detection": ("Per-command detector overhead", detector_series(rows)),
+        "detection-fingerprint": ("Detector and fingerprint cost", fingerprint_series(rows, target)),
+        "detection-inode-watches": ("Inode watches against directory watches only", watches_series(rows, setups)),
+    }
+    for series_id, (title, (columns, table)) in tables.items():
+        record.keep(series_id + suffix, title, "detection.py", argv, columns, table, load_before=load_before,
+                    notes=f"{label}; before() + after(), timings side by side in one run", results=results)
+
+
+def main(argv: Sequence[str] | None = None, results: pathlib.Path = record.RESULTS) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--runs", type=int, default=50)
     parser.add_argument("--files", type=int, default=7000)
     parser.add_argument("--repo", type=pathlib.Path, help="a real repository to measure on (copied first)")
+    parser.add_argument("--record", action="store_true", help="store the tables under benchmarks/results/")
     args = parser.parse_args(argv)
+    load_before = record.load_average()
     with tempfile.TemporaryDirectory(prefix="ledger-bench-") as scratch:
         generated = pathlib.Path(scratch) / "generated"
         generated.mkdir()
         generate_tree(generated, args.files)
-        measure(f"generated tree, {args.files} files", generated, args.runs)
+        trees = [(f"generated tree, {args.files:,} committed files", "", generated)]
         if args.repo is not None:
             copy = pathlib.Path(scratch) / "repo"
             copy_repository(args.repo.resolve(), copy)
-            measure("repository copy", copy, args.runs)
+            trees.append((f"a copy of {args.repo.name}", "-repository", copy))
+        for label, suffix, root in trees:
+            rows, setups = measure(label, root, args.runs)
+            if args.record:
+                target = str(pick_file(root).relative_to(root))
+                record_tree(label, suffix, rows, setups, target, argv, load_before, results)
     return 0
 
 

@@ -18,8 +18,8 @@ import sys
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from properties.economizer_guard_evaluation import evaluate  # noqa: E402
-from properties.economizer_guard_page import render  # noqa: E402
+from ledger_properties.economizer_guard_evaluation import evaluate  # noqa: E402
+from ledger_properties.economizer_guard_page import render  # noqa: E402
 
 RESULTS = ROOT / "benchmarks" / "results" / "economizer-guard.json"
 PAGE = ROOT / "docs" / "economizer" / "evaluation.md"

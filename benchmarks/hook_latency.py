@@ -1,6 +1,6 @@
 """Latency of a `decide` in a fresh process, as a PreToolUse hook pays it, on a 7,000-file tree.
 
-    python benchmarks/hook_latency.py [--files 7000] [--runs 30] [--baseline SRC]
+    python benchmarks/hook_latency.py [--files 7000] [--runs 30] [--baseline SRC] [--record]
 
 Generates the tree of `benchmarks/detection.py` in /tmp with a state directory beside it, lets it
 age past the racy window, then times whole processes, side by side in one run:
@@ -17,7 +17,9 @@ every row a second time with that checkout's packages first on PYTHONPATH, again
 directory, interleaved with this checkout's runs: before and after side by side, in one run.
 With PYTHONDONTWRITEBYTECODE set and no `__pycache__` (an editable install), every process
 compiles the sources again; run `python -m compileall` on both checkouts first to time what an
-installed Ledger pays.
+installed Ledger pays. `--record` stores the table (ms wall / CPU; the baseline's columns empty
+without `--baseline`) as `benchmarks/results/hook-latency-split.json`, with the machine, load,
+date and commit.
 """
 
 from __future__ import annotations
@@ -31,9 +33,11 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Sequence
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))
 
+from benchmarks import record  # noqa: E402
 from benchmarks.detection import generate_tree  # noqa: E402
 from ledger_impl.tree_snapshot import RACY_WINDOW_NS  # noqa: E402
 
@@ -52,6 +56,18 @@ with DurableSession.open(sys.argv[1], state_dir=sys.argv[2]) as session:
 """
 
 
+#: Each measured process, as the documentation's table names it.
+ROW_NAMES = {
+    "python -c pass": "`python -c pass`",
+    "import hook path": "`import ledger_cli.commands.hook`",
+    "decide (reuse)": "`decide`, served from the ledger",
+    "decide (allow)": "`decide`, a new command",
+    "record": "`record`",
+}
+COLUMNS = tuple({"name": name, "align": "left" if name == "process" else "right"}
+                for name in ("process", "p50", "p95", "before: p50", "before: p95"))
+
+
 def percentile(samples: list[float], share: float) -> float:
     ordered = sorted(samples)
     return ordered[min(len(ordered) - 1, round(share * (len(ordered) - 1)))]
@@ -67,12 +83,31 @@ def run_process(argv: list[str], source: str | None = None) -> tuple[float, floa
     return (time.perf_counter() - started) * 1000, (after[2] + after[3] - before[2] - before[3]) * 1000
 
 
-def main() -> int:
+def wall_and_cpu(pairs: list[tuple[float, float]]) -> tuple[str, str]:
+    """The p50 and p95 cells of one row: `wall / CPU` milliseconds."""
+    walls, cpus = [w for w, _ in pairs], [c for _, c in pairs]
+    return (f"{statistics.median(walls):,.0f} / {statistics.median(cpus):,.0f}",
+            f"{percentile(walls, 0.95):,.0f} / {percentile(cpus, 0.95):,.0f}")
+
+
+def table_rows(samples: dict[str, list[tuple[float, float]]]) -> list[dict[str, str | None]]:
+    """The `hook-latency-split` rows: this checkout's p50 and p95, and the baseline's where it ran."""
+    rows = []
+    for name, shown in ROW_NAMES.items():
+        before = samples.get(name + " [baseline]")
+        cells = (*wall_and_cpu(samples[name]), *(wall_and_cpu(before) if before else (None, None)))
+        rows.append(record.row(COLUMNS, shown, *cells))
+    return rows
+
+
+def main(argv: Sequence[str] | None = None, results: pathlib.Path = record.RESULTS) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--files", type=int, default=7000)
     parser.add_argument("--runs", type=int, default=30)
     parser.add_argument("--baseline", default=None, help="a checkout of another revision to time beside this one")
-    args = parser.parse_args()
+    parser.add_argument("--record", action="store_true", help="store the table as benchmarks/results/hook-latency-split.json")
+    args = parser.parse_args(argv)
+    load_before = record.load_average()
     # The persisted stat index is what this script splits out: its child processes pin it even
     # where a `watchman` binary would be chosen (`claude_hook_latency.py` times both).
     os.environ["LEDGER_SESSION_DETECTOR"] = "stat-index"
@@ -110,15 +145,17 @@ def main() -> int:
                 )
                 samples["record" + label].append(run_process([python, "-c", RECORD, str(root), state, f"a{index}"], source))
         print(f"{args.files:,} files, {args.runs} runs each; milliseconds per process")
-        print("| process | p50 wall | p95 wall | p50 cpu | p95 cpu |\n|---|---:|---:|---:|---:|")
+        print("| process | p50 wall / cpu | p95 wall / cpu |\n|---|---:|---:|")
         for name, pairs in samples.items():
-            walls, cpus = [w for w, _ in pairs], [c for _, c in pairs]
-            print(
-                f"| {name} | {statistics.median(walls):.0f} | {percentile(walls, 0.95):.0f} "
-                f"| {statistics.median(cpus):.0f} | {percentile(cpus, 0.95):.0f} |"
-            )
+            print(f"| {name} | " + " | ".join(wall_and_cpu(pairs)) + " |")
     finally:
         shutil.rmtree(base, ignore_errors=True)
+    if args.record:
+        record.keep(
+            "hook-latency-split", "A hook's decide and record in fresh processes, this checkout and a baseline",
+            "hook_latency.py", argv, COLUMNS, table_rows(samples), load_before=load_before,
+            notes=f"{args.files:,} files, {args.runs} fresh processes each, interleaved; ms wall / CPU", results=results,
+        )
     return 0
 
 

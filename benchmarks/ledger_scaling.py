@@ -9,6 +9,7 @@ runs fewer steps at large n and is skipped where a single step would take minute
 
     python benchmarks/ledger_scaling.py                  # n = 10^2 .. 10^5
     python benchmarks/ledger_scaling.py --sizes 100 1000 --impl-steps 200
+    python benchmarks/ledger_scaling.py --record         # also store benchmarks/results/ledger-scaling.json
 
 Decisions of both sides are compared on the steps both ran, so a fast but wrong ledger shows up
 as an error rather than as a good number.
@@ -17,14 +18,18 @@ as an error rather than as a good number.
 from __future__ import annotations
 
 import argparse
+import pathlib
 import random
 import sys
 import time
-from typing import Callable, Sequence
+from typing import Any, Callable, Sequence
 
-import ledger_spec
-from ledger_impl.ledger import Ledger
-from ledger_spec import (
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))
+
+import ledger_spec  # noqa: E402
+from benchmarks import record  # noqa: E402
+from ledger_impl.ledger import Ledger  # noqa: E402
+from ledger_spec import (  # noqa: E402
     NUMBERED,
     PLAIN,
     Allow,
@@ -52,6 +57,13 @@ SPEC_SKIP_ABOVE = 10**4  # a spec step at 10^5 observations takes minutes
 # measured steps, and an allowed step costs less than a reused one; lift it so every step is
 # ruled on.
 BENCHMARK_POLICY = Policy(intervention_cap=10**9)
+
+COLUMNS = (
+    {"name": "n", "align": "right"},
+    {"name": "spec us/step", "align": "right"},
+    {"name": "impl us/step", "align": "right", "format": "{:,}"},
+    {"name": "speedup", "align": "right"},
+)
 
 
 def file_key(index: int) -> str:
@@ -183,13 +195,33 @@ def spec_steps_for(n: int, probe: Callable[[int], float]) -> int | None:
     return max(2, min(200, int(SPEC_STEP_BUDGET_SECONDS / max(seconds_per_step, 1e-6))))
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def size_text(n: int) -> str:
+    """`10^3` for a power of ten, as the documentation's table writes sizes."""
+    exponent = len(str(n)) - 1
+    return f"10^{exponent}" if n == 10**exponent else f"{n:,}"
+
+
+def table_row(row: dict[str, Any]) -> dict[str, Any]:
+    """A measured row in the columns of the `ledger-scaling` series."""
+    spec, impl = row["spec"], row["impl"]
+    return {
+        "n": size_text(row["n"]),
+        "spec us/step": f"{spec:,.0f}" if spec is not None else "skipped (one spec step takes minutes)",
+        "impl us/step": round(impl),
+        "speedup": f"{spec / impl:,.0f}x" if spec is not None else None,
+    }
+
+
+def main(argv: Sequence[str] | None = None, results: pathlib.Path = record.RESULTS) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[10**2, 10**3, 10**4, 10**5])
     parser.add_argument("--impl-steps", type=int, default=2000)
     parser.add_argument("--spec-steps", type=int, default=None, help="fixed spec step count (default: by time)")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--record", action="store_true", help="store the table as benchmarks/results/ledger-scaling.json")
     args = parser.parse_args(argv)
+    load_before = record.load_average()
+    rows = []
 
     def probe(n: int) -> float:
         # One spec step on a fresh state, to size the measured run to the time budget.
@@ -204,6 +236,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         else:
             spec_steps = spec_steps_for(n, probe)
         row = measure(n, args.impl_steps, spec_steps, args.seed)
+        rows.append(table_row(row))
         spec = row["spec"]
         spec_text = f"{spec:14.1f}" if spec is not None else f"{'skipped':>14}"
         speedup = f"{spec / row['impl']:8.0f}x" if spec is not None else f"{'-':>9}"  # type: ignore[operator]
@@ -213,6 +246,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
     if any(n > SPEC_SKIP_ABOVE for n in args.sizes):
         print(f"spec skipped above n={SPEC_SKIP_ABOVE}: one step rescans every log and takes minutes there")
+    if args.record:
+        record.keep(
+            "ledger-scaling", "Spec against implementation per step, n observations recorded",
+            "ledger_scaling.py", argv, COLUMNS, rows,
+            load_before=load_before,
+            notes=f"govern + record + render per step, default view budget; {args.impl_steps:,} impl steps per size", results=results,
+        )
     return 0
 
 

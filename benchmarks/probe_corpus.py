@@ -8,7 +8,7 @@ trajectory of a project whose wheel the local package mirror holds (marshmallow,
 pydicom) is replayed in a workspace made from that wheel's files (a git repository; the
 layout is the package's, not the task's commit, so some reads name files that are not there
 and print the same error each time: those count as reads too). Every command is mapped to the
-workspace (`properties.audit.filter`), skipped for the audit's reasons, and run through two
+workspace (`ledger_properties.audit.filter`), skipped for the audit's reasons, and run through two
 Runtimes side by side, each in its own copy: the probe off (the enumerated fingerprint only,
 as before) and on (as shipped). A Reuse of the first that the second does not make is a lost
 one; its reason is the guard's (`ProbeGuard.why_not`). A script, not a test.
@@ -32,8 +32,8 @@ import zipfile
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))
 
 from ledger_impl import Runtime  # noqa: E402
-from properties.audit.filter import OutsideWrite, skip_reason, to_command  # noqa: E402
-from properties.audit.formats import Skipped, load  # noqa: E402
+from ledger_properties.audit.filter import OutsideWrite, skip_reason, to_command  # noqa: E402
+from ledger_properties.audit.formats import Skipped, load  # noqa: E402
 
 CORPUS = pathlib.Path("/work/shared/corpus/mini-swe-agent-deepseek.jsonl")
 WHEELS = pathlib.Path("/opt/pypi/files")

@@ -12,7 +12,9 @@ import datetime
 import json
 import os
 import platform
+import shlex
 import subprocess
+import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -33,6 +35,19 @@ def _commit() -> str:
 
     commit = git("rev-parse", "--short", "HEAD") or "unknown (not a git checkout)"
     return commit + ("-dirty" if git("status", "--porcelain", "--untracked-files=no") else "")
+
+
+def row(columns: Sequence[Mapping[str, str]], *cells: Any) -> dict[str, Any]:
+    """One table row: the cells keyed by the columns' names, in order."""
+    assert len(cells) == len(columns), "one cell per column"
+    return {column["name"]: cell for column, cell in zip(columns, cells)}
+
+
+def command_line(script: str, argv: Sequence[str] | None) -> str:
+    """How the run was started, as its series states it: the benchmark's arguments less `--record`
+    (None: this process's own)."""
+    given = sys.argv[1:] if argv is None else argv
+    return " ".join(["python", f"benchmarks/{script}", *(shlex.quote(arg) for arg in given if arg != "--record")])
 
 
 def measured(
@@ -68,4 +83,24 @@ def write(series: Mapping[str, Any], results: Path = RESULTS) -> Path:
     """Store the series as `results/<id>.json`; `python scripts/docs_generate.py` then redraws its tables."""
     path = results / f"{series['id']}.json"
     path.write_text(json.dumps(series, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    return path
+
+
+def keep(
+    series_id: str,
+    title: str,
+    script: str,
+    argv: Sequence[str] | None,
+    columns: Sequence[Mapping[str, str]],
+    rows: Sequence[Mapping[str, Any]],
+    *,
+    load_before: float,
+    notes: str = "",
+    results: Path = RESULTS,
+) -> Path:
+    """What a benchmark's `--record` does: the run's series (`measured`, its command from `argv`)
+    written under `results`, and where it went printed."""
+    series = measured(series_id, title, command_line(script, argv), columns, rows, load_before=load_before, notes=notes)
+    path = write(series, results)
+    print(f"recorded {path}")
     return path

@@ -1,6 +1,6 @@
 """The persisted stat index against `git status`, side by side, on 7,000 and 100,000 files.
 
-    python benchmarks/stat_index.py [--files 7000,100000] [--runs 7] [--baseline SRC]
+    python benchmarks/stat_index.py [--files 7000,100000] [--runs 7] [--baseline SRC] [--record]
 
 For each size, generates a tree committed to git in /tmp (the tree of `benchmarks/detection.py`),
 lets it age past the racy window, then times in one run:
@@ -15,6 +15,9 @@ Medians of `--runs`. A script, not a test: it prints a table.
 `--baseline SRC` (a checkout of another revision) adds "no edit" and "1 edit" measured on the
 same tree in fresh processes, this checkout's and that revision's in turn (three rounds, median):
 before and after side by side, in one run.
+`--record` stores the documentation's tables, ms wall / CPU: `benchmarks/results/stat-index-cost.json`
+and, when Watchman was timed, `watchman-vs-stat-index.json`, with the machine, load, date and
+commit (the decode-only and baseline columns are printed only).
 """
 
 from __future__ import annotations
@@ -29,9 +32,12 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))
 
+from benchmarks import record  # noqa: E402
 from benchmarks.detection import GIT_ENV, generate_tree  # noqa: E402
 from ledger_impl.detectors.stat_index import changes_since, decode  # noqa: E402
 from ledger_impl.tree_snapshot import RACY_WINDOW_NS  # noqa: E402
@@ -39,6 +45,20 @@ from ledger_impl.tree_snapshot import RACY_WINDOW_NS  # noqa: E402
 
 MEASURES = ("git status", "index (no edit)", "decode only", "index (1 edit)", "first index")
 WATCHMAN_MEASURES = ("watchman (no edit)", "watchman (1 edit)")
+
+#: Each recorded series: its id, and its columns after `files` with the measure each one shows.
+SERIES: dict[str, tuple[tuple[str, str], ...]] = {
+    "stat-index-cost": (
+        ("`git status --porcelain`", "git status"), ("stat index, nothing changed", "index (no edit)"),
+        ("one file changed", "index (1 edit)"), ("first index (nothing stored)", "first index"),
+        ("stored index", "index MiB"),
+    ),
+    "watchman-vs-stat-index": (
+        ("`git status --porcelain`", "git status"), ("stat index, nothing changed", "index (no edit)"),
+        ("stat index, one file changed", "index (1 edit)"), ("Watchman, nothing changed", "watchman (no edit)"),
+        ("Watchman, one file changed", "watchman (1 edit)"),
+    ),
+}
 
 
 def process_cpu_ms(pid: int) -> float:
@@ -190,12 +210,30 @@ def measure(files: int, runs: int, baseline: str | None = None) -> dict[str, obj
         shutil.rmtree(base, ignore_errors=True)
 
 
-def main() -> int:
+def series_columns(series_id: str) -> list[dict[str, str]]:
+    return [{"name": "files", "align": "right", "format": "{:,}"},
+            *({"name": name, "align": "right"} for name, _ in SERIES[series_id])]
+
+
+def series_row(series_id: str, measured: Mapping[str, Any]) -> dict[str, Any]:
+    """One tree size in a recorded series: `wall / CPU` ms per measure, the index's size in MiB."""
+    row: dict[str, Any] = {"files": measured["files"]}
+    for name, measure in SERIES[series_id]:
+        wall, cpu = measured[measure]
+        row[name] = f"{wall:.1f} MiB" if measure == "index MiB" else f"{wall:,.0f} / {cpu:,.0f}"
+    return row
+
+
+def main(argv: Sequence[str] | None = None, results: pathlib.Path = record.RESULTS) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--files", default="7000,100000", help="comma-separated tree sizes")
     parser.add_argument("--runs", type=int, default=7)
     parser.add_argument("--baseline", default=None, help="a checkout of another revision to time beside this one")
-    args = parser.parse_args()
+    parser.add_argument("--record", action="store_true", help="store the tables under benchmarks/results/")
+    args = parser.parse_args(argv)
+    load_before = record.load_average()
+    recorded = ["stat-index-cost"] + (["watchman-vs-stat-index"] if shutil.which("watchman") else [])
+    rows: dict[str, list[dict[str, Any]]] = {series_id: [] for series_id in recorded}
     measures = MEASURES + (WATCHMAN_MEASURES if shutil.which("watchman") else ()) + (
         tuple(f"{who} (child, {what})" for what in ("no edit", "1 edit") for who in ("this", "baseline"))
         if args.baseline else ()
@@ -207,6 +245,19 @@ def main() -> int:
         row = measure(int(size), args.runs, os.path.abspath(args.baseline) if args.baseline else None)
         cells = [f"{row[name][0]:.0f} / {row[name][1]:.0f}" for name in measures]  # type: ignore[index]
         print(f"| {int(size):,} | " + " | ".join(cells) + f" | {row['index MiB'][0]:.1f} |", flush=True)  # type: ignore[index]
+        for series_id in recorded:
+            rows[series_id].append(series_row(series_id, row))
+    if args.record:
+        titles = {"stat-index-cost": "The persisted stat index against `git status`",
+                  "watchman-vs-stat-index": "Watchman against the persisted stat index"}
+        for series_id in recorded:
+            record.keep(
+                series_id, titles[series_id], "stat_index.py", argv, series_columns(series_id),
+                rows[series_id], load_before=load_before,
+                notes=f"medians of {args.runs}, ms wall / CPU; the tree of benchmarks/detection.py committed to git, "
+                      ".git/ included in the scan" + ("; the Watchman CPU counts the daemon's, read from /proc"
+                                                      if series_id == "watchman-vs-stat-index" else ""), results=results,
+            )
     return 0
 
 

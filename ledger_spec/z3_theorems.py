@@ -15,7 +15,7 @@ stay quantifier-free and fast.
 Negative theorems are bounded model checks from the initial state with an unsound detector:
 Z3 must find a concrete trace in which govern reuses an observation whose file no longer holds
 the content it was recorded with. The model is read back as an `AbstractTrace`, which
-`properties.counterexample` turns into a replayable shell session.
+`ledger_properties.counterexample` turns into a replayable shell session.
 """
 
 from __future__ import annotations

@@ -12,7 +12,7 @@ a stop file the client writes on Ctrl-C or on an error.
 A task does not hunt in the Dask worker's own process: the hunt sets environment variables,
 signal handlers and temporary directories for its commands, which would leak into the
 worker's other threads. The task starts one child interpreter (`python -m
-properties.dask_hunt`) and waits for it, killing it when the stop file appears. The job is
+ledger_properties.dask_hunt`) and waits for it, killing it when the stop file appears. The job is
 pickled on the client and unpickled only in that child, after the client's `sys.path` entries
 that exist there are appended to its own, so a detector module found through `--path` need not be
 importable by the Dask worker itself (only by the child, at the same path).
@@ -173,7 +173,7 @@ def hunt_task(job_and_index: bytes, shared: str, database: str, search_path: lis
         answer = pathlib.Path(scratch) / "answer"
         request = pickle.dumps((job_and_index, shared, database, search_path, str(answer)))
         child = subprocess.Popen(
-            [sys.executable, "-m", "properties.dask_hunt"], stdin=subprocess.PIPE, start_new_session=True
+            [sys.executable, "-m", "ledger_properties.dask_hunt"], stdin=subprocess.PIPE, start_new_session=True
         )
         try:
             assert child.stdin is not None

@@ -4,7 +4,7 @@ At every step both must return equal decisions; after every event they must agre
 counters (G, W, L[key] for every key seen), on the view with and without a task, and the
 ledger's `snapshot()` must equal the spec state. Three session shapes are driven:
 
-  sessions        as `properties.strategies.sessions()` draws them
+  sessions        as `ledger_properties.strategies.sessions()` draws them
   misclassified   read-only commands that report changes (a wrong classifier)
   interleaved     standalone `modify` events between steps (changes noticed between commands,
                   background jobs), and a harness that sometimes runs a command govern wanted
@@ -63,8 +63,8 @@ from ledger_spec import (
     Policy,
     State,
 )
-from properties.spec_driver import take_step
-from properties.strategies import DEFAULT_KEYS, Step, changes, line_ranges, outputs_for, policies, sessions, steps
+from ledger_properties.spec_driver import take_step
+from ledger_properties.strategies import DEFAULT_KEYS, Step, changes, line_ranges, outputs_for, policies, sessions, steps
 from ledger_spec.errors import PropertyViolation
 
 TASKS: tuple[str, ...] = ("", "fix the   failing\ttest in src/c.py")

@@ -1,6 +1,6 @@
 """Break one controller rule at a time and check that a property catches it.
 
-`python -m properties.economizer_mutations [NAME ...]` copies the project's packages and
+`python -m ledger_properties.economizer_mutations [NAME ...]` copies the project's packages and
 tests into a temporary directory, applies one mutation (an exact source replacement that
 must occur once), runs the test files named for it with `-x`, and reports the first
 failing test. A mutation no test catches is a property missing: the run exits 1.

@@ -644,7 +644,7 @@ def run_hook_hunt(
 
 
 def main(argv: list[str] | None = None) -> int:  # pragma: no cover - a manual entry point
-    """`python -m properties.hook_hunt [--seed S] [--out DIR]` hunts; `--replay FILE` replays."""
+    """`python -m ledger_properties.hook_hunt [--seed S] [--out DIR]` hunts; `--replay FILE` replays."""
     import argparse
 
     parser = argparse.ArgumentParser(description="the hook-path hunt alone, or the replay of one of its files")

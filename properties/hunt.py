@@ -2,15 +2,15 @@
 
 `make_hunt(detector_factory, profile)` builds a `RuleBasedStateMachine` class: each run
 materializes a fresh git repository from `workspaces()`, then applies rules that read, re-read
-(so that Reuse happens), edit through every idiom of `properties.shell_strategies`, write a
-python script and run it later. Every step goes through `properties.oracle.CheckedSession`,
+(so that Reuse happens), edit through every idiom of `ledger_properties.shell_strategies`, write a
+python script and run it later. Every step goes through `ledger_properties.oracle.CheckedSession`,
 which checks the four safety properties; a violation raises, Hypothesis shrinks the run, and
 the `ViolationLog` keeps the last failing run per property (Hypothesis replays the minimal
 example last, so the last one is the shrunk one).
 
 `run_hunt` runs the machine under a profile's budget, replays and minimizes each failing run
 (`minimize` keeps only runs it replayed itself), and writes each as a counterexample file
-through `properties.counterexample`. `ledger check-detector` and `ledger verify` call it.
+through `ledger_properties.counterexample`. `ledger check-detector` and `ledger verify` call it.
 
 Whose fault is an exception: the detector under test is called by the Runtime, which turns
 its exceptions into `Step.detector_error` (counted in `HuntReport.detector_errors`); its

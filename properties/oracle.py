@@ -12,7 +12,7 @@ counterexample file):
   spec-agrees                 `ledger_spec`, fed the same events, reaches the same verdict (and
                               reused output) and the same state as the Runtime's ledger
 
-The ground truth is `properties.ground_truth`, which shares no code with the detectors it
+The ground truth is `ledger_properties.ground_truth`, which shares no code with the detectors it
 judges: every entry lstat'ed, every regular file hashed (through a `HashCache` that re-hashes
 any file whose identity or timestamps moved, or that changed too recently to be trusted),
 `.git/` included.

@@ -2,12 +2,12 @@
 
 `replay(counterexample, detector_factory)` materializes the counterexample's workspace in a
 fresh temporary directory, runs its steps through a `Runtime` with the oracle checking each
-one (`properties.oracle`), and says whether the recorded violation happened again, exactly
+one (`ledger_properties.oracle`), and says whether the recorded violation happened again, exactly
 (`Counterexample.mismatch`). The test suite and the hunt's minimizer use it directly.
 
 A counterexample file is code: its steps are shell commands and its `detector` names a Python
 module. `ledger replay` therefore runs the replay in a worker process (`python -I -m
-properties.replay`), wrapped by `properties.sandbox` when bubblewrap works: the worker sees the
+ledger_properties.replay`), wrapped by `ledger_properties.sandbox` when bubblewrap works: the worker sees the
 host read-only, writes only to its private `/tmp`, has no network, and everything it starts
 dies with it. The worker gets the already validated document on stdin and streams its step
 records back as JSON lines on a descriptor of its own (a detector that prints cannot corrupt
@@ -233,7 +233,7 @@ def worker_argv(*, sandboxed: bool, search_path: pathlib.Path | None = None) -> 
     """
     # -I: no PYTHON* variables, no user site, and neither the current directory nor the
     # script's directory on sys.path.
-    argv = [sys.executable, "-I", "-m", "properties.replay"]
+    argv = [sys.executable, "-I", "-m", "ledger_properties.replay"]
     if not sandboxed:
         return argv
     needed = [search_path, pathlib.Path(sys.prefix), pathlib.Path(__file__).resolve().parent.parent]

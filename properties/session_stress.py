@@ -115,7 +115,7 @@ def run_stress(
             return
         generation[slot] += 1
         processes[slot] = subprocess.Popen(
-            [sys.executable, "-m", "properties.session_stress", "worker", str(root), str(state), str(logs),
+            [sys.executable, "-m", "ledger_properties.session_stress", "worker", str(root), str(state), str(logs),
              str(world), str(slot), str(generation[slot]), str(remaining), str(seed)],
             start_new_session=True,
         )

@@ -16,7 +16,7 @@ The callers differ only in `execute`: a fixed script returns its own recorded re
 tests); the world-model safety property runs the command against a model file system
 (`spec_run.first_stale_reuse`); the hunt's oracle returns what the Runtime really ran
 (`oracle.CheckedSession`). Generated sessions that hold the optimized ledger against the spec
-use the state machine in `properties.differential`, which advances the spec through
+use the state machine in `ledger_properties.differential`, which advances the spec through
 `take_step` too.
 """
 

@@ -2,7 +2,7 @@
 
 Each generator takes keyword knobs (the pool of keys, how often scope is unknown, ...) so a
 property can narrow or widen the search without writing a new strategy. Real-filesystem
-generators (shell commands that edit and read) live in `properties.shell_strategies`.
+generators (shell commands that edit and read) live in `ledger_properties.shell_strategies`.
 """
 
 from __future__ import annotations

@@ -32,7 +32,7 @@ from typing import Any
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from properties.audit.workspace import repo_from_sdist  # noqa: E402 - after the path set-up
+from ledger_properties.audit.workspace import repo_from_sdist  # noqa: E402 - after the path set-up
 
 DEFAULT_CORPUS = next(
     (p / "shared" / "corpus" / "mini-swe-agent-deepseek.jsonl" for p in REPO.parents if (p / "shared" / "corpus").is_dir()),

@@ -13,7 +13,7 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from properties.counterexample import FIRST_STEP
+from ledger_properties.counterexample import FIRST_STEP
 
 COUNTEREXAMPLES = Path(__file__).resolve().parent.parent / "counterexamples"
 EXCERPT_LINES = 6

@@ -10,7 +10,8 @@ is a mutant that *its own tests* do not notice.
 cosmic-ray mutates the module's file in place, so every module runs in its own copy of the
 repository under `.mutation/<slug>/tree`, with `PYTHONPATH` pointing there so that tests and
 the subprocesses they start (the `ledger` CLI, replays) import the mutated code and never the
-editable install. Its session (`.mutation/<slug>/session.sqlite`) records every result as it
+editable install (the harness, imported as `ledger_properties`, which no mutant touches, is the
+one package still found through the install: its folder's name is not its import name). Its session (`.mutation/<slug>/session.sqlite`) records every result as it
 comes, so an interrupted run resumes where it stopped; the session is started afresh only when
 the module's source changed since it was created (the recorded mutation positions would no
 longer match). The tree copy is refreshed before every run, so tests added since are used.

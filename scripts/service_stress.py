@@ -1,6 +1,6 @@
 """The long service stress: `python scripts/service_stress.py [--calls 1000] [--sessions 8] [--workspaces 2]`.
 
-Runs `properties.service_stress.run_service_stress` in a temporary directory and prints its
+Runs `ledger_properties.service_stress.run_service_stress` in a temporary directory and prints its
 report as JSON; exit 1 on a stale Reuse or an unanswered call. The suite runs a bounded version
 (`tests/test_service_stress.py`).
 """
@@ -18,7 +18,7 @@ import attrs
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))
 
-from properties.service_stress import run_service_stress  # noqa: E402
+from ledger_properties.service_stress import run_service_stress  # noqa: E402
 
 
 def main() -> int:

@@ -29,7 +29,7 @@ import pytest
 from ledger_impl.detectors import SESSION_DETECTOR_VARIABLE
 from ledger_impl.detectors.watchman import Daemon
 
-PROJECT_PACKAGES = ("ledger_spec", "ledger_impl", "economizer_spec", "economizer", "properties", "ledger_cli")
+PROJECT_PACKAGES = ("ledger_spec", "ledger_impl", "economizer_spec", "economizer", "ledger_properties", "ledger_cli")
 
 
 def _import_every_project_module() -> None:

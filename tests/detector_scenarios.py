@@ -1,10 +1,10 @@
 """Real commands on a real tree, checked against the independent ground truth.
 
 Shared by the detector test modules: each runs `SCENARIOS` with its own detector. A detector
-passes a step when every key the ground truth (`properties.ground_truth`: its own walk, lstat
+passes a step when every key the ground truth (`ledger_properties.ground_truth`: its own walk, lstat
 and hash) says changed in anything but atime, link count, ctime and inode included, is in its
 report, or its report says unknown. That is stricter than the hunt's oracle, which lets a
-directory whose only change is its listing go unnamed (`properties.ground_truth.owed_by_key`).
+directory whose only change is its listing go unnamed (`ledger_properties.ground_truth.owed_by_key`).
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import subprocess
 import sys
 
 from ledger_spec.values import Changes
-from properties.ground_truth import Tree, changed, look
+from ledger_properties.ground_truth import Tree, changed, look
 
 # No global or system git config, fixed identities: git commands behave the same everywhere
 # and never need the network.

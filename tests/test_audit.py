@@ -18,10 +18,10 @@ from typing import Any
 import pytest
 
 from ledger_cli.main import main
-from properties import sandbox
-from properties.audit import engine, formats, report_json, runner
-from properties.audit.workspace import Base, extract_data, materialize, repo_from_sdist, resolve
-from properties.ground_truth import look
+from ledger_properties import sandbox
+from ledger_properties.audit import engine, formats, report_json, runner
+from ledger_properties.audit.workspace import Base, extract_data, materialize, repo_from_sdist, resolve
+from ledger_properties.ground_truth import look
 
 SANDBOX_FLAGS = [] if sandbox.available() else ["--no-sandbox"]
 UNSOUND = "ledger_impl.detectors.unsound:optimistic_rules"
@@ -305,7 +305,7 @@ def test_an_sdist_becomes_a_repository_to_audit(tmp_path: Path) -> None:
 
 
 def test_the_worker_runs_as_a_module() -> None:
-    done = subprocess.run([sys.executable, "-c", "import properties.audit.worker"], capture_output=True, text=True)
+    done = subprocess.run([sys.executable, "-c", "import ledger_properties.audit.worker"], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
 
 

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from properties.audit import formats
-from properties.audit.filter import certain_escape, skip_reason, to_command
-from properties.audit.formats import FileEdit, FileRead, FileWrite, InputError, Shell, Skipped
+from ledger_properties.audit import formats
+from ledger_properties.audit.filter import certain_escape, skip_reason, to_command
+from ledger_properties.audit.formats import FileEdit, FileRead, FileWrite, InputError, Shell, Skipped
 
 
 def _write(path: Path, lines: list[object]) -> Path:

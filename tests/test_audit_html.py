@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from properties.audit import engine, formats, report_html, report_json
+from ledger_properties.audit import engine, formats, report_html, report_json
 
 CHROMIUM = next((shutil.which(name) for name in ("chromium", "chromium-browser", "google-chrome") if shutil.which(name)), None)
 pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (apt-get install -y chromium; .ci/run does)")

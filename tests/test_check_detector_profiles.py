@@ -20,7 +20,7 @@ import pytest
 
 from ledger_cli import main as cli
 from ledger_impl.detectors import watchman
-from properties.profiles import PROFILES
+from ledger_properties.profiles import PROFILES
 
 SEED = 20261201
 DETECTORS = [

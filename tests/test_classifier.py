@@ -70,6 +70,10 @@ def test_single_file_reads_name_their_file_lines_and_view(command, target):
      ("sed '5,10p' a.py", "sed")],
 )
 def test_other_single_file_reads_have_views_that_are_never_sliced(command, view):
+    """Pins a mutant of `ledger_impl/classifier/sed.py` that no test had caught and that made a
+    stale Reuse possible (line 162: `quiet and ...` -> `or`): `sed '5,10p'` without `-n`, which
+    prints every line and the range again, got the range view, so a stored range could have
+    served it. Listed in `scripts/mutation_survivors.json`."""
     result = c(command)
     assert result.read_only and isinstance(result.target, FileTarget)
     assert result.target.view not in (PLAIN, NUMBERED, NL_NUMBERED)
@@ -510,6 +514,9 @@ def test_commands_classified_read_only_change_nothing(tmp_path):
                                     "s/a\\/b/c/", "1a w out", "1a x\\\nw out", "# w here\np", "s/a/b/I", "s/a/b/2",
                                     "//p", "/x/Ip", "\\%x%p", "1!p", "1 p", "/x/bw;p;:w", "s/a\tb/c/"])
 def test_sed_scripts_that_only_print_are_safe(script):
+    """The other side of the `a`/`i`/`c` text and comment mutants that
+    `test_sed_scripts_that_write_read_or_execute_are_unsafe` pins (`ledger_impl/classifier/sed.py`
+    lines 101-104 and 107): `1a w out` and `# w here` only print, the `w` being text or comment."""
     assert sed_script_is_safe(script)
 
 
@@ -522,6 +529,12 @@ def test_sed_scripts_that_only_print_are_safe(script):
                                     # a comment ends at the newline too
                                     "# x\nw out"])
 def test_sed_scripts_that_write_read_or_execute_are_unsafe(script):
+    """Pins mutants of `ledger_impl/classifier/sed.py` that took a writer for a read and that no
+    test had caught: lines 101, 102, 103, 104, the loop over `a`/`i`/`c` text (its test, the
+    backslash test, the steps), which skipped two characters at a time and jumped the newline
+    (`1a xy` then `w out`); line 107, a comment's `script[i] != "\\n"` -> `<`, `==`, `>=`,
+    `not i < n`, which swallowed the newline (`# x` then `w out`). Listed in
+    `scripts/mutation_survivors.json`."""
     assert not sed_script_is_safe(script)
 
 
@@ -662,12 +675,12 @@ def test_outside_paths_inside_option_values_are_outside(command):
 NOT_REUSABLE_IDIOMS = {"tilde-word", "ls-long-classify", "find-xtype", "ls-all-long"}
 
 
-@pytest.mark.parametrize("idiom", sorted(__import__("properties.shell_strategies").shell_strategies.READ_IDIOM_TABLE))
+@pytest.mark.parametrize("idiom", sorted(__import__("ledger_properties.shell_strategies").shell_strategies.READ_IDIOM_TABLE))
 def test_every_read_idiom_of_the_grammar_is_classified_as_intended(idiom):
     from hypothesis import given, settings
     from hypothesis import strategies as st
 
-    from properties.shell_strategies import ROOT_PLACEHOLDER, read_commands
+    from ledger_properties.shell_strategies import ROOT_PLACEHOLDER, read_commands
 
     @settings(max_examples=5, deadline=None, database=None)
     @given(read_commands(idioms=(idiom,)))

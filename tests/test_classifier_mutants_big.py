@@ -88,6 +88,15 @@ WRITERS = [
 
 @pytest.mark.parametrize("script", WRITERS)
 def test_more_scripts_that_write_or_run_a_command_are_unsafe(script):
+    """Pins seven mutants of `ledger_impl/classifier/sed.py` that took a writer for a read (a
+    Reuse would not have written the file) and that no test had caught: line 106, after `addr,+`
+    or `addr,~` `i += 1` -> `+= 2` (`1,+wp`: without a number sed reads `w` as the command and
+    writes `p`); line 124, `continue` -> `break` after `q`/`Q`/`l`/`L` (`q;w out`: sed opens every
+    `w` file when it reads the script); line 136, in `a`/`i`/`c` text `== "\\"` -> `<=` (`1i A.`
+    then `w out`: the newline skipped); line 137, after a backslash in text `i += 1` -> `+= 2`;
+    line 142, in a comment `i += 1` -> `+= 2` (the comment jumped the newline); line 158, in the
+    flags `i += 1` -> `+= 2` (`s/a/touch out/ge`: a command run taken for a read); line 159,
+    `continue` -> `break` after `s`/`y` (`s/a/b/;w out`). Listed in `scripts/mutation_survivors.json`."""
     assert not sed_script_is_safe(script)
 
 

@@ -175,6 +175,11 @@ def test_git_reads_have_no_target_while_the_repository_lies_above_the_root(comma
     ("git worktree list", Category.EDIT), ("git remote show origin", Category.RUN),
 ])
 def test_git_forms_that_write_run_programs_or_leave_the_root_are_not_reads(command, category):
+    """Pins two mutants of `ledger_impl/classifier/git.py` that took a writer for a read and that
+    no test had caught: line 70, `sub == "branch"` -> `sub <= "branch"` (`git am` sorts before
+    `branch`, has no argument, and became a read; it applies patches from stdin); line 72,
+    `sub == "stash"` -> `sub >= "stash"` (`git tag list` makes a tag named `list`). Listed in
+    `scripts/mutation_survivors.json`."""
     result = c(command)
     assert result.category is category
     assert result.target is None
@@ -332,7 +337,10 @@ def test_find_tests_missing_their_argument_are_runs(command):
 
 
 def test_find_compared_with_a_file_outside_the_root_has_no_target():
-    # `-newer ../x` reads ../x's mtime, where no detector looks.
+    """Pins a mutant of `ledger_impl/classifier/listing.py` that took a read outside the root for
+    one inside and that no test had caught (line 55: `files.append(args[i + 1])` -> `args[i + 0]`,
+    `args[i - 1]`): `find . -newer ../x` got the target `.`, though it reads ../x's mtime, where no
+    detector looks. Listed in `scripts/mutation_survivors.json`."""
     assert c("find . -newer ../x").target is None
     assert c("find . -newer a.py").target == TreeTarget(".")
 
@@ -349,6 +357,10 @@ def test_a_listing_that_describes_the_parent_of_the_root_has_no_target(command):
 @pytest.mark.parametrize("command", ["find . -fls out", "find . -fprint0 out", "find . -delete", "find . -newer a.py -delete",
                                      "find . -name x -fprint out"])
 def test_find_actions_that_write_are_edits(command):
+    """Pins a mutant of `ledger_impl/classifier/listing.py` that took a writer for a read (line 56:
+    `i += 2` -> `i += 3` after `-newer FILE`): the next word was skipped, so `find . -newer a.py
+    -delete` would have become a read. `test_listings_name_the_tree_they_list` killed it first.
+    Listed in `scripts/mutation_survivors.json`."""
     assert c(command).category is Category.EDIT
 
 

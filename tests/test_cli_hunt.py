@@ -13,7 +13,7 @@ from rich.console import Console
 from ledger_cli.commands.check_detector import print_summary
 from ledger_cli.main import main
 
-from properties import sandbox
+from ledger_properties import sandbox
 
 REPO = pathlib.Path(__file__).parent.parent
 # Replays run sandboxed where bubblewrap works (tests/test_replay_safety.py covers the sandbox).
@@ -150,9 +150,9 @@ def test_check_detector_refuses_an_existing_file_at_out_at_once(
     user_module: pathlib.Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Found in review: it hunted for minutes, then blamed the detector for a FileExistsError."""
-    import properties.hunt
+    import ledger_properties.hunt
 
-    monkeypatch.setattr(properties.hunt, "run_hunt", lambda *a, **k: pytest.fail("the hunt started"))
+    monkeypatch.setattr(ledger_properties.hunt, "run_hunt", lambda *a, **k: pytest.fail("the hunt started"))
     taken = user_module / "taken"
     taken.write_text("a user's file\n")
     for out in (taken, taken / "below"):
@@ -165,7 +165,7 @@ def test_check_detector_refuses_an_existing_file_at_out_at_once(
 def test_a_crash_of_the_harness_is_not_blamed_on_the_detector(
     user_module: pathlib.Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from properties import oracle
+    from ledger_properties import oracle
 
     def broken(self: object, template: str) -> object:
         raise KeyError("an oracle bug")

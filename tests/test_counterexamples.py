@@ -16,8 +16,8 @@ import attrs
 import pytest
 
 from ledger_impl.detectors import watchman
-from properties.counterexample import Outcome, load, outcomes
-from properties.replay import load_factory, replay
+from ledger_properties.counterexample import Outcome, load, outcomes
+from ledger_properties.replay import load_factory, replay
 
 COUNTEREXAMPLES = sorted((pathlib.Path(__file__).parent.parent / "counterexamples").glob("*.json"))
 # A fault of Ledger itself that has been fixed has no detector left that shows it: its

@@ -1,5 +1,5 @@
 """Hunts and audits on a Dask cluster: a real `distributed.LocalCluster` of two worker processes
-on loopback, driven through `--scheduler` (`properties.dask_hunt`).
+on loopback, driven through `--scheduler` (`ledger_properties.dask_hunt`).
 
 Budgets are a handful of runs; throughput is printed (pytest -s), never asserted.
 """
@@ -19,9 +19,9 @@ distributed = pytest.importorskip("distributed", reason="the `distributed` packa
 
 from ledger_cli.commands import verify  # noqa: E402
 from ledger_cli.main import main  # noqa: E402
-from properties import dask_hunt, sandbox  # noqa: E402
-from properties.hunt import Grammar, GuardedFactory, HuntJob  # noqa: E402
-from properties.profiles import profile as named_profile  # noqa: E402
+from ledger_properties import dask_hunt, sandbox  # noqa: E402
+from ledger_properties.hunt import Grammar, GuardedFactory, HuntJob  # noqa: E402
+from ledger_properties.profiles import profile as named_profile  # noqa: E402
 
 REPO = pathlib.Path(__file__).parent.parent
 UNSANDBOXED: tuple[str, ...] = () if sandbox.available() else ("--unsandboxed",)

@@ -11,8 +11,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from properties.oracle import hunt_environment
-from properties.shell_strategies import RUN_TOOL_SCRIPT, WORDS, edit_commands, tool_scripts
+from ledger_properties.oracle import hunt_environment
+from ledger_properties.shell_strategies import RUN_TOOL_SCRIPT, WORDS, edit_commands, tool_scripts
 
 # Every word once, so that whichever word a program replaces is there to be replaced.
 BEFORE = "".join(f"{word} {index}\n" for index, word in enumerate(WORDS))

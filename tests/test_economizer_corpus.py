@@ -8,8 +8,8 @@ import pathlib
 import pytest
 
 from economizer.protocols import default_controllers
-from properties.economizer_differential import compare
-from properties.economizer_evaluation import evaluate_corpus, load_streams
+from ledger_properties.economizer_differential import compare
+from ledger_properties.economizer_evaluation import evaluate_corpus, load_streams
 from economizer_spec.params import Params
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]

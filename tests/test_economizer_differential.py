@@ -8,8 +8,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from economizer_spec.params import Params
-from properties.economizer_differential import compare
-from properties.economizer_strategies import params_strategy, seeded_controllers, streams
+from ledger_properties.economizer_differential import compare
+from ledger_properties.economizer_strategies import params_strategy, seeded_controllers, streams
 
 SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 

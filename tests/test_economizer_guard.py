@@ -17,9 +17,9 @@ from economizer_spec.guard import Counters, RedirectText, Verdict
 from economizer_spec.params import Params
 from economizer_spec.trajectory import Step, failure_signature
 from ledger_spec.values import Nudge
-from properties.economizer_engines import ENGINES, guard_decisions, strip
-from properties.economizer_strategies import steps as step_strategy
-from properties.economizer_strategies import trajectories
+from ledger_properties.economizer_engines import ENGINES, guard_decisions, strip
+from ledger_properties.economizer_strategies import steps as step_strategy
+from ledger_properties.economizer_strategies import trajectories
 
 # --- the failure signature --------------------------------------------------------------------
 

@@ -10,8 +10,8 @@ from fractions import Fraction
 
 import pytest
 
-from properties.economizer_guard_evaluation import SETTINGS, summarize
-from properties.economizer_guard_page import render
+from ledger_properties.economizer_guard_evaluation import SETTINGS, summarize
+from ledger_properties.economizer_guard_page import render
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results" / "economizer-guard.json"

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 
-from properties.economizer_mutations import MUTATIONS, ROOT, Mutation
+from ledger_properties.economizer_mutations import MUTATIONS, ROOT, Mutation
 
 
 @pytest.mark.parametrize("mutation", MUTATIONS, ids=lambda m: m.name)

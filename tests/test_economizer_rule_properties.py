@@ -27,8 +27,8 @@ from economizer_spec.guard import Counters, RedirectText, Verdict
 from economizer_spec.params import Params
 from economizer_spec.stream import Controllers, ProposerAnswer, ToolJudgeAnswer
 from economizer_spec.trajectory import Step, Trajectory
-from properties.economizer_engines import ENGINES, Stream, guard_decisions
-from properties.economizer_strategies import steps as step_strategy
+from ledger_properties.economizer_engines import ENGINES, Stream, guard_decisions
+from ledger_properties.economizer_strategies import steps as step_strategy
 
 RELAXED = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 

@@ -18,7 +18,7 @@ from economizer_spec.params import Params
 from economizer_spec.skills import Evidence, SkillDefinition, SkillState, Status
 from economizer_spec.stream import Controllers, ProposerAnswer
 from economizer_spec.trajectory import Step, Trajectory
-from properties.economizer_engines import ENGINES, Stream
+from ledger_properties.economizer_engines import ENGINES, Stream
 
 SKILL = SkillDefinition(
     id="run-tool",

@@ -13,8 +13,8 @@ from economizer_spec.guard import RedirectText, Verdict
 from economizer_spec.params import Params
 from economizer_spec.stream import Controllers, ProposerAnswer, ToolJudgeAnswer
 from economizer_spec.trajectory import Step, Trajectory
-from properties.economizer_engines import ENGINES, Stream
-from properties.economizer_strategies import params_strategy, seeded_controllers, streams
+from ledger_properties.economizer_engines import ENGINES, Stream
+from ledger_properties.economizer_strategies import params_strategy, seeded_controllers, streams
 
 CATALOG = ("bash", "read", "edit", "web", "notebook")
 CORE = ("bash", "read", "edit")

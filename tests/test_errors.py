@@ -7,6 +7,7 @@ import ast
 import importlib
 import pathlib
 
+import package_layout
 import pytest
 
 from ledger_cli import errors as cli_errors
@@ -14,7 +15,7 @@ from ledger_cli.main import main
 from ledger_spec import errors
 
 REPO = pathlib.Path(__file__).resolve().parent.parent
-PACKAGES = ("ledger_spec", "ledger_impl", "properties", "ledger_cli", "economizer_spec", "economizer")
+PACKAGES = ("ledger_spec", "ledger_impl", "ledger_properties", "ledger_cli", "economizer_spec", "economizer")
 
 #: Every exception class of the project: its family, and the builtin base callers catch it by.
 CLASSES: dict[str, tuple[type[errors.LedgerError], type[BaseException] | None]] = {
@@ -36,19 +37,19 @@ CLASSES: dict[str, tuple[type[errors.LedgerError], type[BaseException] | None]] 
     "ledger_impl.shell:ShellSyntaxError": (errors.InvalidInput, ValueError),
     "ledger_impl.state_codec:CodecError": (errors.UnreadableState, ValueError),
     "ledger_impl.service.server:AlreadyRunning": (errors.Unavailable, None),
-    "properties.audit.filter:OutsideWrite": (errors.InvalidInput, ValueError),
-    "properties.audit.formats:InputError": (errors.InvalidInput, ValueError),
-    "properties.counterexample:CounterexampleError": (errors.InvalidInput, ValueError),
-    "properties.differential:Divergence": (errors.PropertyViolation, AssertionError),
-    "properties.hunt:DetectorFailed": (errors.DetectorFailure, None),
-    "properties.hunt:HuntViolation": (errors.PropertyViolation, AssertionError),
-    "properties.hook_hunt:HookReuseIsStale": (errors.PropertyViolation, AssertionError),
-    "properties.hook_hunt:HookFailed": (errors.HarnessFailure, AssertionError),
-    "properties.dask_hunt:SchedulerUnavailable": (errors.Unavailable, RuntimeError),
-    "properties.parallel:WorkerDied": (errors.HarnessFailure, RuntimeError),
-    "properties.replay:DetectorLoadError": (errors.DetectorFailure, ValueError),
-    "properties.replay:ReplayWorkerError": (errors.HarnessFailure, RuntimeError),
-    "properties.sandbox:SandboxUnavailable": (errors.Unavailable, RuntimeError),
+    "ledger_properties.audit.filter:OutsideWrite": (errors.InvalidInput, ValueError),
+    "ledger_properties.audit.formats:InputError": (errors.InvalidInput, ValueError),
+    "ledger_properties.counterexample:CounterexampleError": (errors.InvalidInput, ValueError),
+    "ledger_properties.differential:Divergence": (errors.PropertyViolation, AssertionError),
+    "ledger_properties.hunt:DetectorFailed": (errors.DetectorFailure, None),
+    "ledger_properties.hunt:HuntViolation": (errors.PropertyViolation, AssertionError),
+    "ledger_properties.hook_hunt:HookReuseIsStale": (errors.PropertyViolation, AssertionError),
+    "ledger_properties.hook_hunt:HookFailed": (errors.HarnessFailure, AssertionError),
+    "ledger_properties.dask_hunt:SchedulerUnavailable": (errors.Unavailable, RuntimeError),
+    "ledger_properties.parallel:WorkerDied": (errors.HarnessFailure, RuntimeError),
+    "ledger_properties.replay:DetectorLoadError": (errors.DetectorFailure, ValueError),
+    "ledger_properties.replay:ReplayWorkerError": (errors.HarnessFailure, RuntimeError),
+    "ledger_properties.sandbox:SandboxUnavailable": (errors.Unavailable, RuntimeError),
 }
 
 
@@ -62,8 +63,8 @@ def _exception_classes() -> set[str]:
     """Every class defined in the packages that subclasses a builtin exception, the root or a family."""
     found = set()
     for package in PACKAGES:
-        for path in (REPO / package).rglob("*.py"):
-            module = ".".join(path.relative_to(REPO).with_suffix("").parts).removesuffix(".__init__")
+        for path in (REPO / package_layout.folder(package)).rglob("*.py"):
+            module = package_layout.module_name(path, REPO)
             for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
                 if isinstance(node, ast.ClassDef) and any(isinstance(b, ast.Name) and b.id in ROOTS for b in node.bases):
                     found.add(f"{module}:{node.name}")
@@ -94,8 +95,8 @@ def test_exit_codes_are_mapped_in_one_table() -> None:
         errors.UsageError: 2, errors.InvalidInput: 2, errors.UnreadableState: 2, errors.DetectorFailure: 2,
         errors.Unavailable: 2, errors.HarnessFailure: 3, errors.PropertyViolation: 1,
     }
-    assert cli_errors.exit_code(_load("properties.parallel:WorkerDied")("x")) == 3
-    assert cli_errors.exit_code(_load("properties.hunt:HuntViolation")("x")) == 1
+    assert cli_errors.exit_code(_load("ledger_properties.parallel:WorkerDied")("x")) == 3
+    assert cli_errors.exit_code(_load("ledger_properties.hunt:HuntViolation")("x")) == 1
 
 
 def test_a_ledger_error_escaping_a_command_is_one_line_and_its_exit_code(
@@ -104,7 +105,7 @@ def test_a_ledger_error_escaping_a_command_is_one_line_and_its_exit_code(
     from ledger_cli.commands import prove
 
     def broken(_args: object) -> int:
-        raise _load("properties.parallel:WorkerDied")("worker 3 died\nwith a second line")
+        raise _load("ledger_properties.parallel:WorkerDied")("worker 3 died\nwith a second line")
 
     monkeypatch.setattr(prove, "run", broken)
     assert main(["prove"]) == 3

@@ -6,7 +6,7 @@ import os
 import pathlib
 import time
 
-from properties.ground_truth import FINE_RACY_NS, RACY_NS, HashCache, Tree, _node, changed, look, racy_window_for
+from ledger_properties.ground_truth import FINE_RACY_NS, RACY_NS, HashCache, Tree, _node, changed, look, racy_window_for
 
 
 def _tree(tmp_path: pathlib.Path) -> pathlib.Path:

@@ -1,4 +1,4 @@
-"""The hook-path hunt (`properties.hook_hunt`): real `ledger hook claude|codex` processes, real
+"""The hook-path hunt (`ledger_properties.hook_hunt`): real `ledger hook claude|codex` processes, real
 commands, and the oracle that re-runs every Reuse.
 
 The oracle must be able to fail: each planted bug below (a patch loaded into the hook
@@ -16,9 +16,9 @@ from collections.abc import Iterator
 
 import pytest
 
-from properties.hook_hunt import HookViolation, HookWorld, counterexample, replay, run_hook_hunt, tool_call, write_counterexample
-from properties.oracle import hunt_environment
-from properties.shell_strategies import WorkspaceSetup
+from ledger_properties.hook_hunt import HookViolation, HookWorld, counterexample, replay, run_hook_hunt, tool_call, write_counterexample
+from ledger_properties.oracle import hunt_environment
+from ledger_properties.shell_strategies import WorkspaceSetup
 
 SETUP = WorkspaceSetup(
     {"a.txt": "alpha 1 beta\nbeta 2 gamma\n", "b.txt": "omega\n", "src/app.py": "x = 1\n", "docs/naïve notes.txt": "n\n"},

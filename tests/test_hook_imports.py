@@ -15,7 +15,7 @@ import sys
 # Heavy, and not needed to decide or record a call: the proof and hunt machinery, the pretty
 # printer, the inotify detector (ctypes) and the in-process Runtime.
 FORBIDDEN = (
-    "z3", "hypothesis", "rich", "crosshair", "properties", "inotify_simple", "ctypes",
+    "z3", "hypothesis", "rich", "crosshair", "ledger_properties", "inotify_simple", "ctypes",
     "ledger_impl.runtime", "ledger_impl.detectors.events", "ledger_impl.detectors.rules",
 )
 

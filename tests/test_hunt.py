@@ -14,10 +14,10 @@ import attrs
 import pytest
 
 from ledger_impl.detectors import EventDetector, default_detector, unsound
-from properties.hunt import Grammar, HuntJob, ViolationLog, run_hunt, run_machine
-from properties.parallel import WorkerDied, run_in_workers, run_worker
-from properties.profiles import profile as named_profile
-from properties.oracle import (
+from ledger_properties.hunt import Grammar, HuntJob, ViolationLog, run_hunt, run_machine
+from ledger_properties.parallel import WorkerDied, run_in_workers, run_worker
+from ledger_properties.profiles import profile as named_profile
+from ledger_properties.oracle import (
     DETECTOR_COVERS_CHANGES,
     READ_ONLY_CHANGES_NOTHING,
     REUSE_IS_FRESH,
@@ -26,7 +26,7 @@ from properties.oracle import (
     probe_line,
     run_checked,
 )
-from properties.shell_strategies import WorkspaceSetup
+from ledger_properties.shell_strategies import WorkspaceSetup
 
 sys.path.insert(0, str(pathlib.Path(__file__).parent.parent))
 from examples.append_blind_detector import make as append_blind  # noqa: E402
@@ -242,8 +242,8 @@ def test_a_crash_inside_the_hunt_is_raised_not_reported_as_no_violation(monkeypa
     # Found in review: exception groups and Flaky were swallowed, so a hunt whose own code
     # crashed reported "no violation" and check-detector exited 0.
     from ledger_impl.detectors import default_detector
-    from properties import oracle
-    from properties.hunt import run_hunt
+    from ledger_properties import oracle
+    from ledger_properties.hunt import run_hunt
 
     def broken_step(self, template):
         # Two distinct crashes, which Hypothesis reports together as an exception group.
@@ -293,8 +293,8 @@ def test_git_reads_through_a_git_file_are_never_served_stale(tmp_path: pathlib.P
     import subprocess
 
     from ledger_impl import Runtime
-    from properties.oracle import GIT_ENVIRONMENT, hunt_environment, materialize
-    from properties.shell_strategies import GIT_DIR_OUTSIDE_COMMANDS
+    from ledger_properties.oracle import GIT_ENVIRONMENT, hunt_environment, materialize
+    from ledger_properties.shell_strategies import GIT_DIR_OUTSIDE_COMMANDS
 
     placement = materialize(WorkspaceSetup(files={"a.txt": "alpha\n", "b.txt": "beta\n"}, outside={}), tmp_path)
     reads = ("git status --short", "git log --oneline", "git diff --cached --stat")

@@ -15,10 +15,10 @@ from typing import Callable
 import pytest
 
 from ledger_impl.detectors import default_detector
-from properties import sweeper
-from properties.oracle import checked_session, hunt_environment
-from properties.parallel import PROGRESS_INTERVAL, ProgressFile
-from properties.shell_strategies import WorkspaceSetup
+from ledger_properties import sweeper
+from ledger_properties.oracle import checked_session, hunt_environment
+from ledger_properties.parallel import PROGRESS_INTERVAL, ProgressFile
+from ledger_properties.shell_strategies import WorkspaceSetup
 
 SETUP = WorkspaceSetup({"a.txt": "alpha\n", "src/app.py": "x = 1\n"}, {"ext.txt": "out\n"})
 

@@ -19,7 +19,7 @@ import uuid
 
 import pytest
 
-from properties import sandbox
+from ledger_properties import sandbox
 
 REPO = pathlib.Path(__file__).resolve().parent.parent
 SAMPLE = REPO / "counterexamples" / "z3-stale-reuse-if-opaque-reported-unchanged.json"

@@ -10,17 +10,18 @@ from __future__ import annotations
 import ast
 import pathlib
 
+import package_layout
 import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 
-#: Lower number = lower layer. A module may import packages whose layer is <= its own.
+#: Lower number = lower layer, by import name. A module may import packages whose layer is <= its own.
 LAYERS: dict[str, int] = {
     "ledger_spec": 0,
     "economizer_spec": 0,
     "ledger_impl": 1,
     "economizer": 1,
-    "properties": 2,
+    "ledger_properties": 2,
     "ledger_cli": 3,
 }
 
@@ -28,7 +29,7 @@ LAYERS: dict[str, int] = {
 def imported_packages(path: pathlib.Path, root: pathlib.Path = ROOT) -> list[tuple[int, str]]:
     """The project packages a module imports, with the line of each import."""
     tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
-    package = path.relative_to(root).parts[0]
+    package = package_layout.import_name(path.relative_to(root).parts[0])
     found: list[tuple[int, str]] = []
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
@@ -44,7 +45,7 @@ def imported_packages(path: pathlib.Path, root: pathlib.Path = ROOT) -> list[tup
 def upward_edges(root: pathlib.Path = ROOT) -> list[str]:
     edges = []
     for package, layer in LAYERS.items():
-        for path in sorted((root / package).rglob("*.py")):
+        for path in sorted((root / package_layout.folder(package)).rglob("*.py")):
             for line, target in imported_packages(path, root):
                 if LAYERS[target] > layer:
                     edges.append(f"{path.relative_to(root)}:{line} imports {target} (layer {LAYERS[target]} > {layer})")
@@ -58,8 +59,8 @@ def test_every_import_points_down_the_layers() -> None:
 def test_an_upward_import_is_reported(tmp_path: pathlib.Path) -> None:
     """The check itself can fail: a spec module reaching the CLI is found, even inside a function."""
     for package in LAYERS:
-        (tmp_path / package).mkdir()
-        (tmp_path / package / "__init__.py").write_text("")
+        (tmp_path / package_layout.folder(package)).mkdir()
+        (tmp_path / package_layout.folder(package) / "__init__.py").write_text("")
     (tmp_path / "ledger_spec" / "sneaky.py").write_text("def f():\n    from ledger_cli import main\n")
     (tmp_path / "ledger_impl" / "fine.py").write_text("import ledger_spec\nfrom . import x\n")
     assert upward_edges(tmp_path) == ["ledger_spec/sneaky.py:2 imports ledger_cli (layer 3 > 0)"]
@@ -67,7 +68,7 @@ def test_an_upward_import_is_reported(tmp_path: pathlib.Path) -> None:
 
 @pytest.mark.parametrize("package", sorted(LAYERS))
 def test_each_layer_exists(package: str) -> None:
-    assert (ROOT / package / "__init__.py").is_file()
+    assert (ROOT / package_layout.folder(package) / "__init__.py").is_file()
 
 
 # --- agents are plugins: no code outside an agent's module tests for its name -------------------
@@ -82,7 +83,7 @@ def agent_name_tests(root: pathlib.Path, names: frozenset[str]) -> list[str]:
     `ledger_impl/agents/NAME.py`, as "path:line compares with 'NAME'"."""
     found = []
     for package in AGENT_BLIND:
-        for path in sorted((root / package).rglob("*.py")):
+        for path in sorted((root / package_layout.folder(package)).rglob("*.py")):
             relative = path.relative_to(root)
             tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
             for node in ast.walk(tree):
@@ -121,7 +122,7 @@ def test_an_agent_name_test_is_reported(tmp_path: pathlib.Path) -> None:
     """The check itself can fail: each spelling of a branch on an agent's name is found outside
     the agent's module, and the same comparison inside it is not."""
     for package in AGENT_BLIND:
-        (tmp_path / package).mkdir()
+        (tmp_path / package_layout.folder(package)).mkdir()
     (tmp_path / "ledger_impl" / "agents").mkdir()
     (tmp_path / "ledger_cli" / "sneaky.py").write_text(
         'def f(agent, harness, x):\n'

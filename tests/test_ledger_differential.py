@@ -1,6 +1,6 @@
 """The optimized ledger against the reference spec: generated sessions, then index edge cases.
 
-Every targeted case runs through `properties.differential.replay` (which compares decisions,
+Every targeted case runs through `ledger_properties.differential.replay` (which compares decisions,
 counters, views and snapshots with the spec after each event) and then also pins the expected
 decision, so a case still fails if spec and impl were ever wrong together.
 """
@@ -29,7 +29,7 @@ from ledger_spec import (
     TreeTarget,
     Verdict,
 )
-from properties.differential import Divergence, Event, replay, run_differential, run_machine
+from ledger_properties.differential import Divergence, Event, replay, run_differential, run_machine
 
 EXAMPLES_PER_SHAPE = 60
 
@@ -354,7 +354,7 @@ def test_replay_reports_a_divergence() -> None:
         def modify(self, changes: Changes) -> None:
             pass
 
-    import properties.differential as differential
+    import ledger_properties.differential as differential
 
     original = differential.Ledger
     differential.Ledger = ForgetfulLedger  # type: ignore[misc]

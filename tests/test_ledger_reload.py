@@ -9,7 +9,7 @@ from ledger_impl import state_codec
 from ledger_impl.classifier import classify
 from ledger_impl.ledger import Ledger
 from ledger_spec import Changes, Policy, Reuse
-from properties.differential import SHAPES, run_shape
+from ledger_properties.differential import SHAPES, run_shape
 
 
 def _reloaded(ledger: Ledger) -> Ledger:

@@ -14,10 +14,10 @@ import pytest
 
 from ledger_impl.detectors import default_detector
 from ledger_impl.detectors.unsound import optimistic_rules
-from properties.counterexample import from_run, load
-from properties.hunt import FailingRun, minimize
-from properties.oracle import fingerprint_line, probe_line
-from properties.replay import replay, run_recorded
+from ledger_properties.counterexample import from_run, load
+from ledger_properties.hunt import FailingRun, minimize
+from ledger_properties.oracle import fingerprint_line, probe_line
+from ledger_properties.replay import replay, run_recorded
 
 Z3_FILE = pathlib.Path(__file__).resolve().parent.parent / "counterexamples" / "z3-stale-reuse-if-opaque-reported-unchanged.json"
 

@@ -8,7 +8,7 @@ import attrs
 import pytest
 
 from ledger_impl.ledger import Ledger
-from properties.overlap_hunt import interleaving, run_overlap_hunt
+from ledger_properties.overlap_hunt import interleaving, run_overlap_hunt
 
 
 def test_interleavings_keep_each_commands_events_in_order_and_vary() -> None:
@@ -41,7 +41,7 @@ def test_the_hunt_catches_observations_stamped_at_the_end(monkeypatch: pytest.Mo
 
 def test_ledger_verify_runs_the_overlap_hunt() -> None:
     from ledger_cli.commands import verify
-    from properties.profiles import Profile
+    from ledger_properties.profiles import Profile
 
     result = verify._overlap_hunt(Profile("tiny", 1, 1, hunt_examples=4, hunt_steps=1, contract_timeout=1.0), 5)
     assert result.held and result.name == "safety hunt: overlapping commands"

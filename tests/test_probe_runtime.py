@@ -150,15 +150,15 @@ def test_the_time_zone_database_is_a_dependency(root: Path, outside: Path) -> No
 
 
 def test_the_verify_grammar_draws_the_clock_classes() -> None:
-    from properties.hunt import FULL_GRAMMAR
-    from properties.shell_strategies import PROBE_CLASS_EDIT_IDIOMS, PROBE_CLASS_READ_IDIOMS
+    from ledger_properties.hunt import FULL_GRAMMAR
+    from ledger_properties.shell_strategies import PROBE_CLASS_EDIT_IDIOMS, PROBE_CLASS_READ_IDIOMS
 
     assert set(PROBE_CLASS_EDIT_IDIOMS) <= set(FULL_GRAMMAR.edit_idioms)
     assert set(PROBE_CLASS_READ_IDIOMS) <= set(FULL_GRAMMAR.read_idioms)
 
 
 def test_a_short_hunt_on_the_traced_set_alone_finds_nothing() -> None:
-    from properties.hunt import FULL_GRAMMAR, run_hunt
+    from ledger_properties.hunt import FULL_GRAMMAR, run_hunt
 
     report = run_hunt(default_detector, "ci", seed=5, max_examples=3, grammar=FULL_GRAMMAR, fingerprint=False)
     assert not report.found, report.counterexamples

@@ -10,7 +10,7 @@ import pytest
 
 from ledger_cli.main import main
 from ledger_cli.commands import prove
-from properties.counterexample import load
+from ledger_properties.counterexample import load
 from ledger_spec import z3_theorems
 
 

@@ -18,7 +18,7 @@ from typing import Any, Callable, Iterator
 import pytest
 
 from ledger_cli.main import main
-from properties import sandbox
+from ledger_properties import sandbox
 
 REPO = pathlib.Path(__file__).resolve().parent.parent
 SAMPLE = REPO / "counterexamples" / "z3-stale-reuse-if-opaque-reported-unchanged.json"

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from properties import sandbox
+from ledger_properties import sandbox
 
 needs_bwrap = pytest.mark.skipif(
     not sandbox.available(),

@@ -1,7 +1,7 @@
 """The semantic mutant catalog stays true to the code: every patch applies to this tree, names
 tests that exist, and the recorded result and its docs table are those of this catalog.
 
-Running the mutants themselves is `python -m properties.semantic_mutants` (minutes, not part of
+Running the mutants themselves is `python -m ledger_properties.semantic_mutants` (minutes, not part of
 the suite); here only what keeps the catalog from going stale is checked, in a second or two.
 """
 
@@ -15,8 +15,8 @@ from pathlib import Path
 import attrs
 import pytest
 
-from properties.semantic_mutants import report, runner
-from properties.semantic_mutants.catalog import KINDS, Mutant, applies, load
+from ledger_properties.semantic_mutants import report, runner
+from ledger_properties.semantic_mutants.catalog import KINDS, Mutant, applies, load
 
 ROOT = Path(__file__).resolve().parent.parent
 MUTANTS = load()
@@ -62,10 +62,10 @@ def test_every_named_test_exists() -> None:
 def test_the_recorded_result_and_its_docs_table_are_those_of_this_catalog() -> None:
     document = json.loads(RESULT.read_text(encoding="utf-8"))
     assert [entry["id"] for entry in document["mutants"]] == [mutant.id for mutant in MUTANTS], \
-        "the catalog changed since the recorded run: run python -m properties.semantic_mutants"
+        "the catalog changed since the recorded run: run python -m ledger_properties.semantic_mutants"
     page = PAGE.read_text(encoding="utf-8")
     assert report.with_table(page, report.table(document, MUTANTS)) == page, \
-        "the docs table is stale: run python -m properties.semantic_mutants --docs"
+        "the docs table is stale: run python -m ledger_properties.semantic_mutants --docs"
 
 
 def test_a_patch_that_no_longer_applies_is_reported_never_skipped(tmp_path: Path) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pathlib
 
-from properties.service_stress import run_service_stress
+from ledger_properties.service_stress import run_service_stress
 
 
 def test_kill_9_under_load_never_serves_stale_and_answers_every_call(tmp_path: pathlib.Path) -> None:

@@ -11,7 +11,7 @@ import pytest
 from ledger_impl import DurableSession, Policy
 from ledger_impl.execution import run_command
 from ledger_impl.store import database_path
-from properties import ground_truth
+from ledger_properties import ground_truth
 
 
 def fresh(root: Path, command: str) -> tuple[str, int]:

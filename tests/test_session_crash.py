@@ -9,7 +9,7 @@ from pathlib import Path
 
 from ledger_impl import DurableSession
 from ledger_impl.execution import run_command
-from properties import ground_truth
+from ledger_properties import ground_truth
 
 EDIT = "sed -i s/alpha/beta/ a.txt"
 

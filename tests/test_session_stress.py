@@ -1,11 +1,11 @@
 """8 hook processes at once on one workspace, kill -9 at random moments: no lost update, no stale
-Reuse, an intact database. The full-size run (1,000 pairs) is `python -m properties.session_stress`."""
+Reuse, an intact database. The full-size run (1,000 pairs) is `python -m ledger_properties.session_stress`."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from properties.session_stress import run_stress
+from ledger_properties.session_stress import run_stress
 
 
 def test_concurrent_hooks_killed_at_random_lose_nothing_and_serve_nothing_stale(tmp_path: Path) -> None:

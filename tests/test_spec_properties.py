@@ -1,6 +1,6 @@
 """Hypothesis properties of the reference spec over abstract sessions and a model file system.
 
-The property definitions live in `properties.spec_run` so that `ledger verify` runs the same
+The property definitions live in `ledger_properties.spec_run` so that `ledger verify` runs the same
 ones; here each becomes a pytest test, plus the counterpart showing the safety property can fail.
 """
 
@@ -11,9 +11,9 @@ from hypothesis import Phase, find, settings
 from hypothesis import strategies as st
 
 from ledger_spec import PLAIN, Category, Command, FileTarget, LineRange, Policy
-from properties import spec_run
-from properties.spec_run import PROPERTIES, SpecProperty, as_test, first_stale_reuse, full_reuse_policies
-from properties.world_model import (
+from ledger_properties import spec_run
+from ledger_properties.spec_run import PROPERTIES, SpecProperty, as_test, first_stale_reuse, full_reuse_policies
+from ledger_properties.world_model import (
     WorldStep,
     blind_to_scripts_detector,
     complete_detector,

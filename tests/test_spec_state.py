@@ -41,8 +41,8 @@ from ledger_spec import (
     start,
     finish,
 )
-from properties.spec_driver import take_step
-from properties.strategies import Step
+from ledger_properties.spec_driver import take_step
+from ledger_properties.strategies import Step
 
 # --- building sessions --------------------------------------------------------------------
 

@@ -16,8 +16,8 @@ from ledger_spec.policy import Policy
 from ledger_spec.values import Allow, Changes
 from ledger_impl.classifier import classify
 from ledger_impl.ledger import Ledger
-from properties import counterexample as cx
-from properties.findings import stale_read
+from ledger_properties import counterexample as cx
+from ledger_properties.findings import stale_read
 
 REPO = pathlib.Path(__file__).resolve().parent.parent
 FILES = sorted((REPO / "counterexamples").glob("*.json"))

@@ -10,7 +10,7 @@ import pytest
 
 from ledger_cli import main as cli
 from ledger_cli.commands import verify
-from properties.profiles import Profile
+from ledger_properties.profiles import Profile
 
 
 def holds(profile: Profile, seed: int | None) -> list[verify.CheckResult]:

@@ -22,9 +22,9 @@ import pytest
 from ledger_impl.detectors import SESSION_DETECTOR_VARIABLE, session_detector, watchman
 from ledger_impl.detectors.stat_index import StatIndex
 from ledger_impl.session import DurableSession
-from properties import ground_truth
-from properties.counterexample import load
-from properties.replay import replay
+from ledger_properties import ground_truth
+from ledger_properties.counterexample import load
+from ledger_properties.replay import replay
 
 pytestmark = pytest.mark.skipif(
     not watchman.available(), reason="no watchman binary on PATH (.ci/run installs Debian's watchman package)"

@@ -143,7 +143,9 @@ def _written_through(link: pathlib.Path, index: watchman.WatchmanIndex, root: pa
 def test_a_write_through_an_outside_link_is_reported_however_many_calls_later(index, layout, tmp_path):
     """A name inside the root linked from outside: a write through the outside name raises no
     event under the watched parent. The link stays tracked from one baseline to the next, not
-    only in the baseline that first counted it."""
+    only in the baseline that first counted it. Pins a mutant of `ledger_impl/detectors/watchman.py`
+    that let a change go unreported and that no test had caught (line 335: `> 1` -> `<= 1`): the
+    link was forgotten at the second call. Listed in `scripts/mutation_survivors.json`."""
     root, _ = layout
     outside = tmp_path / "elsewhere"
     outside.mkdir()
@@ -179,7 +181,10 @@ def test_a_write_to_a_single_name_file_asks_the_daemon_once(index, layout):
 def test_a_fresh_baseline_holds_every_directory_s_own_look(index, layout):
     """The first baseline's directory entries are the directories' stat data as looked at
     then, so that a listing change Watchman does not report (a name created and deleted before
-    its thread looked) is found at the first call after it."""
+    its thread looked) is found at the first call after it. Pins a mutant of
+    `ledger_impl/detectors/watchman.py` that let a change go unreported and that no test had
+    caught (line 361: `is not None` -> `is None`, the fresh directories): no directory was
+    compared until Watchman named it. Listed in `scripts/mutation_survivors.json`."""
     root, _ = layout
     _, blob, _ = index.changes_since(root, None)
     dirs = watchman.Baseline.decode(blob, os.path.realpath(root)).dirs

@@ -29,8 +29,8 @@ from ledger_spec import (
     split_lines,
 )
 from ledger_spec import z3_model as zm
-from properties.spec_driver import replay_spec
-from properties.strategies import DEFAULT_KEYS, Step, line_ranges, policies, sessions
+from ledger_properties.spec_driver import replay_spec
+from ledger_properties.strategies import DEFAULT_KEYS, Step, line_ranges, policies, sessions
 
 KEYS: dict[str, z3.ExprRef] = {key: z3.Const(f"conformance.{key}", zm.KEY) for key in DEFAULT_KEYS}
 

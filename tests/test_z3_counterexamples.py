@@ -1,7 +1,7 @@
 """The negative Z3 theorems' counterexamples replay on a real filesystem.
 
 Each file in counterexamples/z3-*.json, and each one generated afresh from the current Z3
-model, is replayed (`properties.replay`) through a real `Runtime` in a temporary directory: with
+model, is replayed (`ledger_properties.replay`) through a real `Runtime` in a temporary directory: with
 its unsound detector the violation step is a Reuse whose output differs from what the command
 prints when run, exactly as recorded; with `default_detector()` nothing stale is returned.
 """
@@ -13,7 +13,7 @@ import pathlib
 
 import pytest
 
-from properties.counterexample import (
+from ledger_properties.counterexample import (
     Counterexample,
     CounterexampleError,
     dump_into,
@@ -23,7 +23,7 @@ from properties.counterexample import (
     to_json,
 )
 from ledger_impl.detectors import default_detector
-from properties.replay import load_factory, replay
+from ledger_properties.replay import load_factory, replay
 from ledger_spec.z3_theorems import THEOREMS
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent

@@ -23,11 +23,11 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from properties.audit import report_html, report_json, runner
-from properties.audit.engine import DEFAULT_COMMAND_TIMEOUT, DEFAULT_TRAJECTORY_TIMEOUT, Settings
-from properties.audit.filter import OutsideWrite
-from properties.audit.formats import InputError
-from properties.replay import DetectorLoadError, load_factory
+from ledger_properties.audit import report_html, report_json, runner
+from ledger_properties.audit.engine import DEFAULT_COMMAND_TIMEOUT, DEFAULT_TRAJECTORY_TIMEOUT, Settings
+from ledger_properties.audit.filter import OutsideWrite
+from ledger_properties.audit.formats import InputError
+from ledger_properties.replay import DetectorLoadError, load_factory
 
 from .cluster import add_cluster_arguments, cluster_problem
 
@@ -82,7 +82,7 @@ def run(args: argparse.Namespace, executor: concurrent.futures.Executor | None =
             return _fail(f"cannot write {path}: no such directory")
     sandboxed = not args.no_sandbox
     if sandboxed:
-        from properties import sandbox
+        from ledger_properties import sandbox
 
         if not sandbox.available():
             return _fail("bubblewrap (bwrap) is not available here; install it, or pass --no-sandbox to run commands unconfined")
@@ -106,7 +106,7 @@ def run(args: argparse.Namespace, executor: concurrent.futures.Executor | None =
     own_pool = executor is None
     in_flight = args.jobs
     if executor is None and args.scheduler is not None:
-        from properties.dask_hunt import ClusterExecutor, SchedulerUnavailable, cluster_threads, connect
+        from ledger_properties.dask_hunt import ClusterExecutor, SchedulerUnavailable, cluster_threads, connect
 
         try:
             client = connect(args.scheduler)

@@ -25,13 +25,13 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from ledger_cli.errors import EXIT_HARNESS_ERROR, EXIT_INTERRUPTED
-from properties.profiles import default_workers
-from properties.replay import DetectorLoadError, load_factory, parse_spec
+from ledger_properties.profiles import default_workers
+from ledger_properties.replay import DetectorLoadError, load_factory, parse_spec
 
 from .cluster import add_cluster_arguments, cluster_problem
 
 if TYPE_CHECKING:  # the hunt machinery is imported when a hunt runs, not to parse arguments
-    from properties.hunt import HuntReport
+    from ledger_properties.hunt import HuntReport
 
 MAX_SEED = 2**32 - 1
 
@@ -78,7 +78,7 @@ def output_directory_problem(out: str) -> str | None:
 
 def usage_problem(args: argparse.Namespace) -> str | None:
     """The first argument that is wrong, checked before anything is imported or run."""
-    from properties.profiles import profile as named_profile
+    from ledger_properties.profiles import profile as named_profile
 
     if args.max_examples is not None and args.max_examples < 1:
         return "--max-examples must be at least 1"
@@ -99,9 +99,9 @@ def usage_problem(args: argparse.Namespace) -> str | None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from properties.dask_hunt import SchedulerUnavailable
-    from properties.hunt import DetectorFailed, run_hunt
-    from properties.profiles import profile as named_profile
+    from ledger_properties.dask_hunt import SchedulerUnavailable
+    from ledger_properties.hunt import DetectorFailed, run_hunt
+    from ledger_properties.profiles import profile as named_profile
 
     err = Console(stderr=True)
     problem = usage_problem(args)
@@ -173,8 +173,8 @@ def run(args: argparse.Namespace) -> int:
 def hunt_summary(report: "HuntReport") -> dict[str, Any]:
     """What `--json` prints. Each violation's `step` counts from 1 (the file's and the replay's
     numbering) and `stale_read` says which read the finding makes stale, or is null."""
-    from properties.counterexample import from_json
-    from properties.findings import stale_read
+    from ledger_properties.counterexample import from_json
+    from ledger_properties.findings import stale_read
 
     def violation(document: Mapping[str, Any], path: pathlib.Path | None) -> dict[str, Any]:
         read = stale_read(from_json(document))

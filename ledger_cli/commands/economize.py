@@ -327,7 +327,7 @@ def _guard(args: argparse.Namespace) -> int:
 
 
 def _evaluate(args: argparse.Namespace) -> int:
-    from properties.economizer_evaluation import evaluate_corpus, render_table
+    from ledger_properties.economizer_evaluation import evaluate_corpus, render_table
 
     report = evaluate_corpus(args.corpus, grid=not args.no_grid)
     print(render_table(report))

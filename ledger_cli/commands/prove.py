@@ -41,7 +41,7 @@ def _as_json(result: TheoremResult) -> dict[str, object]:
 
 
 def _write_counterexamples(results: list[TheoremResult], directory: pathlib.Path) -> list[pathlib.Path]:
-    from properties.counterexample import dump, from_trace
+    from ledger_properties.counterexample import dump, from_trace
 
     written = []
     for result in results:

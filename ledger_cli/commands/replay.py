@@ -2,7 +2,7 @@
 
 A counterexample file is code: its steps are shell commands, its `detector` names a Python
 module. So the file is validated first (nothing runs for a malformed file), then replayed in a
-worker process inside the bubblewrap sandbox (`properties.sandbox`: read-only `/`, a private
+worker process inside the bubblewrap sandbox (`ledger_properties.sandbox`: read-only `/`, a private
 `/tmp` holding the workspace, no network, its own PID namespace). Without a working bwrap the
 replay refuses unless `--unsandboxed` is given. A detector named in the file is imported only if
 it ships with Ledger or `--trust-detector` is given; `--detector` picks one yourself.
@@ -23,10 +23,10 @@ from rich.console import Console
 from rich.markup import escape
 
 from ledger_cli.errors import EXIT_INTERRUPTED
-from properties import sandbox
-from properties.counterexample import CounterexampleError, load
-from properties.oracle import StepRecord
-from properties.replay import TRUSTED_DETECTORS, DetectorLoadError, ReplayWorkerError, parse_spec, replay_in_worker
+from ledger_properties import sandbox
+from ledger_properties.counterexample import CounterexampleError, load
+from ledger_properties.oracle import StepRecord
+from ledger_properties.replay import TRUSTED_DETECTORS, DetectorLoadError, ReplayWorkerError, parse_spec, replay_in_worker
 
 
 # Control characters of untrusted text (the file's explanation, commands, outputs) are shown

@@ -21,7 +21,7 @@ from rich.console import Console
 from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from properties.profiles import PROFILES, Profile, default_workers, profile as choose_profile
+from ledger_properties.profiles import PROFILES, Profile, default_workers, profile as choose_profile
 
 from .cluster import add_cluster_arguments, cluster_problem
 
@@ -66,7 +66,7 @@ def _contracts(profile: Profile, seed: int | None) -> list[CheckResult]:
 
 
 def _spec_properties(profile: Profile, seed: int | None) -> list[CheckResult]:
-    from properties.spec_run import run_spec_properties
+    from ledger_properties.spec_run import run_spec_properties
 
     return [
         CheckResult(f"spec property: {name}", held, message or f"{profile.spec_examples} examples")
@@ -75,7 +75,7 @@ def _spec_properties(profile: Profile, seed: int | None) -> list[CheckResult]:
 
 
 def _differential(profile: Profile, seed: int | None) -> list[CheckResult]:
-    from properties.differential import run_differential
+    from ledger_properties.differential import run_differential
 
     held, message = run_differential(profile.differential_examples, seed)
     detail = message or f"{profile.differential_examples} sessions per shape agree"
@@ -83,7 +83,7 @@ def _differential(profile: Profile, seed: int | None) -> list[CheckResult]:
 
 
 def _hunt(profile: Profile, seed: int | None) -> list[CheckResult]:
-    from properties.hunt import run_verify_hunt
+    from ledger_properties.hunt import run_verify_hunt
 
     report = run_verify_hunt(profile, seed, workers=profile.workers, scheduler=profile.scheduler, database=profile.database)
     workers = f"{profile.workers} worker(s)" if profile.workers else "one task per cluster thread"
@@ -105,7 +105,7 @@ def _hunt(profile: Profile, seed: int | None) -> list[CheckResult]:
 def _traced_only_hunt(profile: Profile, seed: int | None) -> CheckResult:
     """Issue 19's second configuration: the enumerated fingerprint off, Reuse on the probe's
     traced set alone; a quarter of the main hunt's budget, on one worker."""
-    from properties.hunt import TRACED_ONLY, run_verify_hunt
+    from ledger_properties.hunt import TRACED_ONLY, run_verify_hunt
 
     quarter = attrs.evolve(profile, hunt_examples=max(1, profile.hunt_examples // 4))
     report = run_verify_hunt(quarter, seed, configuration=TRACED_ONLY)
@@ -116,7 +116,7 @@ def _traced_only_hunt(profile: Profile, seed: int | None) -> CheckResult:
 
 
 def _overlap_hunt(profile: Profile, seed: int | None) -> CheckResult:
-    from properties.overlap_hunt import run_overlap_hunt
+    from ledger_properties.overlap_hunt import run_overlap_hunt
 
     started, rounds = time.perf_counter(), max(1, profile.hunt_examples // 4)
     report = run_overlap_hunt(rounds, seed or 0)
@@ -127,7 +127,7 @@ def _overlap_hunt(profile: Profile, seed: int | None) -> CheckResult:
 
 
 def _hook_path_hunt(profile: Profile, seed: int | None) -> list[CheckResult]:
-    from properties.hook_hunt import run_hook_hunt
+    from ledger_properties.hook_hunt import run_hook_hunt
 
     report = run_hook_hunt(profile, seed)
     detail = (
@@ -137,7 +137,7 @@ def _hook_path_hunt(profile: Profile, seed: int | None) -> list[CheckResult]:
     for violation, _ in report.violations:
         detail += (f"; {violation.property} at call {violation.step} ({violation.agent}): {violation.command!r} "
                    f"served {violation.served}, a run now shows {violation.expected} "
-                   f"(store it with `python -m properties.hook_hunt --profile {profile.name} --seed {report.seed} --out DIR`)")
+                   f"(store it with `python -m ledger_properties.hook_hunt --profile {profile.name} --seed {report.seed} --out DIR`)")
     return [CheckResult("safety hunt: the hook path", not report.violations, detail, report.seconds)]
 
 

@@ -6,7 +6,7 @@ Theory of operation, per replayed step:
    reason;
 2. `Runtime.step` governs it with the deciding detector (the user's `--detector`, else the
    default), while the other detectors (`witnesses.Witnessed`) report on the same run;
-3. the ground truth (`properties.ground_truth.look`, its own os.walk + lstat + sha256) looks
+3. the ground truth (`ledger_properties.ground_truth.look`, its own os.walk + lstat + sha256) looks
    at the tree; what `changed()` since the last look is owed by every detector, key by key (a
    directory whose listing alone changed is owed only as "something changed");
 4. a Reuse is run again for real between two more looks: a different output or exit status

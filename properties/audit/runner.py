@@ -7,11 +7,11 @@ Each job materializes its copy on the machine that runs it, so the repository pa
 must be readable there:
 
     from concurrent.futures import ProcessPoolExecutor
-    from properties.audit import runner
+    from ledger_properties.audit import runner
     jobs = runner.plan(["traj.jsonl"], repo="/src/project", commit="abc123")
     results = runner.run(jobs, ProcessPoolExecutor(4), results_dir=Path("audit-results"))
 
-`audit_job` replays in a child process (`python -m properties.audit.worker`), inside bubblewrap
+`audit_job` replays in a child process (`python -m ledger_properties.audit.worker`), inside bubblewrap
 when the job says so: the child gets its own HOME and environment, a hard time limit, and a
 crash in it fails one trajectory, not the audit. Each finished trajectory is written to
 `results_dir/<key>.json`; a later run with the same jobs skips those (resume). Totals are
@@ -126,7 +126,7 @@ def audit_job(job: Job) -> dict[str, Any]:
         trajectory = next(t for t in load(job.source) if t.name == job.name)
         request.write_bytes(pickle.dumps({"trajectory": trajectory, "workspace": str(workspace), "result": str(answer),
                                           "settings": job.settings}))
-        argv = [sys.executable, "-m", "properties.audit.worker", str(request)]
+        argv = [sys.executable, "-m", "ledger_properties.audit.worker", str(request)]
         if job.sandbox:
             argv = _sandboxed(argv, parent, workspace, [job.base.repo, job.settings.detector_path])
         environment = {**os.environ, **GIT_ENVIRONMENT, "HOME": str(home), "PIP_NO_INDEX": "1", "TMPDIR": "/tmp"}

@@ -1,4 +1,4 @@
-"""The child process that replays one trajectory: `python -m properties.audit.worker JOB.pickle`.
+"""The child process that replays one trajectory: `python -m ledger_properties.audit.worker JOB.pickle`.
 
 `runner.audit_job` starts it (inside bubblewrap when sandboxed) in the copy's directory with a
 private HOME, and reads the result file the job names. Its exit status is 0 whenever a result

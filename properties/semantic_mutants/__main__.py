@@ -1,4 +1,4 @@
-"""`python -m properties.semantic_mutants [--list] [--only ID ...] [--check] [--docs]`.
+"""`python -m ledger_properties.semantic_mutants [--list] [--only ID ...] [--check] [--docs]`.
 
 Without options: apply every mutant in a temporary copy of the tree, run its named tests,
 print each verdict, record the JSON under benchmarks/results/ and exit 1 unless every mutant
@@ -25,7 +25,7 @@ PAGE = TREE / "docs" / "mutation" / "semantic.md"
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m properties.semantic_mutants", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m ledger_properties.semantic_mutants", description=__doc__.splitlines()[0])
     parser.add_argument("--list", action="store_true", help="list the catalog and exit")
     parser.add_argument("--only", action="append", metavar="ID", help="run only this mutant (repeatable)")
     parser.add_argument("--check", action="store_true", help="only check that every patch applies")
