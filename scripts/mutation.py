@@ -316,17 +316,51 @@ def _outcomes(session: Path) -> dict[str, int]:
     return counts
 
 
-def report(modules: list[str]) -> None:
-    print(f"{'module':40} {'mutants':>7} {'killed':>6} {'survived':>8} {'timeout':>7} {'pending':>7} {'score':>6}")
+#: The table `report --record` writes: cosmic-ray's own counts, per module, from the sessions.
+RUN_COLUMNS: tuple[dict[str, str], ...] = (
+    {"name": "module", "align": "left"},
+    *({"name": name, "align": "right", "format": "{:,}"} for name in ("mutants", "killed", "survived", "timeout", "pending")),
+    {"name": "score (raw)", "align": "right"},
+)
+
+
+def run_rows(modules: list[str], work: Path = WORK) -> list[dict[str, object]]:
+    """One row per module that has a session under `work`: its counts and raw score (killed
+    and timed out over those decided), before any survivor is argued equivalent or killed by a
+    test written for it (`mutation_survivors.json` holds those verdicts)."""
+    rows: list[dict[str, object]] = []
     for module in modules:
-        session = WORK / _slug(module) / "session.sqlite"
+        session = work / _slug(module) / "session.sqlite"
         if not session.exists():
-            print(f"{module:40} {'not run':>7}")
             continue
         c = _outcomes(session)
         done = c["killed"] + c["survived"] + c["timeout"]
-        score = f"{100 * (c['killed'] + c['timeout']) / done:.0f}%" if done else "-"
-        print(f"{module:40} {c['mutants']:>7} {c['killed']:>6} {c['survived']:>8} {c['timeout']:>7} {c['pending']:>7} {score:>6}")
+        score = f"{100 * (c['killed'] + c['timeout']) / done:.1f}%" if done else "-"
+        rows.append({"module": f"`{module}`", **{name: c[name] for name in ("mutants", "killed", "survived", "timeout", "pending")},
+                     "score (raw)": score})
+    return rows
+
+
+def report(modules: list[str], results: Path | None = None, work: Path = WORK) -> None:
+    """Print the per-module table; with `results` (benchmarks/results/ for `--record`), also
+    write it there as the `mutation-run` series (machine, commit and date recorded in it)."""
+    rows = run_rows(modules, work)
+    print(f"{'module':40} {'mutants':>7} {'killed':>6} {'survived':>8} {'timeout':>7} {'pending':>7} {'score':>6}")
+    for row in rows:
+        print(f"{str(row['module']).strip('`'):40} {row['mutants']:>7} {row['killed']:>6} {row['survived']:>8}"
+              f" {row['timeout']:>7} {row['pending']:>7} {row['score (raw)']:>6}")
+    for module in sorted(set(modules) - {str(row["module"]).strip("`") for row in rows}):
+        print(f"{module:40} {'not run':>7}")
+    if results is not None:
+        sys.path.insert(0, str(REPO))
+        from benchmarks import record as series
+
+        series.write(series.measured(
+            "mutation-run", "Mutation run: cosmic-ray's counts per module, from the sessions under .mutation/",
+            "python scripts/mutation.py report --record", RUN_COLUMNS, rows, load_before=series.load_average(),
+            notes="counts, not timings: the load average is the report's own; the published score (mutation-score) "
+                  "also counts survivors killed by tests written for them and equivalents argued in mutation_survivors.json",
+        ), results)
 
 
 def survivors(module: str) -> None:
@@ -375,6 +409,8 @@ def main() -> None:
     for name in ("run", "report", "survivors", "mutant-tests"):
         command = sub.add_parser(name)
         command.add_argument("modules", nargs="*", choices=[[], *MODULES], default=[], metavar="MODULE")
+        if name == "report":
+            command.add_argument("--record", action="store_true", help="also write benchmarks/results/mutation-run.json")
         if name == "run":
             command.add_argument("--retest-survivors", action="store_true", help="run the survivors again (after adding tests)")
     arguments = parser.parse_args()
@@ -389,7 +425,7 @@ def main() -> None:
             run(module, arguments.retest_survivors)
         report(modules)
     elif arguments.action == "report":
-        report(modules)
+        report(modules, REPO / "benchmarks" / "results" if arguments.record else None)
     else:
         for module in modules:
             survivors(module)
