@@ -284,7 +284,10 @@ class HookWorld:
     def hook(self, payload: dict[str, Any]) -> dict[str, Any] | None:
         # The command line `ledger hooks install` writes into the agent's settings (the harness
         # may not import the CLI layer, so it is spelled here; tests/agents check the installed one).
-        argv = [sys.executable, "-m", "ledger_cli.main", "hook", self.agent, "--state-dir", str(self.state_dir)]
+        # --no-probe: the hunt measures the hook path's own lines (the counters, the fingerprint,
+        # the adapters); with the probe on, a read serves only after its detached probe.
+        argv = [sys.executable, "-m", "ledger_cli.main", "hook", self.agent, "--state-dir", str(self.state_dir),
+                "--no-probe"]
         env = {**self.env, **self.hook_environment}
         if self.agent == "claude":
             env["CLAUDE_PROJECT_DIR"] = str(self.root)
