@@ -13,7 +13,8 @@ keeping what links them in the store's `probes` table (format 4):
            command in the sandbox with the moved clock, and the verdict is stored: 'confirmed'
            with the traced dependencies (`TracedRecord`), or 'refused' with why, in a note too;
   decide   govern is given `TracedFingerprint(enumerated now, id)` only for confirmed rows
-           whose dependencies hold by the Runtime's own rule (`record_holds`).
+           whose dependencies hold by the Runtime's own rule (`record_holds`); a row that
+           does not hold becomes 'stale' for good.
 
 An observation whose row is anything but 'confirmed' is never served: a probe not run yet, one
 whose process was killed ('probing' forever), one refused. Row ids are never reused
@@ -71,12 +72,16 @@ def candidates(
     store: Store, command: Command, target_key: str | None, started_with: Fingerprint, ledger: Ledger
 ) -> Iterator[TracedFingerprint]:
     """The fingerprints naming each confirmed probe of `command` (or of a read of
-    `target_key`) whose traced dependencies all hold now, newest first."""
+    `target_key`) whose traced dependencies all hold now, newest first. One that does not hold
+    is marked 'stale' (a counter never moves back, an identity that moved names another file),
+    so the candidates stay the few that may still serve."""
     measured: dict[str, object] = {}  # one identity measurement per path for the whole decision
     for row in store.confirmed_probes(command.normalized, target_key, CANDIDATES):
         record = _record(row)
         if record is not None and record_holds(record, ledger, measured):  # type: ignore[arg-type]
             yield TracedFingerprint(started_with, row.id)
+        else:
+            store.set_probe_status(row.id, "stale", "a dependency changed since the probe")
 
 
 def queue(store: Store, ledger: Ledger, fingerprint: Fingerprint | None, step: int, rendering: str) -> int | None:

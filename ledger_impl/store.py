@@ -66,7 +66,7 @@ CREATE TABLE IF NOT EXISTS probes (
     started_ns INTEGER NOT NULL, -- when it was decided (time.time_ns()), before the agent ran it
     rendering TEXT NOT NULL,     -- how the agent showed its output (ledger_impl.probe.rendering)
     step INTEGER,                -- its observation's step, once recorded
-    status TEXT NOT NULL,        -- running | pending | probing | confirmed | refused
+    status TEXT NOT NULL,        -- running | pending | probing | confirmed | refused | stale
     reason TEXT,                 -- why refused
     record BLOB                  -- a confirmed probe's TracedRecord (state_codec JSON, UTF-8)
 );

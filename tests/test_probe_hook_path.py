@@ -110,6 +110,11 @@ def test_the_normal_reads_reuse_once_the_probe_confirmed_them(root: Path, tmp_pa
     for read in ("cat a.txt", "ls sub"):
         assert agent.call(read)[0] == "allow"
         assert agent.call(read) == ("reuse", agent.fresh(read)[0])
+    (root / "sub" / "new.txt").write_text("new\n")
+    assert agent.call("ls sub") == ("allow", agent.fresh("ls sub")[0])  # a change: the listing runs again
+    with agent.session() as session, sqlite3.connect(session.database) as db:
+        statuses = dict(db.execute("SELECT command, status FROM probes WHERE id IN (SELECT MIN(id) FROM probes GROUP BY command)"))
+    assert statuses == {"cat a.txt": "confirmed", "ls sub": "stale"}, "a record that no longer holds is never offered again"
 
 
 def test_a_pending_probe_is_not_served_and_a_lost_one_never_is(root: Path, tmp_path: Path) -> None:
@@ -125,6 +130,20 @@ def test_a_pending_probe_is_not_served_and_a_lost_one_never_is(root: Path, tmp_p
     with agent.session() as session:
         assert session.run_probe(probe_id) is None and session.refuse_unfinished_probes("the service restarted") >= 1
         assert session.decide("cat a.txt", call_id="late").verdict != "reuse"
+
+
+def test_a_probe_over_its_bound_is_killed_and_its_read_not_served(root: Path, outside: Path, tmp_path: Path) -> None:
+    (outside / "slow.sh").write_text("sleep 2\n")  # the agent's bash and the probe's both start slowly
+    environment = {**os.environ, "BASH_ENV": str(outside / "slow.sh")}
+    agent = Agent(root, tmp_path / "state", environment, probe=True)
+    with agent.session() as session:
+        session.probe_timeout = 0.5
+        session.decide("cat a.txt", call_id="slow")
+        session.record("slow", *agent.fresh("cat a.txt"))
+        reason = session.run_probe(session.queued_probes[0])
+        again = session.decide("cat a.txt", call_id="again")
+    assert reason is not None and "bound" in reason
+    assert again.verdict != "reuse" and "bound" in (again.degraded or "")
 
 
 def test_a_refused_probe_says_why_in_the_next_decision(root: Path, tmp_path: Path) -> None:
