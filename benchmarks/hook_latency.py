@@ -12,6 +12,9 @@ age past the racy window, then times whole processes, side by side in one run:
 Every decide and record scans the tree against the stored stat index. p50 and p95 of wall
 and CPU milliseconds. A script, not a test: it prints a table.
 
+`--record` also stores the table as `benchmarks/results/hook-latency-probe.json` (with the
+machine, load and commit `benchmarks/record.py` adds).
+
 `--baseline SRC` (a checkout of another revision, e.g. `git worktree add /tmp/base main`) runs
 every row a second time with that checkout's packages first on PYTHONPATH, against its own state
 directory, interleaved with this checkout's runs: before and after side by side, in one run.
@@ -34,6 +37,7 @@ import time
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))
 
+from benchmarks import record  # noqa: E402
 from benchmarks.detection import generate_tree  # noqa: E402
 from ledger_impl.tree_snapshot import RACY_WINDOW_NS  # noqa: E402
 
@@ -43,6 +47,19 @@ from ledger_impl import DurableSession
 with DurableSession.open(sys.argv[1], state_dir=sys.argv[2]) as session:
     decision = session.decide(sys.argv[3], call_id=sys.argv[4])
 assert decision.verdict == sys.argv[5], decision
+"""
+# The observation the reuse runs serve: the read run for real and recorded, then its probe run
+# (with the probe on, a read serves only once its probe confirmed it; a baseline before the
+# probe has no probes to run).
+WARM = """
+import subprocess, sys
+from ledger_impl import DurableSession
+root, state, command = sys.argv[1:4]
+with DurableSession.open(root, state_dir=state) as session:
+    assert session.decide(command, call_id="warm").verdict == "allow"
+    done = subprocess.run(["bash", "-c", command], cwd=root, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    session.record("warm", done.stdout, done.returncode)
+    getattr(session, "run_queued_probes", lambda: None)()
 """
 RECORD = """
 import sys
@@ -72,7 +89,9 @@ def main() -> int:
     parser.add_argument("--files", type=int, default=7000)
     parser.add_argument("--runs", type=int, default=30)
     parser.add_argument("--baseline", default=None, help="a checkout of another revision to time beside this one")
+    parser.add_argument("--record", action="store_true", help="store the table under benchmarks/results/")
     args = parser.parse_args()
+    load_before = record.load_average()
     # The persisted stat index is what this script splits out: its child processes pin it even
     # where a `watchman` binary would be chosen (`claude_hook_latency.py` times both).
     os.environ["LEDGER_SESSION_DETECTOR"] = "stat-index"
@@ -93,8 +112,7 @@ def main() -> int:
         for label, source in variants.items():
             state = str(base / f"state{len(label)}")
             # The first decide and record build the index and the observation the reuse runs serve.
-            run_process([python, "-c", DECIDE, str(root), state, f"cat {target}", "warm", "allow"], source)
-            run_process([python, "-c", RECORD, str(root), state, "warm"], source)
+            run_process([python, "-c", WARM, str(root), state, f"cat {target}"], source)
         for index in range(args.runs):  # interleaved, so load changes hit every row alike
             samples["python -c pass"].append(run_process([python, "-c", "pass"]))
             for label, source in variants.items():
@@ -111,12 +129,24 @@ def main() -> int:
                 samples["record" + label].append(run_process([python, "-c", RECORD, str(root), state, f"a{index}"], source))
         print(f"{args.files:,} files, {args.runs} runs each; milliseconds per process")
         print("| process | p50 wall | p95 wall | p50 cpu | p95 cpu |\n|---|---:|---:|---:|---:|")
+        rows = []
         for name, pairs in samples.items():
             walls, cpus = [w for w, _ in pairs], [c for _, c in pairs]
-            print(
-                f"| {name} | {statistics.median(walls):.0f} | {percentile(walls, 0.95):.0f} "
-                f"| {statistics.median(cpus):.0f} | {percentile(cpus, 0.95):.0f} |"
-            )
+            rows.append({"process": name, "p50 wall": round(statistics.median(walls)), "p95 wall": round(percentile(walls, 0.95)),
+                         "p50 cpu": round(statistics.median(cpus)), "p95 cpu": round(percentile(cpus, 0.95))})
+            print("| " + " | ".join(str(value) for value in rows[-1].values()) + " |")
+        if args.record:
+            columns = [{"name": "process", "align": "left"}] + [
+                {"name": name, "align": "right"} for name in ("p50 wall", "p95 wall", "p50 cpu", "p95 cpu")
+            ]
+            notes = (f"{args.files:,} files, {args.runs} fresh processes per row, interleaved; ms. "
+                     "[baseline]: " + (args.baseline or "none"))
+            path = record.write(record.measured(
+                "hook-latency-probe", "Hook process latency with the probe on the hook path",
+                "python benchmarks/hook_latency.py " + " ".join(sys.argv[1:]), columns, rows,
+                load_before=load_before, notes=notes,
+            ))
+            print(f"recorded {path}")
     finally:
         shutil.rmtree(base, ignore_errors=True)
     return 0
