@@ -12,6 +12,9 @@ age past the racy window, then times whole processes, side by side in one run:
 Every decide and record scans the tree against the stored stat index. p50 and p95 of wall
 and CPU milliseconds. A script, not a test: it prints a table.
 
+`--record` also stores the table as `benchmarks/results/hook-latency-probe.json` (with the
+machine, load and commit `benchmarks/record.py` adds).
+
 `--baseline SRC` (a checkout of another revision, e.g. `git worktree add /tmp/base main`) runs
 every row a second time with that checkout's packages first on PYTHONPATH, against its own state
 directory, interleaved with this checkout's runs: before and after side by side, in one run.
@@ -47,6 +50,19 @@ from ledger_impl import DurableSession
 with DurableSession.open(sys.argv[1], state_dir=sys.argv[2]) as session:
     decision = session.decide(sys.argv[3], call_id=sys.argv[4])
 assert decision.verdict == sys.argv[5], decision
+"""
+# The observation the reuse runs serve: the read run for real and recorded, then its probe run
+# (with the probe on, a read serves only once its probe confirmed it; a baseline before the
+# probe has no probes to run).
+WARM = """
+import subprocess, sys
+from ledger_impl import DurableSession
+root, state, command = sys.argv[1:4]
+with DurableSession.open(root, state_dir=state) as session:
+    assert session.decide(command, call_id="warm").verdict == "allow"
+    done = subprocess.run(["bash", "-c", command], cwd=root, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    session.record("warm", done.stdout, done.returncode)
+    getattr(session, "run_queued_probes", lambda: None)()
 """
 RECORD = """
 import sys
@@ -128,8 +144,7 @@ def main(argv: Sequence[str] | None = None, results: pathlib.Path = record.RESUL
         for label, source in variants.items():
             state = str(base / f"state{len(label)}")
             # The first decide and record build the index and the observation the reuse runs serve.
-            run_process([python, "-c", DECIDE, str(root), state, f"cat {target}", "warm", "allow"], source)
-            run_process([python, "-c", RECORD, str(root), state, "warm"], source)
+            run_process([python, "-c", WARM, str(root), state, f"cat {target}"], source)
         for index in range(args.runs):  # interleaved, so load changes hit every row alike
             samples["python -c pass"].append(run_process([python, "-c", "pass"]))
             for label, source in variants.items():

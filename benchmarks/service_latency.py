@@ -45,6 +45,7 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))
 from benchmarks.detection import GIT_ENV, generate_tree  # noqa: E402
 from ledger_client import thin  # noqa: E402
 from ledger_impl.detectors.watchman import Daemon  # noqa: E402
+from ledger_impl.session import DurableSession  # noqa: E402
 from ledger_impl.tree_snapshot import RACY_WINDOW_NS  # noqa: E402
 
 THIN = str(pathlib.Path(thin.__file__).resolve())
@@ -90,12 +91,19 @@ class Bench:
         self.secret = (service_dir / "secret").read_text()
         self.calls = 0
 
-    def payload(self, event: str, call_id: str, command: str, session: str) -> dict[str, Any]:
+    def payload(self, event: str, call_id: str, command: str, session: str, stdout: str = "") -> dict[str, Any]:
         body: dict[str, Any] = {"hook_event_name": event, "tool_name": "Bash", "tool_input": {"command": command},
                                 "tool_use_id": call_id, "cwd": str(self.root), "session_id": session}
         if event == "PostToolUse":
-            body["tool_response"] = {"stdout": "", "stderr": "", "interrupted": False, "isImage": False}
+            body["tool_response"] = {"stdout": stdout, "stderr": "", "interrupted": False, "isImage": False}
         return body
+
+    def settle(self) -> None:
+        """Until the probes of the warm reads have stored their verdicts: a read serves only once
+        its probe has confirmed it (the service and the hook run them after answering)."""
+        for state in (self.state, self.hook_state):
+            with DurableSession.open(self.root, state_dir=state) as session:
+                assert session.wait_for_probes(60), f"a probe under {state} stored no verdict"
 
     def http(self, payload: dict[str, Any]) -> tuple[float, float, Any]:
         body = json.dumps(payload).encode()
@@ -156,10 +164,12 @@ def measure(size: int, runs: int, base: pathlib.Path, service_detector: str | No
         "http": bench.http, "client": bench.client, "hook": bench.hook}
     samples: dict[str, list[tuple[float, float]]] = {"python -c pass": [], "git status": []}
     try:
+        shown = (root / target).read_text().rstrip()  # the read's output as Claude shows it
         for name, call in transports.items():  # each transport's observation of the read, to be reused
             call(bench.payload("PreToolUse", f"{name}-warm", read, name))
-            call(bench.payload("PostToolUse", f"{name}-warm", read, name))
+            call(bench.payload("PostToolUse", f"{name}-warm", read, name, stdout=shown))
             samples.update({f"{name} pre (reuse)": [], f"{name} pre (allow)": [], f"{name} post": []})
+        bench.settle()
         for index in range(runs):
             started, before = time.perf_counter(), os.times()
             subprocess.run([sys.executable, "-c", "pass"], check=True)

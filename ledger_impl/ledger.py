@@ -35,7 +35,7 @@ differential feeds both sides the same calls; what holds no state worth indexing
 from __future__ import annotations
 
 from collections import OrderedDict
-from typing import Hashable, Iterator
+from typing import Hashable, Iterable, Iterator
 
 from ledger_spec import Policy, State
 from ledger_spec.state import INTERVENING, NUDGEABLE_ANY_TIME, NUDGEABLE_IN_SHORT_LOOP, REUSABLE, SEQUENTIAL, WITHHOLDING
@@ -102,6 +102,17 @@ class Ledger:
         """L[key]: how many modifications reported `key`. Unknown keys have L = 0."""
         check_key(key)
         return self._modifications.local(key)
+
+    def counters_at(self, position: int, keys: Iterable[str]) -> tuple[int, int, tuple[tuple[str, int], ...]]:
+        """G, W and L of each of `keys` when the log held `position` modifications (a command's
+        start stamp): what a read that started then rests on."""
+        log = self._modifications
+        return position, log.count_unknown(before=position), tuple((key, log.count_touching(key, before=position)) for key in keys)
+
+    def retained(self, step: int) -> Observation | None:
+        """The observation of `step`, if it still holds its output."""
+        index = self._retained.get(step)
+        return None if index is None else self._observations[index]
 
     @property
     def stored_bytes(self) -> int:

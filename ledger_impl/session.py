@@ -23,6 +23,11 @@ Theory of operation.
   workspace is then treated as changed in unknown scope.
 - State that cannot be shown intact is discarded with a note, which reaches the agent in the
   next Decision's `degraded`. Losing state costs reuse, never correctness.
+- With the probe on (the default; `ledger_impl.session_probe`), a read's stored output serves
+  only once a probe run, after the agent's answer was given, has confirmed it and its traced
+  dependencies hold: `record` queues the probe, `run_probe` runs it (a detached process of the
+  command hook, the service's background worker). Until then, or if it refused, nothing is
+  served from that output.
 """
 
 from __future__ import annotations
@@ -35,14 +40,17 @@ from typing import Mapping, Protocol
 import attrs
 
 from ledger_spec import Changes, Command, Policy, Reuse, State
-from ledger_spec.values import Allow
+from ledger_spec.values import Allow, FileTarget
 
 from . import fingerprint as fingerprints
-from . import state_codec
+from . import session_probe, state_codec
 from .classifier import classify
 from .detectors import session_detector
 from .fingerprint import Fingerprint
 from .ledger import Ledger
+from .probe import DEFAULT_PROBE_TIMEOUT
+from .probe import rendering as renderings
+from .probe.guard import NONE_HOLDS, TracedFingerprint
 from .store import PendingRow, StateRow, Store, checksum
 
 UNKNOWN_SCOPE = Changes(unknown=True)
@@ -91,8 +99,16 @@ class DurableSession:
         *,
         output_cap: int,
         abandon_after: float,
+        probe: bool = True,
+        probe_timeout: float = DEFAULT_PROBE_TIMEOUT,
     ) -> None:
         self.root = root
+        # False: Reuse rests on the counters and the enumerated fingerprint alone (to measure
+        # those lines on their own); True: also on a confirmed probe (`run_probe`).
+        self.probe = probe
+        self.probe_timeout = probe_timeout
+        # The probes `record` queued in this process, for its caller to run after answering.
+        self.queued_probes: list[int] = []
         self.policy = policy
         self.detector = detector
         self.output_cap = output_cap
@@ -113,6 +129,8 @@ class DurableSession:
         detector: SessionDetector | None = None,
         output_cap: int = DEFAULT_OUTPUT_CAP,
         abandon_after: float = DEFAULT_ABANDON_AFTER_S,
+        probe: bool = True,
+        probe_timeout: float = DEFAULT_PROBE_TIMEOUT,
     ) -> "DurableSession":
         path = pathlib.Path(root)
         if not path.is_dir():
@@ -130,6 +148,8 @@ class DurableSession:
             detector if detector is not None else session_detector(state_dir),
             output_cap=output_cap,
             abandon_after=abandon_after,
+            probe=probe,
+            probe_timeout=probe_timeout,
         )
 
     @property
@@ -157,7 +177,7 @@ class DurableSession:
                 command, cwd=self._relative_cwd(cwd), root=self.root, environment=self._environment()
             )
             started_with = self._fingerprint(classified)
-            decision = state.ledger.govern(classified, started_with)
+            decision, probed = self._govern(state, classified, started_with, serve_slices)
             # An id still pending names two calls at once: which result a record carries is
             # unknowable, so the earlier call is treated as abandoned (below) and its may-write
             # flag carried over, and nothing is served while it may still be running.
@@ -190,7 +210,7 @@ class DurableSession:
                 ambiguous = earlier is not None or state.ledger.running(call_id) is not None
                 if state.ledger.running(call_id) is not None:
                     state.ledger.abandon(call_id)  # the earlier call under this id (it may have run)
-                state.ledger.start(call_id, classified, decision, started_with)
+                state.ledger.start(call_id, classified, decision, self._probed_start(classified, started_with, call_id, cwd))
                 may_write = not classified.read_only or (earlier is not None and earlier.may_write)
                 self._store.add_pending(
                     PendingRow(call_id, _storable(command), state.ledger.total, may_write, time.time())
@@ -202,12 +222,15 @@ class DurableSession:
                         f"call id {call_id!r} decided again while in flight: the earlier call is abandoned, changes unknown"
                     )
                     state.notes.extend(self._store.take_unshown_notes())
+                if probed is not None:
+                    state.notes.append(probed)
                 result = Decision(decision.verdict.value, note=getattr(decision, "note", None), degraded=_joined(state.notes))
             self._save(state)
         return result
 
     def record(
-        self, call_id: str, output: str, exit_code: int, *, exact: bool = True, ran: str | None = None
+        self, call_id: str, output: str, exit_code: int, *, exact: bool = True, ran: str | None = None,
+        rendering: str = renderings.EXACT,
     ) -> None:
         """What the command decided under `call_id` printed and returned; the detector's report of
         everything changed since the last call is recorded with it. `exact=False`: the caller
@@ -215,12 +238,16 @@ class DurableSession:
         returned (an agent's hook that sees only a reformatted or status-less result): the
         step is kept, its output is never served. `ran`: the command the agent reports it ran;
         when it is not the one decided (another hook rewrote it, the payloads disagree), what
-        ran is unknown: the step is recorded as a change in unknown scope, its output not kept."""
+        ran is unknown: the step is recorded as a change in unknown scope, its output not kept.
+        `rendering`: how the agent showed `output` (`ledger_impl.probe.rendering`). With the
+        probe on, a stored output is queued for its probe (`queued_probes`, `run_probe`)."""
         _check_call_id(call_id)
         if not isinstance(output, str):
             raise TypeError(f"output is a string, got {type(output).__name__}")
         if isinstance(exit_code, bool) or not isinstance(exit_code, int):
             raise TypeError(f"exit_code is an int, got {type(exit_code).__name__}")
+        if rendering not in renderings.RENDERINGS:
+            raise ValueError(f"unknown rendering {rendering!r}")
         with self._store.transaction():
             state = self._load()
             running = state.ledger.running(call_id)
@@ -239,15 +266,62 @@ class DurableSession:
                 )
             else:
                 # A fingerprint that moved while the command ran: its output may mix both worlds.
-                moved = self._fingerprint(running.command) != running.fingerprint
+                moved = self._fingerprint(running.command) != session_probe.enumerated(running.fingerprint)
+                step = state.ledger.step
                 # surrogatepass: JSON can carry lone surrogates, which no strict codec encodes.
                 too_long = len(output.encode("utf-8", "surrogatepass")) > self.output_cap
                 # Changes() because the poll in `_load` already recorded everything it changed.
                 state.ledger.finish(
                     call_id, output, exit_code, Changes(), exact=exact and not too_long, fingerprint_moved=moved
                 )
+                queued = session_probe.queue(self._store, state.ledger, running.fingerprint, step, rendering)
+                if queued is not None:
+                    self.queued_probes.append(queued)
+            if running is not None:
+                session_probe.forget_unqueued(self._store, running.fingerprint)
             self._store.remove_pending(call_id)
             self._save(state)
+
+    def run_probe(self, probe_id: int, environment: Mapping[str, str] | None = None) -> str | None:
+        """Run the queued probe `probe_id` (outside any transaction: it takes as long as the
+        read, within `probe_timeout`) and store its verdict: confirmed, its observation may
+        serve while its traced dependencies hold; refused, never, and a note says why (the
+        reason is also returned). `environment`: the agent's, as the command ran with it
+        (the session's own by default). Returns None when confirmed or not runnable here."""
+        with self._store.transaction():
+            job = session_probe.claim(self._store, self._stored_ledger(), probe_id)
+        if job is None:
+            return None
+        result = session_probe.run(self.root, job, self._environment() if environment is None else environment,
+                                   self.probe_timeout, self.output_cap)
+        with self._store.transaction():
+            return session_probe.settle(self._store, self._stored_ledger(), job, result)
+
+    def run_queued_probes(self, environment: Mapping[str, str] | None = None) -> None:
+        """Run every probe this process's `record` calls queued (see `run_probe`)."""
+        while self.queued_probes:
+            self.run_probe(self.queued_probes.pop(0), environment)
+
+    def wait_for_probes(self, timeout: float) -> bool:
+        """Wait until no probe is queued or running (another process or thread runs them), at
+        most `timeout` seconds; whether none is left."""
+        deadline = time.monotonic() + timeout
+        while True:
+            with self._store.transaction():
+                if not self._store.unfinished_probes():
+                    return True
+            if time.monotonic() >= deadline:
+                return False
+            time.sleep(0.02)
+
+    def refuse_unfinished_probes(self, reason: str) -> int:
+        """Refuse every probe that is queued or running: their runner is gone (a service that
+        restarted), so they never confirm; how many."""
+        with self._store.transaction():
+            count = self._store.refuse_unfinished_probes(reason)
+            if count:
+                self._store.add_note(f"{count} probe(s) refused: {reason}; their outputs are not served")
+        return count
 
     def abandon(self, call_id: str | None = None, reason: str = "abandoned") -> int:
         """Declare one pending call (or all) abandoned: the workspace is then treated as changed
@@ -354,6 +428,41 @@ class DurableSession:
         # surrogatepass: outputs and names may carry lone surrogates (undecodable bytes).
         blob = state_codec.dumps(state.ledger.snapshot()).encode("utf-8", "surrogatepass")
         self._store.save_state(state_codec.dumps(state.ledger.policy), blob, state.index, state.ledger.step)
+
+    def _govern(
+        self, state: "_State", classified: Command, started_with: Fingerprint | None, serve_slices: bool
+    ) -> tuple[object, str | None]:
+        """The ledger's decision, and why the probe costs reuse here (None: it does not). With
+        the probe on, govern is given, in turn, a fingerprint naming each confirmed probe that
+        could answer and whose traced dependencies all hold (newest first), as the Runtime does
+        (`ledger_impl.probe.guard`), and last one naming no probe."""
+        if not self.probe or started_with is None or not classified.read_only or classified.target is None:
+            return state.ledger.govern(classified, started_with), None
+        unavailable = session_probe.unavailable()
+        if unavailable is not None:
+            return state.ledger.govern(classified, TracedFingerprint(started_with, NONE_HOLDS)), unavailable
+        key = classified.target.key if serve_slices and isinstance(classified.target, FileTarget) else None
+        for now in session_probe.candidates(self._store, classified, key, started_with, state.ledger):
+            decision = state.ledger.govern(classified, now)
+            if isinstance(decision, Reuse):
+                return decision, None
+        return state.ledger.govern(classified, TracedFingerprint(started_with, NONE_HOLDS)), None
+
+    def _probed_start(
+        self, classified: Command, started_with: Fingerprint | None, call_id: str, cwd: str | os.PathLike[str] | None
+    ) -> Fingerprint | None:
+        """The fingerprint a call starts with: with the probe on, a read's names a new probe row,
+        so that its observation can serve only once that probe is confirmed."""
+        if not self.probe or started_with is None or not classified.read_only or classified.target is None:
+            return started_with
+        key = classified.target.key if isinstance(classified.target, FileTarget) else None
+        probe_id = self._store.add_probe(call_id, classified.normalized, key, self._relative_cwd(cwd), time.time_ns())
+        return TracedFingerprint(started_with, probe_id)
+
+    def _stored_ledger(self) -> Ledger | None:
+        """The stored ledger, if intact (read inside the caller's transaction; no poll)."""
+        row = self._store.load_state()
+        return None if row is None else trusted_ledger(row, self.policy)[0]
 
     def _fingerprint(self, classified: Command) -> Fingerprint | None:
         """What a read's output depends on beyond the tree (the program PATH resolves, the

@@ -29,7 +29,11 @@ from ledger_spec.errors import UnreadableState
 from ledger_spec.policy import Policy
 from ledger_spec.state import State
 
+from ledger_spec import dependencies
+
 from .fingerprint import Fingerprint
+from .probe.dependencies import OutsideDependency
+from .probe.guard import TracedFingerprint, TracedRecord
 
 CLASSES: Final[dict[str, type]] = {
     cls.__name__: cls
@@ -37,6 +41,8 @@ CLASSES: Final[dict[str, type]] = {
         values.LineRange, values.FileTarget, values.TreeTarget, values.Command, values.Changes,
         values.Observation, values.Pending, values.Modification, values.Allow, values.Reuse,
         values.Nudge, values.CommandRecord, State, Fingerprint, Policy,
+        # format 4: an observation's fingerprint names its probe; a confirmed probe's record
+        TracedFingerprint, TracedRecord, dependencies.Dependencies, dependencies.Counters, OutsideDependency,
     )
 }
 ENUMS: Final[dict[str, type[enum.Enum]]] = {cls.__name__: cls for cls in (values.Category, values.Verdict)}

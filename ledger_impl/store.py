@@ -33,7 +33,7 @@ import attrs
 
 from ledger_impl.detectors.stat_index import check_outside, default_state_dir
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 BUSY_TIMEOUT_S = 30.0
 DATABASE_SUFFIX = ".sqlite"
 DISCARDED_INFIX = ".discarded-"  # a database set aside for inspection: `<name>.sqlite.discarded-<ns>`
@@ -57,6 +57,21 @@ CREATE TABLE IF NOT EXISTS pending (
     started_at REAL NOT NULL,
     abandoned INTEGER NOT NULL DEFAULT 0  -- declared abandoned (unknown scope already recorded)
 );
+CREATE TABLE IF NOT EXISTS probes (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,  -- named by its observation's fingerprint, never reused
+    call_id TEXT NOT NULL,
+    command TEXT NOT NULL,       -- the read's normalized command (candidates for a decision)
+    target_key TEXT,             -- its file target's key (range reuse across commands), or NULL
+    cwd TEXT NOT NULL,           -- where the agent ran it, relative to the root
+    started_ns INTEGER NOT NULL, -- when it was decided (time.time_ns()), before the agent ran it
+    rendering TEXT NOT NULL,     -- how the agent showed its output (ledger_impl.probe.rendering)
+    step INTEGER,                -- its observation's step, once recorded
+    status TEXT NOT NULL,        -- running | pending | probing | confirmed | refused | stale
+    reason TEXT,                 -- why refused
+    record BLOB                  -- a confirmed probe's TracedRecord (state_codec JSON, UTF-8)
+);
+CREATE INDEX IF NOT EXISTS probes_by_command ON probes (command, status);
+CREATE INDEX IF NOT EXISTS probes_by_key ON probes (target_key, status);
 CREATE TABLE IF NOT EXISTS notes (
     id INTEGER PRIMARY KEY AUTOINCREMENT,
     at REAL NOT NULL,
@@ -87,6 +102,26 @@ class PendingRow:
     may_write: bool
     started_at: float
     abandoned: bool = False
+
+
+@attrs.frozen
+class ProbeRow:
+    """One read's probe (see `ledger_impl.probe.deferred`)."""
+
+    id: int
+    call_id: str
+    command: str
+    target_key: str | None
+    cwd: str
+    started_ns: int
+    rendering: str
+    step: int | None
+    status: str
+    reason: str | None
+    record: bytes | None
+
+
+PROBE_COLUMNS = "id, call_id, command, target_key, cwd, started_ns, rendering, step, status, reason, record"
 
 
 @attrs.frozen
@@ -190,6 +225,55 @@ class Store:
 
     def clear_pending(self) -> None:
         self._db.execute("DELETE FROM pending")
+
+    # --- probes -------------------------------------------------------------------------------
+
+    def add_probe(self, call_id: str, command: str, target_key: str | None, cwd: str, started_ns: int) -> int:
+        """A probe row for a read about to run (status 'running'); its id, never used before."""
+        cursor = self._db.execute(
+            "INSERT INTO probes (call_id, command, target_key, cwd, started_ns, rendering, status)"
+            " VALUES (?, ?, ?, ?, ?, 'exact', 'running')",
+            (call_id, command, target_key, cwd, started_ns),
+        )
+        assert cursor.lastrowid is not None
+        return cursor.lastrowid
+
+    def probe(self, probe_id: int) -> ProbeRow | None:
+        row = self._db.execute(f"SELECT {PROBE_COLUMNS} FROM probes WHERE id = ?", (probe_id,)).fetchone()
+        return None if row is None else _probe_row(row)
+
+    def queue_probe(self, probe_id: int, step: int, rendering: str) -> None:
+        self._db.execute(
+            "UPDATE probes SET status = 'pending', step = ?, rendering = ? WHERE id = ?", (step, rendering, probe_id)
+        )
+
+    def set_probe_status(self, probe_id: int, status: str, reason: str | None = None, record: bytes | None = None) -> None:
+        self._db.execute(
+            "UPDATE probes SET status = ?, reason = ?, record = ? WHERE id = ?", (status, reason, record, probe_id)
+        )
+
+    def forget_probe(self, probe_id: int) -> None:
+        self._db.execute("DELETE FROM probes WHERE id = ?", (probe_id,))
+
+    def confirmed_probes(self, command: str, target_key: str | None, limit: int) -> list[ProbeRow]:
+        """The newest confirmed probes of `command` (or of any read of `target_key`)."""
+        rows = self._db.execute(
+            f"SELECT {PROBE_COLUMNS} FROM probes WHERE status = 'confirmed' AND (command = ? OR target_key = ?)"
+            " ORDER BY id DESC LIMIT ?",
+            (command, target_key, limit),
+        ).fetchall()
+        return [_probe_row(row) for row in rows]
+
+    def unfinished_probes(self) -> int:
+        """How many probes are queued or running."""
+        return self._db.execute("SELECT COUNT(*) FROM probes WHERE status IN ('pending', 'probing')").fetchone()[0]
+
+    def refuse_unfinished_probes(self, reason: str) -> int:
+        """Every probe not yet run or still running is refused (its runner is gone): how many."""
+        cursor = self._db.execute(
+            "UPDATE probes SET status = 'refused', reason = ? WHERE status IN ('pending', 'probing')", (reason,)
+        )
+        return cursor.rowcount
 
     # --- notes --------------------------------------------------------------------------------
 
@@ -301,9 +385,27 @@ def _from_pickled(connection: sqlite3.Connection) -> int:
     return 3
 
 
+def _with_probes(connection: sqlite3.Connection) -> int:
+    """Format 3 -> 4: the probes table is added. The ledger is kept as it is: its observations
+    were never probed, so with the probe on (the default) none is served (their fingerprints
+    name no probe), and a note says so; with the probe off they serve as before."""
+    _create(connection)
+    if connection.execute("SELECT COUNT(*) FROM state").fetchone()[0]:
+        connection.execute(
+            "INSERT INTO notes (at, text) VALUES (?, ?)",
+            (time.time(), "session state written before the probe (format 3): its stored outputs were never probed, "
+                          "so none is served"),
+        )
+    return 4
+
+
 # Each function moves an open database from its format to the next, inside the opening
 # transaction, and returns the format it reached.
-MIGRATIONS: dict[int, Callable[[sqlite3.Connection], int]] = {2: _from_pickled}
+MIGRATIONS: dict[int, Callable[[sqlite3.Connection], int]] = {2: _from_pickled, 3: _with_probes}
+
+
+def _probe_row(row: tuple) -> ProbeRow:  # type: ignore[type-arg]
+    return ProbeRow(*row[:10], None if row[10] is None else bytes(row[10]))
 
 
 @attrs.frozen

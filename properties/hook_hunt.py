@@ -48,6 +48,7 @@ from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, precondition, rule, run_state_machine_as_test
 
+from ledger_impl.session import DurableSession
 from ledger_spec.errors import HarnessFailure, PropertyViolation
 
 from .oracle import GIT_ENVIRONMENT, Placement, hunt_environment, materialize, session_environment
@@ -67,6 +68,7 @@ HOOK_FAILED = "hook-failed"
 # adapter: the oracle states what the agent shows, independently of the code it judges.
 NO_OUTPUT = "(Bash completed with no output)"
 HOOK_TIMEOUT = 60.0
+PROBE_WAIT_S = 60.0  # the probe's own bound is 30 s
 COMMAND_TIMEOUT = 20.0
 _HEADER = re.compile(r"^\[ledger\] Not run again: this is the unchanged result of .*?(?:, exit status (-?\d+))? \(")
 
@@ -252,9 +254,16 @@ AGENTS: tuple[str, ...] = tuple(SIMULATED)
 class HookWorld:
     """One run's workspace, configuration outside it, environment and hook processes."""
 
-    def __init__(self, agent: str, setup: Any, worktree: bool, hook_environment: Mapping[str, str] | None = None) -> None:
+    def __init__(
+        self, agent: str, setup: Any, worktree: bool, hook_environment: Mapping[str, str] | None = None,
+        probe: bool = False,
+    ) -> None:
         self.agent, self.setup, self.worktree = agent, setup, worktree
         self.simulated = SIMULATED[agent]
+        # With the probe (as shipped), a read serves only once the probe its PostToolUse hook
+        # started has confirmed it: the agent's next call waits for that (as an agent slower
+        # than the probe would). Without it, the hook path's own lines alone.
+        self.probe = probe
         # Added to the hook processes' environment only (a test plants a bug through PYTHONPATH).
         self.hook_environment = dict(hook_environment or {})
         self.parent = pathlib.Path(tempfile.mkdtemp(prefix="ledger-hook-hunt-"))
@@ -343,7 +352,8 @@ class HookWorld:
     def hook(self, payload: dict[str, Any]) -> dict[str, Any] | None:
         # The command line `ledger hooks install` writes into the agent's settings (the harness
         # may not import the CLI layer, so it is spelled here; tests/agents check the installed one).
-        argv = [sys.executable, "-m", "ledger_cli.main", "hook", self.agent, "--state-dir", str(self.state_dir)]
+        argv = [sys.executable, "-m", "ledger_cli.main", "hook", self.agent, "--state-dir", str(self.state_dir),
+                *(() if self.probe else ("--no-probe",))]
         env = {**self.env, **self.hook_environment}
         if self.simulated.project_dir_variable is not None:
             env[self.simulated.project_dir_variable] = str(self.root)
@@ -383,6 +393,10 @@ class HookWorld:
     def post(self, call_id: str, command: str, output: str, exit_code: int, *, interrupted: bool = False) -> None:
         """The agent's report of a finished (or interrupted) call, under the id of its PreToolUse."""
         self.hook(self.simulated.post(self, call_id, command, output, exit_code, interrupted))
+        if self.probe:
+            with DurableSession.open(self.root, state_dir=self.state_dir) as session:
+                if not session.wait_for_probes(PROBE_WAIT_S):
+                    raise HookFailed(f"the probe of {command!r} stored no verdict within {PROBE_WAIT_S:g} s")
 
     def served(self, reply: dict[str, Any] | None) -> tuple[str, int | None] | None:
         """The output (and, for Codex, the exit status) a Reuse served; None if not a Reuse."""
@@ -486,7 +500,9 @@ def replay(document: Mapping[str, Any], hook_environment: Mapping[str, str] | No
     return checks
 
 
-def make_hook_hunt(log: HookLog, hook_environment: Mapping[str, str] | None = None) -> type[RuleBasedStateMachine]:
+def make_hook_hunt(
+    log: HookLog, hook_environment: Mapping[str, str] | None = None, probe: bool = False
+) -> type[RuleBasedStateMachine]:
     """The hook-path state machine; violations land in `log`."""
     reads = st.one_of(read_commands(idioms=DETECTOR_READ_IDIOMS, spellings=("relative",)), st.sampled_from(ENVIRONMENT_READS))
     edits = edit_commands(idioms=tuple(i for i in EDIT_IDIOMS if "&" not in i), spellings=("relative",))
@@ -496,7 +512,7 @@ def make_hook_hunt(log: HookLog, hook_environment: Mapping[str, str] | None = No
 
         @initialize(agent=st.sampled_from(AGENTS), setup=workspaces(), worktree=st.booleans())
         def start(self, agent: str, setup: Any, worktree: bool) -> None:
-            self.world = HookWorld(agent, setup, worktree, hook_environment)
+            self.world = HookWorld(agent, setup, worktree, hook_environment, probe)
             log.world = self.world
             self.step_index = 0
             self.history: list[str] = []
@@ -612,10 +628,12 @@ def run_hook_hunt(
     profile: Profile | str | None = None, seed: int | None = None, *, max_examples: int | None = None,
     hook_environment: Mapping[str, str] | None = None,
     out_dir: str | pathlib.Path | None = None,
+    probe: bool = False,
 ) -> HookHuntReport:
     """Run the hook-path machine under `profile`'s hook budget; return what it did and found.
     `hook_environment` is added to the hook processes' environment only; each violation's
-    counterexample is written to `out_dir` when given.
+    counterexample is written to `out_dir` when given. `probe`: the hooks as shipped, each read
+    served only after its probe (`HookWorld`); off, the hook path's own lines alone.
 
     A crash of the harness is raised; a violation is reported (with the smallest run's events).
     """
@@ -624,7 +642,7 @@ def run_hook_hunt(
     chosen = profile if isinstance(profile, Profile) else named_profile(profile)
     seed = seed if seed is not None else random.SystemRandom().randrange(2**32)
     log = HookLog(found_by={"tool": "hypothesis", "seed": seed, "profile": chosen.name})
-    machine = hypothesis.seed(seed)(make_hook_hunt(log, hook_environment))
+    machine = hypothesis.seed(seed)(make_hook_hunt(log, hook_environment, probe))
     started = time.monotonic()
     with hunt_environment():
         try:
@@ -653,6 +671,7 @@ def main(argv: list[str] | None = None) -> int:  # pragma: no cover - a manual e
     parser.add_argument("--max-examples", type=int, default=None)
     parser.add_argument("--out", default=None, help="directory for counterexample files")
     parser.add_argument("--replay", default=None, metavar="FILE", help="replay a counterexample file; exit 1 if still stale")
+    parser.add_argument("--probe", action="store_true", help="the hooks as shipped: each read served only after its probe")
     args = parser.parse_args(argv)
     if args.replay is not None:
         with hunt_environment():
@@ -660,7 +679,7 @@ def main(argv: list[str] | None = None) -> int:  # pragma: no cover - a manual e
         for check in checks:
             print(("fresh " if check.held else "STALE ") + f"{check.command!r}: served {check.served!r}, a run shows {check.expected!r}")
         return 0 if all(check.held for check in checks) else 1
-    report = run_hook_hunt(args.profile, args.seed, max_examples=args.max_examples, out_dir=args.out)
+    report = run_hook_hunt(args.profile, args.seed, max_examples=args.max_examples, out_dir=args.out, probe=args.probe)
     print(f"{report.examples} runs, {report.steps} tool calls, {report.reuses} reuses checked, "
           f"{report.seconds:.1f} s, seed {report.seed}")
     for (violation, _), path in zip(report.violations, report.files or (None,) * len(report.violations)):

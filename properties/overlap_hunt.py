@@ -96,7 +96,8 @@ def _round(scratch: Path, rng: random.Random) -> tuple[StaleReuse | None, int]:
     log: list[str] = []
     checked = 0
     # The stat index, whatever is on PATH: a Watchman server started here would outlive the hunt.
-    with DurableSession.open(root, state_dir=state_dir, detector=StatIndex()) as session:
+    # Probe off: the hunt measures the counters' overlap rule (the probe's path: tests/test_probe_hook_path.py).
+    with DurableSession.open(root, state_dir=state_dir, detector=StatIndex(), probe=False) as session:
 
         def decide(command: str, call_id: str) -> tuple[bool, StaleReuse | None]:
             """Decide; check a Reuse at once. True if the agent must run the command."""

@@ -180,7 +180,8 @@ def _report(root: Path, state: Path, logs: Path, kills: int, pairs: int, seconds
     with sqlite3.connect(database_path(root, state)) as db:
         integrity = db.execute("PRAGMA integrity_check").fetchone()[0]
     # The stat index, whatever is on PATH: a Watchman server started here would outlive the run.
-    with DurableSession.open(root, state_dir=state, policy=POLICY, abandon_after=ABANDON_AFTER_S, detector=StatIndex()) as session:
+    with DurableSession.open(root, state_dir=state, policy=POLICY, abandon_after=ABANDON_AFTER_S, detector=StatIndex(),
+                             probe=False) as session:
         session.abandon(reason="left pending by a killed worker")
         session.view()
         history = session.snapshot().history
@@ -253,7 +254,9 @@ def worker(root: Path, state: Path, logs: Path, world_dir: Path, slot: int, gene
         log.flush()
 
     def session() -> DurableSession:
-        return DurableSession.open(root, state_dir=state, policy=POLICY, abandon_after=ABANDON_AFTER_S, detector=StatIndex())
+        # Probe off: the stress measures the counters and the store under kill -9, not the probe.
+        return DurableSession.open(root, state_dir=state, policy=POLICY, abandon_after=ABANDON_AFTER_S, detector=StatIndex(),
+                                   probe=False)
 
     for index in range(count):
         writes = rng.random() < WRITE_SHARE

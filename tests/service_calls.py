@@ -41,13 +41,21 @@ def post(call_id: str, command: str, stdout: str, root: pathlib.Path, session: s
             "tool_response": {"stdout": stdout, "stderr": "", "interrupted": False, "isImage": False}}
 
 
+def settled(state: pathlib.Path, root: pathlib.Path) -> None:
+    """Wait until the probes the service runs after its answers have stored their verdicts."""
+    from ledger_impl.session import DurableSession  # the test's side only: the client imports nothing of Ledger
+
+    with DurableSession.open(root, state_dir=state) as session:
+        assert session.wait_for_probes(60), "the service's probes never stored a verdict"
+
+
 class Served:
     """A `ledger serve` process over `state` (started on construction, stopped by `stop`)."""
 
-    def __init__(self, state: pathlib.Path, *extra: str) -> None:
+    def __init__(self, state: pathlib.Path, *extra: str, env: dict[str, str] | None = None) -> None:
         self.state = state
         self.process = subprocess.Popen([sys.executable, "-m", "ledger_cli.main", "serve", "--state-dir", str(state), *extra],
-                                        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+                                        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
         deadline = time.monotonic() + 30
         while not self.up():
             assert self.process.poll() is None, self.process.stdout.read() if self.process.stdout else ""

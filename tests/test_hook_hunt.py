@@ -102,9 +102,10 @@ def test_the_oracle_catches_each_planted_bug_and_passes_without_it(
         clean.close()
 
 
+@pytest.mark.parametrize("probe", [False, True], ids=["probe-off", "probe-on"])
 @pytest.mark.parametrize("agent, worktree", [("claude", False), ("codex", True)])
-def test_reuses_through_the_hooks_match_a_real_run(agent: str, worktree: bool) -> None:
-    world = HookWorld(agent, SETUP, worktree=worktree)
+def test_reuses_through_the_hooks_match_a_real_run(agent: str, worktree: bool, probe: bool) -> None:
+    world = HookWorld(agent, SETUP, worktree=worktree, probe=probe)
     try:
         held = _play(world, [("plain", "cat a.txt"), ("plain", "cat a.txt"), ("plain", "ls docs"),
                              ("env", "LC_ALL", "C"), ("plain", "ls docs"), ("plain", "ls docs")])
@@ -138,3 +139,4 @@ def test_a_counterexample_file_replays_the_stale_reuse_and_only_with_the_bug(tmp
     assert [step["event"] for step in document["steps"]].count("call") == 2
     assert [check.held for check in replay(document, plant)] == [False], "the replay serves the stale listing again"
     assert all(check.held for check in replay(document)), "without the bug nothing stale is served"
+

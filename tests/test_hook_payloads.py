@@ -44,7 +44,8 @@ class Recorder:
         return _Allowed()
 
     def record(
-        self, call_id: str, output: str, exit_code: int, *, exact: bool = True, ran: str | None = None
+        self, call_id: str, output: str, exit_code: int, *, exact: bool = True, ran: str | None = None,
+        rendering: str = "exact",
     ) -> None:
         self.recorded.append((call_id, output, exit_code, exact))
         self.ran.append(ran)

@@ -9,13 +9,11 @@ from __future__ import annotations
 
 import os
 import subprocess
-import tempfile
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from probe_workspace import make_workspace
+from probe_workspace import outside, root  # noqa: F401 (fixtures)
 
 from ledger_impl import Runtime
 from ledger_impl.detectors import default_detector
@@ -26,17 +24,6 @@ from ledger_impl.probe.guard import TracedFingerprint
 
 MISSING = unavailable()
 pytestmark = pytest.mark.skipif(MISSING is not None, reason=f"{MISSING} (.ci/run installs them)")
-
-
-@pytest.fixture
-def root(tmp_path: Path) -> Path:
-    return make_workspace(tmp_path)
-
-
-@pytest.fixture
-def outside() -> Iterator[Path]:
-    with tempfile.TemporaryDirectory(dir="/var/tmp", prefix="ledger-probe-test-") as directory:
-        yield Path(directory)
 
 
 def _fresh(root: Path, command: str, environment: dict[str, str]) -> str:

@@ -22,7 +22,7 @@ import pytest
 
 from ledger_impl.service.server import Service
 from ledger_spec.degraded import Cause, Degraded
-from service_calls import READ, THIN, Served, by_client, by_http, by_socket, in_process, post, pre, workspace
+from service_calls import READ, THIN, Served, by_client, by_http, by_socket, in_process, post, pre, settled, workspace
 
 
 @pytest.fixture
@@ -50,6 +50,7 @@ def observe(state: pathlib.Path, root: pathlib.Path, call_id: str, output: str, 
     reply = call(state, pre(call_id, READ, root))
     if reused(reply) is None:
         call(state, post(call_id, READ, output, root))
+        settled(state, root)
     return reply
 
 
@@ -94,6 +95,8 @@ def test_answers_are_identical_across_transports(tmp_path: pathlib.Path) -> None
                     (root / name).write_text(text)
             else:
                 answers.append(call(state, step))
+                if step["hook_event_name"] == "PostToolUse":
+                    settled(state, root)  # the probe that runs after the answer has confirmed it
         return answers
 
     expected = replies(in_process, tmp_path / "reference", tmp_path / "ref")
@@ -116,6 +119,7 @@ def test_after_kill_9_a_change_made_while_down_is_never_missed(tmp_path: pathlib
     service = Served(state)
     by_http(state, pre("t1", listing, ws))
     by_http(state, post("t1", listing, "a.txt\nb.txt", ws))
+    settled(state, ws)
     assert reused(by_http(state, pre("t2", listing, ws))) == "a.txt\nb.txt"
     service.kill()
     (ws / "c.txt").write_text("made while the service was down\n")
@@ -123,6 +127,7 @@ def test_after_kill_9_a_change_made_while_down_is_never_missed(tmp_path: pathlib
     try:
         assert reused(by_http(state, pre("t3", listing, ws))) is None
         by_http(state, post("t3", listing, "a.txt\nb.txt\nc.txt", ws))
+        settled(state, ws)
         assert reused(by_http(state, pre("t4", listing, ws))) == "a.txt\nb.txt\nc.txt"
     finally:
         service.stop()

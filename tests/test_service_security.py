@@ -22,7 +22,7 @@ import tempfile
 import pytest
 
 from ledger_impl.store import list_sessions
-from service_calls import READ, Served, by_http, by_socket, http_post, post, pre, workspace
+from service_calls import READ, Served, by_http, by_socket, http_post, post, pre, settled, workspace
 
 
 @pytest.fixture
@@ -65,6 +65,7 @@ def test_forged_calls_are_refused_and_change_nothing(tmp_path: pathlib.Path, ws:
         assert database_digest(state) == before
         assert service.status()["refused"] == 2 * len(FORGERIES) + 1
         by_http(state, post("t1", READ, "one", ws))  # the real record
+        settled(state, ws)
         served = by_http(state, pre("t2", READ, ws))
         assert served["hookSpecificOutput"]["permissionDecisionReason"].endswith("\none")
     finally:

@@ -41,6 +41,7 @@ def call(root: Path, state_dir: Path, command: str, call_id: str, **options: obj
         output, code = fresh(root, command)
         with DurableSession.open(root, state_dir=state_dir, **options) as session:
             session.record(call_id, output, code)
+            session.run_queued_probes()  # what the hook's detached probe does after the answer
     return decision
 
 
@@ -116,6 +117,7 @@ def test_no_reuse_while_a_writer_is_in_flight(workspace: Path, state_dir: Path) 
         session.record("w", "", 0)
         session.decide("cat src/app.py", call_id="r1")
         session.record("r1", *fresh(workspace, "cat src/app.py"))
+        session.run_queued_probes()
         session.decide("ls", call_id="r2")
         assert session.decide("cat src/app.py", call_id="r3").verdict == "reuse"
 
@@ -140,6 +142,7 @@ def test_a_read_overlapping_a_write_to_another_file_is_kept(workspace: Path, sta
         session.decide("echo x >> src/app.py", call_id="write")
         session.record("write", *fresh(workspace, "echo x >> src/app.py"))
         session.record("read", *output)
+        session.run_queued_probes()
         again = session.decide("cat notes.txt", call_id="read2")
     assert again.verdict == "reuse" and again.output == output[0]
 
@@ -243,6 +246,7 @@ def test_the_working_directory_names_the_target(workspace: Path, state_dir: Path
     with DurableSession.open(workspace, state_dir=state_dir) as session:
         session.decide("cat app.py", call_id="in-src", cwd=workspace / "src")
         session.record("in-src", *fresh(workspace / "src", "cat app.py"))
+        session.run_queued_probes()
         served = session.decide("cat src/app.py", call_id="from-root")
         assert (served.verdict, served.output) == ("reuse", fresh(workspace, "cat src/app.py")[0])
         outside = tmp_path / "elsewhere"

@@ -34,6 +34,7 @@ def _call(root: Path, state: Path, command: str, call_id: str, output: str | Non
         decision = session.decide(command, call_id=call_id)
         if decision.verdict != "reuse":
             session.record(call_id, output if output is not None else "", 0)
+            session.run_queued_probes()
     return decision
 
 
@@ -76,7 +77,7 @@ def test_a_store_survives_an_edit_to_any_python_file_of_the_package(workspace: P
         "s = DurableSession.open(sys.argv[1], state_dir=sys.argv[2])\n"
         "d = s.decide('cat a.txt', call_id=sys.argv[3])\n"
         "print(d.verdict)\n"
-        "d.verdict == 'reuse' or s.record(sys.argv[3], 'alpha\\n', 0)\n"
+        "d.verdict == 'reuse' or (s.record(sys.argv[3], 'alpha\\n', 0), s.run_queued_probes())\n"
     )
     def run(call_id: str) -> str:
         done = subprocess.run(

@@ -296,6 +296,7 @@ def test_a_durable_session_reuses_and_sees_edits_through_watchman(layout, monkey
             assert session.detector.name == "watchman"
             assert session.decide("cat a.txt", call_id="1").verdict == "allow"
             session.record("1", "alpha\n", 0)
+            session.run_queued_probes()  # what the hook's detached probe does after the answer
             served = session.decide("cat a.txt", call_id="2")
             assert (served.verdict, served.output) == ("reuse", "alpha\n")
             (root / "a.txt").write_text("changed\n")

@@ -17,6 +17,10 @@ The workspace root is `--root`, else the agent's project-directory variable
 (`$CLAUDE_PROJECT_DIR`, which Claude Code sets for its hooks), else the payload's `cwd`. The
 session's state lives outside the root (`--state-dir` overrides). What differs per agent is
 its plugin record (`ledger_impl.agents`); this module never tests an agent's name.
+
+A finished read whose output was stored is probed after the answer (`ledger_impl.session_probe`):
+the hook starts a detached `ledger hook AGENT --run-probe ID` with the agent's environment and
+returns; until that process has confirmed the output, it is not served.
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ import argparse
 import json
 import os
 import pathlib
+import subprocess
 import sys
 from typing import Any
 
@@ -43,20 +48,27 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--state-dir", default=None, help="where the session database lives (default: outside the root)")
     parser.add_argument("--economize", metavar="OWNER/NAME", default=None,
                         help="also run TokenEconomizer's failure-loop guard with this repository's fed history")
+    parser.add_argument("--no-probe", action="store_true",
+                        help="no probe: Reuse rests on the counters and the fingerprint alone (to measure those lines)")
+    parser.add_argument("--run-probe", metavar="ID", type=int, default=None,
+                        help=argparse.SUPPRESS)  # the detached probe a finished read starts (no stdin)
     parser.set_defaults(run=run)
 
 
 class _LazySession:
     """Opens the session on first use, so that calls Ledger ignores cost no database work."""
 
-    def __init__(self, root: str, state_dir: str | None) -> None:
-        self._root, self._state_dir = root, state_dir
+    def __init__(self, root: str, state_dir: str | None, probe: bool) -> None:
+        self._root, self._state_dir, self._probe = root, state_dir, probe
         self._session: DurableSession | None = None
 
     def __getattr__(self, name: str) -> Any:
         if self._session is None:
-            self._session = DurableSession.open(self._root, state_dir=self._state_dir)
+            self._session = DurableSession.open(self._root, state_dir=self._state_dir, probe=self._probe)
         return getattr(self._session, name)
+
+    def queued_probes(self) -> list[int]:
+        return [] if self._session is None else list(self._session.queued_probes)
 
     def close(self) -> None:
         if self._session is not None:
@@ -64,6 +76,8 @@ class _LazySession:
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.run_probe is not None:
+        return _run_probe(args)
     payload: Any = {}
     try:
         payload = json.loads(sys.stdin.read() or "{}")
@@ -76,11 +90,13 @@ def run(args: argparse.Namespace) -> int:
         if refusal is not None:
             sys.stdout.write(json.dumps(refusal))
             return 0
-        session = _LazySession(str(root), args.state_dir)
+        session = _LazySession(str(root), args.state_dir, not args.no_probe)
         try:
             reply = hooks.handle(payload, session)
         finally:
             session.close()
+        for probe_id in session.queued_probes():
+            _start_probe(args, str(root), probe_id)
     except Exception as error:  # noqa: BLE001 - a hook never blocks the agent
         note = f"ledger hook {args.agent}: internal error, the tool call goes ahead unchanged: {error!r}"
         print(note, file=sys.stderr)
@@ -91,6 +107,22 @@ def run(args: argparse.Namespace) -> int:
         sys.stdout.write(json.dumps(reply))
     return 0
 
+
+def _start_probe(args: argparse.Namespace, root: str, probe_id: int) -> None:
+    """Start the probe of a stored read in a detached process, which outlives this hook: the
+    agent does not wait for it. It inherits the agent's environment, which the read ran with."""
+    argv = [sys.executable, "-m", "ledger_cli.main", "hook", args.agent, "--run-probe", str(probe_id), "--root", root]
+    if args.state_dir is not None:
+        argv += ["--state-dir", args.state_dir]
+    subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                     start_new_session=True, close_fds=True)
+
+
+def _run_probe(args: argparse.Namespace) -> int:
+    """The detached probe: its verdict goes to the store (a refusal also as a note)."""
+    with DurableSession.open(args.root, state_dir=args.state_dir) as session:
+        session.run_probe(args.run_probe)
+    return 0
 
 
 def _refusal_after_stop(args: argparse.Namespace, payload: Any) -> dict[str, Any] | None:

@@ -36,11 +36,13 @@ from typing import Any
 
 from ledger_spec.texts import shown_step
 
+from ..probe import rendering
+
 from .hook_session import (HookSession, Outcome, Verdict, command_named, nudge_fields, pre_tool_use_reply,
                            record_outcome, reuse_text)
 from .spec import Agent, Hooks, Replies, Reply, SettingsFiles, ToolRoles
 
-NO_OUTPUT = "(Bash completed with no output)"
+NO_OUTPUT = rendering.CLAUDE_NO_OUTPUT
 EDIT_TOOLS = frozenset({"Edit", "MultiEdit", "Write", "NotebookEdit"})
 ROLES = ToolRoles(shell=("Bash",), file_read=("Read",), file_write=tuple(sorted(EDIT_TOOLS)))
 #: The tools whose calls are decided and recorded; install uses it as the hooks' matcher.
@@ -160,14 +162,16 @@ def _success(tool: str, tool_input: dict[str, Any], response: Any) -> Outcome:
     partial = tool_input.get("run_in_background") or response.get("backgroundTaskId")
     if not isinstance(stdout, str) or partial or response.get("interrupted") or response.get("isImage"):
         return Outcome(stdout if isinstance(stdout, str) else "", 0, exact=False)
-    return Outcome(stdout or NO_OUTPUT, 0)
+    return Outcome(stdout or NO_OUTPUT, 0, rendering=rendering.CLAUDE_BASH)
 
 
 def _failure(tool: str, error: Any, interrupted: Any) -> Outcome:
     if tool != "Bash" or not isinstance(error, str) or interrupted:
         return Outcome(error if isinstance(error, str) else "", 1, exact=False)
     status = _EXIT_CODE.match(error)
-    return Outcome(error, int(status.group(1))) if status else Outcome(error, 1, exact=False)
+    if status is None:
+        return Outcome(error, 1, exact=False)
+    return Outcome(error, int(status.group(1)), rendering=rendering.CLAUDE_BASH_FAILURE)
 
 
 def _context(event: str, text: str) -> Reply:

@@ -41,7 +41,8 @@ class HookSession(Protocol):
     def decide(self, command: str, *, call_id: str, cwd: str | None = None, serve_slices: bool = True) -> Verdict: ...
 
     def record(
-        self, call_id: str, output: str, exit_code: int, *, exact: bool = True, ran: str | None = None
+        self, call_id: str, output: str, exit_code: int, *, exact: bool = True, ran: str | None = None,
+        rendering: str = "exact",
     ) -> None: ...
 
     def view(self) -> str: ...
@@ -55,13 +56,14 @@ class Outcome:
     output: str
     exit_code: int
     exact: bool = True
+    rendering: str = "exact"  # how the agent showed the output (ledger_impl.probe.rendering)
 
 
 def record_outcome(session: HookSession, call_id: str, outcome: Outcome, ran: str) -> None:
     """Close the call's bracket; its result is stored for reuse only when exact, and only if
     `ran`, the command the finished call's payload names, is the one decided (a hook that runs
     after Ledger's may rewrite the command: `updatedInput`). "" for a payload that names none."""
-    session.record(call_id, outcome.output, outcome.exit_code, exact=outcome.exact, ran=ran)
+    session.record(call_id, outcome.output, outcome.exit_code, exact=outcome.exact, ran=ran, rendering=outcome.rendering)
 
 
 def command_named(command_for: Callable[[str, dict[str, Any]], str], tool: str, tool_input: Any) -> str:

@@ -21,7 +21,7 @@ import shutil
 import tempfile
 import time
 from pathlib import Path
-from typing import Final, Mapping
+from typing import Callable, Final, Mapping
 
 import attrs
 
@@ -67,10 +67,14 @@ def probe(
     started_ns: int | None = None,
     timeout: float = DEFAULT_PROBE_TIMEOUT,
     output_limit: int = 4 * 1024 * 1024,
+    rendering: Callable[[str], str] | None = None,
+    workdir: Path | None = None,
 ) -> ProbeResult:
     """Rerun `command` in `root` as the probe and judge it against what the agent saw.
     `started_ns` is when the agent's run started (time.time_ns()): an outside dependency
-    changed since then cannot be trusted."""
+    changed since then cannot be trusted. `rendering`: how the agent showed the output it saw
+    (an agent that strips it), applied to the probe's before they are compared. `workdir`:
+    where the agent ran it, inside `root` (`root` by default)."""
     missing = unavailable()
     if missing is not None:
         return ProbeResult(False, missing, degraded=True)
@@ -81,7 +85,7 @@ def probe(
     except OSError as error:
         return ProbeResult(False, f"the probe has no place for its trace: {error}", degraded=True)
     try:
-        ran = sandbox.run(root, command, directory, environment, timeout, output_limit)
+        ran = sandbox.run(root, command, directory, environment, timeout, output_limit, workdir)
         try:
             with open(directory / sandbox.TRACE_FILE, "rb") as handle:
                 raw = handle.read(TRACE_LIMIT + 1)
@@ -98,7 +102,8 @@ def probe(
         return ProbeResult(False, "the trace is too large to read whole", output=ran.output)
     if ran.truncated:
         return ProbeResult(False, "the probe's output was truncated", output=ran.output)
-    if ran.output != expected_output or ran.exit_code != expected_exit:
+    shown = ran.output if rendering is None else rendering(ran.output)
+    if shown != expected_output or ran.exit_code != expected_exit:
         return ProbeResult(
             False, "the probe printed something else (time-dependent or not deterministic)",
             output=ran.output, exit_code=ran.exit_code,

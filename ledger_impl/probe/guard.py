@@ -22,7 +22,7 @@ of unknown scope; outside (and for a file inside), when its identity is unchange
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Final, Hashable, Iterable, Iterator, Mapping
+from typing import Callable, Final, Hashable, Iterable, Iterator, Mapping
 
 import attrs
 
@@ -48,10 +48,53 @@ class TracedFingerprint:
 
 
 @attrs.frozen
-class _Record:
+class TracedRecord:
+    """What a confirmed probe leaves for revalidation at every Reuse (the session stores it)."""
+
     dependencies: spec_dependencies.Dependencies  # as the spec states them
-    counters: spec_dependencies.Counters  # G, W and L of each inside key after the read
-    recorded: Mapping[str, OutsideDependency]  # each identity-checked path, as recorded
+    counters: spec_dependencies.Counters  # G, W and L of each inside key the read rests on
+    checked: tuple[OutsideDependency, ...]  # each identity-checked path, as recorded
+    recorded: Mapping[str, OutsideDependency] = attrs.field(init=False, eq=False, repr=False)
+
+    def __attrs_post_init__(self) -> None:
+        object.__setattr__(self, "recorded", {dependency.path: dependency for dependency in self.checked})
+
+
+# The counters of the given keys: now (the Runtime, right after its probe) or at the start of
+# the agent's run (the hook path, whose probe runs later).
+CountersOf = Callable[[Iterable[str]], spec_dependencies.Counters]
+
+
+def traced_record(found: DependencySet, counters_of: CountersOf) -> TracedRecord:
+    """The record of a probe that confirmed a read whose traced set is `found`."""
+    countable = sorted(key for key in found.inside if _is_key(key))
+    if len(countable) != len(found.inside - {"."}):
+        found = attrs.evolve(found, listed_inside=True)  # a name no counter holds: any change counts
+    checked = (*found.outside, *found.inside_files)
+    return TracedRecord(
+        spec_dependencies.Dependencies(
+            found.inside, found.listed_inside, tuple((d.path, d.identity) for d in checked), found.never
+        ),
+        counters_of(countable),
+        checked,
+    )
+
+
+def record_holds(record: TracedRecord, ledger: object, measured: dict[str, Hashable] | None = None) -> bool:
+    """Whether every dependency of `record` is unchanged, by `ledger_spec.dependencies.holds`:
+    the counters now against the recorded ones, each checked path's identity now (measured once
+    per path in `measured`, shared by the candidates of one decision)."""
+    now = ledger_counters(ledger, [key for key, _ in record.counters.locals])
+    identities = _IdentitiesNow(record.recorded, {} if measured is None else measured)
+    return spec_dependencies.holds(record.dependencies, record.counters, now, identities)
+
+
+def first_moved(record: TracedRecord, ledger: object) -> str | None:
+    """Which dependency of `record` moved (for reports), or None if all hold."""
+    for path, identity in record.dependencies.outside:
+        if identity_now(record.recorded[path]) != identity:
+            return f"dependency changed: {path}"
+    return "a change inside the root since the probe" if not record_holds(record, ledger) else None
 
 
 class _IdentitiesNow(Mapping[str, Hashable]):
@@ -82,7 +125,7 @@ class ProbeGuard:
         self.timeout = timeout
         self.cross_command = cross_command
         self.unavailable = unavailable()
-        self._records: dict[int, _Record] = {}
+        self._records: dict[int, TracedRecord] = {}
         self._by_command: dict[str, list[int]] = {}
         self._by_key: dict[str, list[int]] = {}
         self._refused: dict[str, str] = {}  # normalized command -> why its last probe refused it
@@ -104,7 +147,7 @@ class ProbeGuard:
         if self.cross_command and isinstance(command.target, FileTarget):
             steps += [step for step in reversed(self._by_key.get(command.target.key, ())) if step not in steps]
         measured: dict[str, Hashable] = {}
-        holding = [step for step in steps[:CANDIDATES] if self._holds(self._records[step], ledger, measured)]
+        holding = [step for step in steps[:CANDIDATES] if record_holds(self._records[step], ledger, measured)]
         return [*(TracedFingerprint(enumerated, step) for step in holding), TracedFingerprint(enumerated, NONE_HOLDS)]
 
     def after_run(
@@ -125,18 +168,7 @@ class ProbeGuard:
             self._refused[command.normalized] = str(result.reason)
             return None, result
         self._refused.pop(command.normalized, None)
-        found = result.dependencies
-        countable = sorted(key for key in found.inside if _is_key(key))
-        if len(countable) != len(found.inside - {"."}):
-            found = attrs.evolve(found, listed_inside=True)  # a name no counter holds: any change counts
-        checked = (*found.outside, *found.inside_files)
-        self._records[step] = _Record(
-            spec_dependencies.Dependencies(
-                found.inside, found.listed_inside, tuple((d.path, d.identity) for d in checked), found.never
-            ),
-            _counters(ledger, countable),
-            {dependency.path: dependency for dependency in checked},
-        )
+        self._records[step] = traced_record(result.dependencies, lambda keys: ledger_counters(ledger, keys))
         self._by_command.setdefault(command.normalized, []).append(step)
         if isinstance(command.target, FileTarget):
             self._by_key.setdefault(command.target.key, []).append(step)
@@ -150,19 +182,11 @@ class ProbeGuard:
         steps = self._by_command.get(command.normalized)
         if not steps:
             return None
-        record = self._records[steps[-1]]
-        for path, identity in record.dependencies.outside:
-            if identity_now(record.recorded[path]) != identity:
-                return f"dependency changed: {path}"
-        return "a change inside the root since the probe" if not self._holds(record, ledger) else None
-
-    def _holds(self, record: _Record, ledger: object, measured: dict[str, Hashable] | None = None) -> bool:
-        now = _counters(ledger, [key for key, _ in record.counters.locals])
-        identities = _IdentitiesNow(record.recorded, {} if measured is None else measured)
-        return spec_dependencies.holds(record.dependencies, record.counters, now, identities)
+        return first_moved(self._records[steps[-1]], ledger)
 
 
-def _counters(ledger: object, keys: Iterable[str]) -> spec_dependencies.Counters:
+def ledger_counters(ledger: object, keys: Iterable[str]) -> spec_dependencies.Counters:
+    """G, W and L of `keys` in `ledger` now."""
     return spec_dependencies.Counters(
         ledger.total, ledger.wildcard, tuple((key, ledger.local(key)) for key in keys)  # type: ignore[attr-defined]
     )

@@ -44,14 +44,18 @@ def missing_tools() -> str | None:
     return ", ".join(lacking) or None
 
 
-def argv(root: Path, command: str, trace_directory: Path, environment: Mapping[str, str]) -> list[str]:
-    """The probe's command line: `bash -c command` in `root`, sandboxed and traced."""
+def argv(
+    root: Path, command: str, trace_directory: Path, environment: Mapping[str, str], workdir: Path | None = None
+) -> list[str]:
+    """The probe's command line: `bash -c command` in `workdir` (`root` by default, else a
+    directory inside it), sandboxed and traced."""
     root_text = os.fspath(root)
     trace_text = os.fspath(trace_directory)
     line = [
         tool("bwrap") or "bwrap", "--ro-bind", "/", "/", "--tmpfs", "/tmp", "--ro-bind", root_text, root_text,
         "--bind", trace_text, trace_text, "--dev", "/dev", "--proc", "/proc",
-        "--unshare-net", "--unshare-pid", "--die-with-parent", "--new-session", "--chdir", root_text,
+        "--unshare-net", "--unshare-pid", "--die-with-parent", "--new-session",
+        "--chdir", root_text if workdir is None else os.fspath(workdir),
         "--", tool("strace") or "strace", *trace.STRACE_OPTIONS, "-o", os.path.join(trace_text, TRACE_FILE),
     ]
     for name, value in clock.shifted_environment(environment).items():
@@ -60,13 +64,14 @@ def argv(root: Path, command: str, trace_directory: Path, environment: Mapping[s
 
 
 def run(
-    root: Path, command: str, trace_directory: Path, environment: Mapping[str, str], timeout: float, output_limit: int
+    root: Path, command: str, trace_directory: Path, environment: Mapping[str, str], timeout: float, output_limit: int,
+    workdir: Path | None = None,
 ) -> Completed:
     """Run the probe and collect its output the way the agent's run was collected; killed
     (with everything it started) at `timeout` seconds."""
     # Followed as a session: bwrap's --die-with-parent and its own PID namespace already bound
     # everything the probe starts.
-    start = Launch(argv(root, command, trace_directory, environment), None, None)
+    start = Launch(argv(root, command, trace_directory, environment, workdir), None, None)
     try:
         process = subprocess.Popen(
             start.argv,

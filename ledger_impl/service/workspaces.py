@@ -14,6 +14,12 @@ Why Watchman first: the inotify detector also watches every file's inode (hard l
 watch per file against the user's `fs.inotify.max_user_watches`; on a large tree that limit is
 reached and the detector degrades, visibly but slowly, to a full diff at every call. Watchman
 watches directories only.
+
+The probe (`ledger_impl.session_probe`) runs on a second thread per workspace, with its own
+connection to the store: a record call queues it and the call's answer goes back at once; the
+probe then runs with that call's environment, and a later call for the same root never waits
+for it. A probe left queued or running by an earlier service (restarted, killed) never
+confirms: the first session this service opens for a root refuses them.
 """
 
 from __future__ import annotations
@@ -49,19 +55,38 @@ class Workspace:
         self.detector = service_detector(state_dir)
         self._session: DurableSession | None = None
         self._state_dir = state_dir
+        self._prober = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix=f"ledger-probe-{os.path.basename(root)}")
+        self._probe_session: DurableSession | None = None  # the prober thread's own connection
+        self._closing = False
 
     def call(self, job: Callable[[DurableSession], T], environ: Mapping[str, str]) -> T:
-        """Run `job` on the session in the worker thread, with `environ` as the agent's environment."""
+        """Run `job` on the session in the worker thread, with `environ` as the agent's environment;
+        the probes it queued run afterwards on the prober thread."""
         def run() -> T:
             if self._session is None:
                 self._session = DurableSession.open(self.root, state_dir=self._state_dir, detector=self.detector)
+                self._session.refuse_unfinished_probes("queued by an earlier service, which ended before running them")
             # The calling agent's, not the service's: the programs PATH resolves and the variables
             # its tools read are the agent's, as in the hook process that the call replaces.
             self._session.environment = environ
             self.calls += 1
-            return job(self._session)
+            try:
+                return job(self._session)
+            finally:
+                for probe_id in self._session.queued_probes:
+                    self._prober.submit(self._probe, probe_id, environ)
+                self._session.queued_probes.clear()
 
         return self._worker.submit(run).result()
+
+    def _probe(self, probe_id: int, environ: Mapping[str, str]) -> None:
+        """On the prober thread: one queued probe, its verdict stored (a refusal as a note)."""
+        if self._closing:
+            return
+        if self._probe_session is None:
+            # Never polls (the probe's verdict needs no detector report): the detector stays the worker's.
+            self._probe_session = DurableSession.open(self.root, state_dir=self._state_dir, detector=self.detector)
+        self._probe_session.run_probe(probe_id, environ)
 
     @property
     def degraded(self) -> str | None:
@@ -72,7 +97,20 @@ class Workspace:
         if isinstance(self.detector, ResidentDetector):
             self._worker.submit(self.detector.drain)
 
+    def settle_probes(self) -> None:
+        """Wait until every probe queued so far has stored its verdict (for tests and shutdown)."""
+        self._prober.submit(lambda: None).result()
+
     def close(self) -> None:
+        self._closing = True  # the probes still queued do not run: they stay unconfirmed
+
+        def close_probe_session() -> None:  # on its own thread: SQLite's connections are per thread
+            if self._probe_session is not None:
+                self._probe_session.close()
+
+        self._prober.submit(close_probe_session)
+        self._prober.shutdown(wait=True)
+
         def shut() -> None:
             if self._session is not None:
                 self._session.close()

@@ -21,6 +21,7 @@ import sys
 import pytest
 
 import agent_cli
+from probes_settled import settle
 from scripted_models import ScriptedModel, ScriptedServer, ToolResult, ToolUse
 
 DENIED = "PreToolUse:Bash hook error: "
@@ -114,6 +115,7 @@ def test_claude_code_with_ledger_hooks(claude: pathlib.Path, tmp_path: pathlib.P
             if got.startswith(DENIED):
                 got = HEADER.sub("", got[len(DENIED):], count=1)
             oracle.append((result.tool_use_id, got, rendered(command, workspace)))
+        settle(workspace, state)  # the next turn comes after the probes of these results
 
     model = ScriptedModel(turns, on_results=check)
     try:

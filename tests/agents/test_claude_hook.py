@@ -48,12 +48,14 @@ class Agent:
         payload = {"session_id": "s", "cwd": str(self.root), "hook_event_name": "PostToolUse",
                    "tool_name": tool, "tool_input": tool_input, "tool_response": response, "tool_use_id": call_id}
         assert claude.handle(payload, self.session) is None
+        self.session.run_queued_probes()  # what the detached probe process does after the answer
 
     def fail(self, call_id: str, tool_input: dict[str, Any], error: str, interrupt: bool = False) -> None:
         payload = {"session_id": "s", "cwd": str(self.root), "hook_event_name": "PostToolUseFailure",
                    "tool_name": "Bash", "tool_input": tool_input, "tool_use_id": call_id, "error": error,
                    "is_interrupt": interrupt}
         assert claude.handle(payload, self.session) is None
+        self.session.run_queued_probes()
 
     def bash(self, command: str, **extra: Any) -> dict[str, Any] | None:
         """One Bash call through the hooks: denied (the reply), or run for real and recorded."""
@@ -204,6 +206,8 @@ def test_the_hook_process_round_trip(workspace: pathlib.Path, tmp_path: pathlib.
     first = _hook(json.dumps({**pre, "tool_use_id": "a"}), "--root", str(workspace), "--state-dir", state)
     assert (first.returncode, first.stdout, first.stderr) == (0, "", "")
     assert _hook(json.dumps({**post, "tool_use_id": "a"}), "--root", str(workspace), "--state-dir", state).returncode == 0
+    with DurableSession.open(workspace, state_dir=state) as session:
+        assert session.wait_for_probes(60), "the detached probe never stored a verdict"
     second = _hook(json.dumps({**pre, "tool_use_id": "b"}), "--root", str(workspace), "--state-dir", state)
     reply = json.loads(second.stdout)["hookSpecificOutput"]
     assert reply["permissionDecision"] == DENY and body(reply["permissionDecisionReason"]) == "x = 1\ny = 2"

@@ -20,6 +20,7 @@ import sys
 import pytest
 
 import agent_cli
+from probes_settled import settle
 from scripted_models import ScriptedResponses, ScriptedServer, ToolResult, ToolUse
 
 BLOCKED = "Command blocked by PreToolUse hook: "
@@ -126,6 +127,7 @@ def test_codex_with_ledger_hooks(codex: pathlib.Path, tmp_path: pathlib.Path, tr
                 # Codex trims the surrounding whitespace of a deny reason.
                 expected = now.stdout.rstrip() if result.content.startswith(BLOCKED) else now.stdout
                 oracle.append((result.tool_use_id, (status, output), (now.returncode, expected)))
+        settle(workspace, state)  # the next turn comes after the probes of these results
 
     model = ScriptedResponses(turns, on_results=check)
     try:

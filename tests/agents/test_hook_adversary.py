@@ -26,11 +26,13 @@ class Claude:
         self.root, self.state = root, home / "state"
         self.env = {**os.environ, "HOME": str(home), "XDG_STATE_HOME": str(home / "xdg"),
                     "CLAUDE_PROJECT_DIR": str(root)}
+        self.flags: tuple[str, ...] = ()  # extra options of every hook process
 
     def hook(self, event: str, tool: str, call_id: str, tool_input: dict[str, Any], **extra: Any) -> dict[str, Any]:
         payload = {"session_id": "s", "cwd": str(self.root), "hook_event_name": event, "tool_name": tool,
                    "tool_input": tool_input, "tool_use_id": call_id, **extra}
-        done = subprocess.run([sys.executable, "-m", "ledger_cli.main", "hook", "claude", "--state-dir", str(self.state)],
+        done = subprocess.run([sys.executable, "-m", "ledger_cli.main", "hook", "claude", "--state-dir", str(self.state),
+                               *self.flags],
                               input=json.dumps(payload), capture_output=True, text=True, env=self.env, timeout=120)
         assert done.returncode == 0
         assert "internal error" not in done.stderr, done.stderr
@@ -86,6 +88,8 @@ def test_notebook_edit_is_bracketed_like_the_other_edit_tools(claude: Claude) ->
 
 def test_a_lone_surrogate_in_the_output_is_recorded_and_served_verbatim(claude: Claude) -> None:
     # Counterexample: "\ud800" in PostToolUse's stdout made the record raise; the result was lost.
+    # Probe off: the output is made up (cat prints no surrogate), which a probe rightly refuses.
+    claude.flags = ("--no-probe",)
     claude.pre_bash("1", "cat a.txt")
     claude.post_bash("1", "cat a.txt", "alpha\ud800")
     assert served(claude.pre_bash("2", "cat a.txt")) == "alpha\ud800"
