@@ -4,7 +4,10 @@ the module reads, including the results it must never store for a Reuse."""
 
 from __future__ import annotations
 
+import json
 import pathlib
+import subprocess
+import sys
 from typing import Any, Iterator
 
 import pytest
@@ -123,3 +126,26 @@ def test_notes_and_stops_are_top_level_additional_context() -> None:
     assert copilot.note_reply("UserPromptSubmit", "view") == {"additionalContext": "view"}
     assert copilot.stop_reply("stop now") == {"additionalContext": "stop now"}
     assert copilot.stop_before_reply("stop now") == {"permissionDecision": "deny", "permissionDecisionReason": "stop now"}
+
+
+def test_install_writes_its_own_file_in_copilots_hook_folder_and_leaves_the_others(tmp_path: pathlib.Path) -> None:
+    copilot_home = tmp_path / "copilot-home"
+    (copilot_home / "hooks").mkdir(parents=True)
+    theirs = copilot_home / "hooks" / "format.json"
+    theirs.write_text('{"version": 1, "hooks": {"postToolUse": [{"type": "command", "bash": "fmt"}]}}\n')
+    env = {"HOME": str(tmp_path), "COPILOT_HOME": str(copilot_home), "PATH": "/usr/bin:/bin"}
+
+    def hooks(action: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "ledger_cli.main", "hooks", action, "copilot", "--user",
+                               *(["--transport", "command"] if action == "install" else [])],
+                              capture_output=True, text=True, timeout=60, env=env)
+
+    assert hooks("install").returncode == 0
+    ours = json.loads((copilot_home / "hooks" / "ledger.json").read_text())["hooks"]
+    # PascalCase names: Copilot then sends payloads that name their event and Claude's tool names.
+    assert ours["PreToolUse"] == [{"matcher": "Bash|Read|Edit|Write", "hooks": [
+        {"type": "command", "command": f"{sys.executable} -m ledger_cli.main hook copilot", "timeout": 60}]}]
+    assert set(ours) == {"PreToolUse", "PostToolUse", "PostToolUseFailure", "SessionStart", "UserPromptSubmit"}
+    assert hooks("uninstall").returncode == 0
+    assert sorted(path.name for path in (copilot_home / "hooks").iterdir()) == ["format.json"]
+    assert theirs.read_text() == '{"version": 1, "hooks": {"postToolUse": [{"type": "command", "bash": "fmt"}]}}\n'
