@@ -41,6 +41,10 @@ def session(workspace: pathlib.Path, tmp_path: pathlib.Path) -> Iterator[Durable
         yield opened
 
 
+def denied(reply: dict[str, Any] | None) -> bool:
+    return (reply or {}).get("hookSpecificOutput", {}).get("permissionDecision") == "deny"
+
+
 def run_twice(workspace: pathlib.Path, session: DurableSession, tool_input: dict[str, Any],
               result: dict[str, Any]) -> dict[str, Any] | None:
     """A call that runs and finishes with `result`, then the same call again: Ledger's answer."""
@@ -76,8 +80,7 @@ def test_a_finished_shell_call_is_served_with_its_exit_status_and_without_the_tr
 ])
 def test_a_result_that_is_not_the_whole_output_is_never_served(
         workspace: pathlib.Path, session: DurableSession, tool_input: dict[str, Any], result: dict[str, Any]) -> None:
-    reply = run_twice(workspace, session, tool_input, result)
-    assert (reply or {}).get("hookSpecificOutput", {}).get("permissionDecision") != "deny"
+    assert not denied(run_twice(workspace, session, tool_input, result))
 
 
 def test_a_repeated_view_is_noted_as_unchanged_never_denied(workspace: pathlib.Path, session: DurableSession) -> None:
@@ -98,6 +101,21 @@ def test_an_edit_is_decided_as_a_write_so_the_next_read_runs(workspace: pathlib.
     copilot.handle(call(workspace, "PostToolUse", "Edit", edit,
                         **shell_result(f"File {workspace / 'notes.txt'} updated with changes.")), session)
     assert copilot.handle(call(workspace, "PreToolUse", "Bash", read), session) is None
+
+
+def test_two_identical_calls_in_flight_share_an_id_and_neither_result_is_served(
+        workspace: pathlib.Path, session: DurableSession) -> None:
+    # No payload names the model's call: both calls get one id, so which result belongs to
+    # which start is unknowable, and nothing either printed may answer a later call.
+    read = {"command": "cat notes.txt", "description": "x"}
+    first = copilot.handle(call(workspace, "PreToolUse", "Bash", read), session)
+    second = copilot.handle(call(workspace, "PreToolUse", "Bash", read), session)
+    assert first is None and "decided again while in flight" in (second or {}).get("systemMessage", "")
+    (workspace / "notes.txt").write_text("changed while both ran\n")
+    for text in ("alpha\nbeta\n", "changed while both ran\n"):
+        copilot.handle(call(workspace, "PostToolUse", "Bash", read,
+                            **shell_result(f"{text}<shellId: 0 completed with exit code 0>")), session)
+    assert not denied(copilot.handle(call(workspace, "PreToolUse", "Bash", read), session))
 
 
 @pytest.mark.parametrize(("tool", "tool_input", "command"), [
