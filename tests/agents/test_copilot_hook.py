@@ -73,6 +73,10 @@ def test_a_finished_shell_call_is_served_with_its_exit_status_and_without_the_tr
     # Started in the background: what it printed so far.
     ({"command": "cat notes.txt", "description": "x", "mode": "async"},
      shell_result("alpha\n<shellId: 1 completed with exit code 0>")),
+    # Still running after its `initial_wait` (Copilot 1.0.102's words): what it printed so far.
+    ({"command": "echo early; sleep 40; echo late", "description": "x", "initial_wait": 30},
+     shell_result("early\n<command with shellId: 0 is still running after 30 seconds. The command is still running. "
+                  "You will be automatically notified when it completes.>")),
     # No trailer: not a shell result Copilot finished.
     ({"command": "cat notes.txt", "description": "x"}, shell_result("alpha\nbeta\n")),
     ({"command": "cat notes.txt", "description": "x"},
