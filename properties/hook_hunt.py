@@ -23,7 +23,8 @@ The oracle: every Reuse (a deny whose reason is the header and the stored output
 real at once, in the same environment, and rendered as the agent would have shown it (Claude:
 merged output, leading blank lines and trailing whitespace stripped, a placeholder for no
 output, "Exit code N" first on failure; Codex: the aggregated output and the exit status the
-header names). A difference is a stale reuse (`HookReuseIsStale`). A hook that answers with an
+header names; Copilot CLI: trailing whitespace cut, one newline kept, the status the header
+names). A difference is a stale reuse (`HookReuseIsStale`). A hook that answers with an
 internal error, or with something that is not JSON, fails the run too (`HookFailed`): it is
 safe for the agent (the call goes ahead) but it is a bug the hunt must show.
 """
@@ -246,8 +247,40 @@ class SimulatedCodex:
         return output, exit_code
 
 
+def render_copilot(output: str, exit_code: int) -> str:
+    """What Copilot CLI's shell tool shows the model: trailing whitespace cut, one newline kept,
+    then its status line (the shell's number does not matter to Ledger)."""
+    return f"{output.rstrip()}\n<shellId: 0 completed with exit code {exit_code}>"
+
+
+class SimulatedCopilot:
+    """GitHub Copilot CLI as the hunt plays it, with Ledger's PascalCase hook events: Claude's
+    payload shape, but no call id in any payload, and the status at the end of the text."""
+
+    project_dir_variable: str | None = "COPILOT_PROJECT_DIR"
+
+    def call_id(self, number: int) -> str:
+        return f"unused_{number:03d}"  # never sent: Copilot's payloads carry none
+
+    def payload_fields(self, world: "HookWorld", payload: dict[str, Any]) -> None:
+        del payload["tool_use_id"]
+        payload["tool_input"]["description"] = "hunt"
+        payload["timestamp"] = "2026-12-04T19:34:44.537Z"
+
+    def post(self, world: "HookWorld", call_id: str, command: str, output: str, exit_code: int,
+             interrupted: bool) -> dict[str, Any]:
+        if interrupted:
+            return world.payload("PostToolUseFailure", call_id, command, error="The operation was aborted.")
+        return world.payload("PostToolUse", call_id, command, tool_result={
+            "result_type": "success", "text_result_for_llm": render_copilot(output, exit_code)})
+
+    def shown(self, output: str, exit_code: int) -> tuple[str, int | None]:
+        return f"{output.rstrip()}\n", exit_code
+
+
 #: The agents the hunt plays, by the name `ledger hook` takes.
-SIMULATED: dict[str, SimulatedClaude | SimulatedCodex] = {"claude": SimulatedClaude(), "codex": SimulatedCodex()}
+SIMULATED: dict[str, SimulatedClaude | SimulatedCodex | SimulatedCopilot] = {
+    "claude": SimulatedClaude(), "codex": SimulatedCodex(), "copilot": SimulatedCopilot()}
 AGENTS: tuple[str, ...] = tuple(SIMULATED)
 
 

@@ -1,4 +1,4 @@
-"""The hook-path hunt (`ledger_properties.hook_hunt`): real `ledger hook claude|codex` processes, real
+"""The hook-path hunt (`ledger_properties.hook_hunt`): real `ledger hook claude|codex|copilot` processes, real
 commands, and the oracle that re-runs every Reuse.
 
 The oracle must be able to fail: each planted bug below (a patch loaded into the hook
@@ -66,11 +66,24 @@ PLANTED = [
         [("interrupted", "grep -n zzz a.txt"), ("plain", "grep -n zzz a.txt")],
     ),
     (
+        "copilot: the shell's status line kept in the stored output", "copilot",
+        """
+        import ledger_impl.agents.copilot as c
+        from ledger_impl.agents.hook_session import Outcome
+        _real = c._finished
+        c._finished = lambda tool, tool_input, payload: Outcome(
+            payload["tool_result"]["text_result_for_llm"], _real(tool, tool_input, payload).exit_code)
+        """,
+        [("plain", "cat a.txt"), ("plain", "cat a.txt")],
+    ),
+    (
         "fingerprint: the environment compared by variable names only (a TZ change)", "claude",
         "import ledger_impl.fingerprint as f\nf._environment = lambda env: tuple(sorted((k, '') for k in env))\n",
         [("env", "TZ", "UTC"), ("plain", "ls -l"), ("env", "TZ", "Asia/Tokyo"), ("plain", "ls -l")],
     ),
 ]
+
+FINGERPRINT = next(i for i, planted in enumerate(PLANTED) if planted[0].startswith("fingerprint:"))
 
 
 def _play(world: HookWorld, scenario: list[tuple[str, ...]]) -> list[bool]:
@@ -103,7 +116,7 @@ def test_the_oracle_catches_each_planted_bug_and_passes_without_it(
 
 
 @pytest.mark.parametrize("probe", [False, True], ids=["probe-off", "probe-on"])
-@pytest.mark.parametrize("agent, worktree", [("claude", False), ("codex", True)])
+@pytest.mark.parametrize("agent, worktree", [("claude", False), ("codex", True), ("copilot", False)])
 def test_reuses_through_the_hooks_match_a_real_run(agent: str, worktree: bool, probe: bool) -> None:
     world = HookWorld(agent, SETUP, worktree=worktree, probe=probe)
     try:
@@ -115,7 +128,7 @@ def test_reuses_through_the_hooks_match_a_real_run(agent: str, worktree: bool, p
 
 
 def test_the_random_hunt_finds_a_planted_bug_and_writes_a_file_that_replays_it(tmp_path: pathlib.Path) -> None:
-    plant = _planted(tmp_path / "plant", PLANTED[3][2])  # the environment keyed by names
+    plant = _planted(tmp_path / "plant", PLANTED[FINGERPRINT][2])  # the environment keyed by names
     found = run_hook_hunt("ci", seed=1, max_examples=3, hook_environment=plant, out_dir=tmp_path / "found")
     print(f"\nhook-path hunt, planted bug: {found.examples} runs, {found.steps} calls, {found.reuses} reuses, {found.seconds:.1f} s")
     assert [violation.property for violation, _ in found.violations] == ["hook-reuse-is-fresh"]
@@ -124,7 +137,7 @@ def test_the_random_hunt_finds_a_planted_bug_and_writes_a_file_that_replays_it(t
 
 
 def test_a_counterexample_file_replays_the_stale_reuse_and_only_with_the_bug(tmp_path: pathlib.Path) -> None:
-    name, agent, patch, scenario = PLANTED[3]  # the environment keyed by names: TZ moves, `ls -l` is served
+    name, agent, patch, scenario = PLANTED[FINGERPRINT]  # the environment keyed by names: TZ moves, `ls -l` is served
     plant = _planted(tmp_path / "plant", patch)
     world = HookWorld(agent, SETUP, worktree=False, hook_environment=plant)
     try:

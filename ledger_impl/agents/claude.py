@@ -34,12 +34,9 @@ import shlex
 from collections.abc import Sequence
 from typing import Any
 
-from ledger_spec.texts import shown_step
-
 from ..probe import rendering
-
 from .hook_session import (HookSession, Outcome, Verdict, command_named, nudge_fields, pre_tool_use_reply,
-                           record_outcome, reuse_text)
+                           record_outcome, reuse_text, verdict_fields)
 from .spec import Agent, Hooks, Replies, Reply, SettingsFiles, ToolRoles
 
 NO_OUTPUT = rendering.CLAUDE_NO_OUTPUT
@@ -133,17 +130,9 @@ def _pre_tool_use(tool: str, tool_input: dict[str, Any], call_id: str, cwd: Any,
     # be cut from it; a Read is never served, so its nudge may still come from any of them.
     decision = session.decide(command_for(tool, tool_input), call_id=call_id,
                               cwd=cwd if isinstance(cwd, str) else None, serve_slices=tool != "Bash")
-    output: dict[str, Any] = {"hookEventName": "PreToolUse"}
     # A command sent to the background expects a task handle back, not a result.
     servable = tool == "Bash" and not tool_input.get("run_in_background")
-    if decision.verdict == "reuse" and servable:
-        output.update(reuse_fields(decision))
-    elif decision.verdict == "reuse":
-        since = "an earlier step" if decision.served_step is None else f"step {shown_step(decision.served_step)}"
-        output["additionalContext"] = (f"[ledger] Unchanged since {since}: "
-                                       "you already saw this result then.")
-    elif decision.verdict == "nudge":
-        output.update(nudge_fields(decision))
+    output = {"hookEventName": "PreToolUse", **verdict_fields(decision, reuse_fields, servable=servable)}
     return pre_tool_use_reply(output, decision)
 
 

@@ -90,6 +90,13 @@ def reuse_text(decision: Verdict, *, with_status: bool = False) -> str:
     return f"{header}\n{decision.output or ''}"
 
 
+def unchanged_note(decision: Verdict) -> dict[str, Any]:
+    """A Reuse verdict on a file read the agent must still run (its file tools refuse an edit
+    of a file not read in the session): a note that the lines are unchanged."""
+    since = "an earlier step" if decision.served_step is None else f"step {shown_step(decision.served_step)}"
+    return {"additionalContext": f"[ledger] Unchanged since {since}: you already saw this result then."}
+
+
 def nudge_text(decision: Verdict) -> str:
     return decision.note or "[ledger] This command looks redundant: it was run recently and nothing has changed since."
 
@@ -98,6 +105,15 @@ def nudge_fields(decision: Verdict) -> dict[str, Any]:
     """A Nudge as PreToolUse `additionalContext`, which Claude Code adds as a system note after
     the result and Codex as a developer message."""
     return {"additionalContext": nudge_text(decision)}
+
+
+def verdict_fields(decision: Verdict, reuse_fields: Callable[[Verdict], dict[str, Any]], *,
+                   servable: bool) -> dict[str, Any]:
+    """The PreToolUse fields for a verdict: a servable Reuse as the agent's `reuse_fields`, one
+    the call must still run for as a note that it is unchanged, a Nudge as its note."""
+    if decision.verdict == "reuse":
+        return reuse_fields(decision) if servable else unchanged_note(decision)
+    return nudge_fields(decision) if decision.verdict == "nudge" else {}
 
 
 def pre_tool_use_reply(output: dict[str, Any], decision: Verdict) -> dict[str, Any] | None:

@@ -1,6 +1,6 @@
-"""The real agent CLIs (Claude Code, Codex), pinned, installed from npm into a cache directory.
+"""The real agent CLIs (Claude Code, Codex, Copilot CLI), pinned, installed from npm into a cache directory.
 
-`python3 tests/agents/agent_cli.py` installs both (`.ci/run` does); the tests' fixtures call
+`python3 tests/agents/agent_cli.py` installs them all (`.ci/run` does); the tests' fixtures call
 `ensure(agent)` and install when missing. Package install scripts are not run: each native
 binary comes in its platform's optional dependency and is found there.
 """
@@ -28,6 +28,8 @@ AGENTS: dict[str, AgentPackage] = {
                            ("@anthropic-ai/claude-code-*/claude", ".bin/claude"), "2.1.328"),
     "codex": AgentPackage("@openai/codex", "0.171.0", ("@openai/codex-*/vendor/*/bin/codex", ".bin/codex"),
                           "codex-cli 0.171.0"),
+    "copilot": AgentPackage("@github/copilot", "1.0.102", ("@github/copilot-linux-*/copilot", ".bin/copilot"),
+                            "GitHub Copilot CLI 1.0.102"),
 }
 
 
@@ -37,13 +39,20 @@ def cache_dir(agent: str) -> pathlib.Path:
     return pathlib.Path(base) / f"{agent}-{AGENTS[agent].version}"
 
 
+def unpack_cache(agent: str) -> pathlib.Path:
+    """`XDG_CACHE_HOME` for the CLI: Copilot unpacks its bundled package there (235 MB) on the
+    first run, so every test run shares one copy."""
+    return cache_dir(agent) / "xdg-cache"
+
+
 def _binary(agent: str, prefix: pathlib.Path) -> pathlib.Path | None:
     spec = AGENTS[agent]
     for pattern in spec.binaries:
         for candidate in sorted((prefix / "node_modules").glob(pattern)):
             try:
                 version = subprocess.run([str(candidate), "--version"], capture_output=True, text=True, timeout=60,
-                                         env={**os.environ, "CODEX_HOME": str(prefix)})
+                                         env={**os.environ, "CODEX_HOME": str(prefix),
+                                              "XDG_CACHE_HOME": str(unpack_cache(agent))})
             except OSError:
                 continue
             if version.returncode == 0 and version.stdout.startswith(spec.version_prefix):
