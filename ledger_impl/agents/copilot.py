@@ -47,6 +47,7 @@ import shlex
 from collections.abc import Sequence
 from typing import Any
 
+from ..probe import rendering
 from .hook_session import (HookSession, Outcome, Verdict, command_named, nudge_fields, pre_tool_use_reply,
                            record_outcome, reuse_text, verdict_fields)
 from .spec import Agent, Hooks, Replies, Reply, SettingsFiles, ToolRoles
@@ -112,7 +113,7 @@ def _finished(tool: str, tool_input: dict[str, Any], payload: dict[str, Any]) ->
         return Outcome(text, 0, exact=False)
     exact = (payload.get("hook_event_name") == "PostToolUse" and result.get("result_type") == "success"
              and tool_input.get("mode", "sync") == "sync" and not text.startswith(_SAVED_TO_FILE))
-    return Outcome(text[:trailer.start()], int(trailer.group(1)), exact=exact)
+    return Outcome(text[:trailer.start()], int(trailer.group(1)), exact=exact, rendering=rendering.COPILOT_BASH)
 
 
 def note_reply(event: str, text: str) -> dict[str, Any]:

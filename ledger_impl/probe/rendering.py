@@ -5,7 +5,9 @@ bytes. Each rendering is named, and the name is stored with the probe (it may ru
 process): "exact" for an agent that passes the bytes through (Codex), "claude-bash" for
 Claude Code's Bash tool, which strips leading blank lines and trailing whitespace and shows
 `CLAUDE_NO_OUTPUT` for an empty result, and "claude-bash-failure" for its failed call, whose
-text is "Exit code N" and the stripped output on the next line. A rendering that does not match what the agent did
+text is "Exit code N" and the stripped output on the next line, and "copilot-bash" for Copilot
+CLI's shell tool, which cuts trailing whitespace and keeps one newline (whatever the exit
+status; the status is in a trailer the adapter takes off). A rendering that does not match what the agent did
 only makes the outputs differ: the read is then not served, never served wrongly.
 """
 
@@ -18,6 +20,7 @@ CLAUDE_NO_OUTPUT: Final = "(Bash completed with no output)"
 EXACT: Final = "exact"
 CLAUDE_BASH: Final = "claude-bash"
 CLAUDE_BASH_FAILURE: Final = "claude-bash-failure"
+COPILOT_BASH: Final = "copilot-bash"
 _LEADING_BLANK_LINES: Final = re.compile(r"\A(?:[ \t]*\n)+")
 
 
@@ -34,7 +37,11 @@ def _claude_bash_failure(output: str, exit_status: int) -> str:
     return f"Exit code {exit_status}\n{body}" if body else f"Exit code {exit_status}"
 
 
+def _copilot_bash(output: str, exit_status: int) -> str:
+    return output.rstrip() + "\n"
+
+
 # Each takes the probe's output and exit status (None: the agent saw the bytes themselves).
 RENDERINGS: Final[dict[str, Callable[[str, int], str] | None]] = {
-    EXACT: None, CLAUDE_BASH: _claude_bash, CLAUDE_BASH_FAILURE: _claude_bash_failure,
+    EXACT: None, CLAUDE_BASH: _claude_bash, CLAUDE_BASH_FAILURE: _claude_bash_failure, COPILOT_BASH: _copilot_bash,
 }

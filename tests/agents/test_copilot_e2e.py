@@ -21,6 +21,7 @@ import sys
 import pytest
 
 import agent_cli
+from probes_settled import settle
 from scripted_models import ScriptedModel, ScriptedServer, ToolResult, ToolUse
 
 DENIED = "Denied by preToolUse hook: "
@@ -113,6 +114,7 @@ def test_copilot_with_ledger_hooks(copilot: pathlib.Path, tmp_path: pathlib.Path
                 now = subprocess.run(["bash", "-c", commands[result.tool_use_id]], cwd=workspace,
                                      stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=30)
                 oracle.append((result.tool_use_id, seen(result), (now.returncode, rendered(now.stdout))))
+        settle(workspace, tmp_path / "state")  # the next turn comes after the probes of these results
 
     model = ScriptedModel(turns, on_results=check)
     run = run_copilot(copilot, model, tmp_path, workspace, scope, transport)
