@@ -40,6 +40,7 @@ from ledger_spec.values import Allow
 from . import fingerprint as fingerprints
 from . import state_codec
 from .classifier import classify
+from .context_journal import ContextJournal
 from .detectors import session_detector
 from .fingerprint import Fingerprint
 from .ledger import Ledger
@@ -102,6 +103,11 @@ class DurableSession:
         # read (PATH, HOME's git config, TZ, ...): a hook process inherits it, so by default its
         # own; a resident service sets the calling agent's for each call.
         self.environment: Mapping[str, str] | None = None
+        # How the agent's hooks answer a Reuse: "verbatim" (the stored output) or "reference"
+        # (a note pointing at the earlier result, when the model provably still holds it in
+        # full; `context` tracks that). Set by the hook or the service for each call.
+        self.reuse_answer: str = "verbatim"
+        self.context = ContextJournal(store)
 
     @classmethod
     def open(
@@ -208,14 +214,16 @@ class DurableSession:
 
     def record(
         self, call_id: str, output: str, exit_code: int, *, exact: bool = True, ran: str | None = None
-    ) -> None:
+    ) -> int | None:
         """What the command decided under `call_id` printed and returned; the detector's report of
         everything changed since the last call is recorded with it. `exact=False`: the caller
         cannot vouch that `output` and `exit_code` are exactly what the command printed and
         returned (an agent's hook that sees only a reformatted or status-less result): the
         step is kept, its output is never served. `ran`: the command the agent reports it ran;
         when it is not the one decided (another hook rewrote it, the payloads disagree), what
-        ran is unknown: the step is recorded as a change in unknown scope, its output not kept."""
+        ran is unknown: the step is recorded as a change in unknown scope, its output not kept.
+        Returns the ledger step of the call's result (what a later Reuse names), None when the
+        call was not in flight."""
         _check_call_id(call_id)
         if not isinstance(output, str):
             raise TypeError(f"output is a string, got {type(output).__name__}")
@@ -224,6 +232,7 @@ class DurableSession:
         with self._store.transaction():
             state = self._load()
             running = state.ledger.running(call_id)
+            step = None if running is None else state.ledger.step
             if running is None:
                 # Never decided, forgotten long after it was abandoned, or decided under a
                 # ledger since discarded: nothing to observe; what it changed was recorded by
@@ -248,6 +257,7 @@ class DurableSession:
                 )
             self._store.remove_pending(call_id)
             self._save(state)
+        return step
 
     def abandon(self, call_id: str | None = None, reason: str = "abandoned") -> int:
         """Declare one pending call (or all) abandoned: the workspace is then treated as changed

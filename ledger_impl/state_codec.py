@@ -24,7 +24,7 @@ from typing import Any, Final
 
 import attrs
 
-from ledger_spec import values
+from ledger_spec import context, values
 from ledger_spec.errors import UnreadableState
 from ledger_spec.policy import Policy
 from ledger_spec.state import State
@@ -36,7 +36,7 @@ CLASSES: Final[dict[str, type]] = {
     for cls in (
         values.LineRange, values.FileTarget, values.TreeTarget, values.Command, values.Changes,
         values.Observation, values.Pending, values.Modification, values.Allow, values.Reuse,
-        values.Nudge, values.CommandRecord, State, Fingerprint, Policy,
+        values.Nudge, values.CommandRecord, State, Fingerprint, Policy, context.Context, context.Delivery,
     )
 }
 ENUMS: Final[dict[str, type[enum.Enum]]] = {cls.__name__: cls for cls in (values.Category, values.Verdict)}

@@ -33,7 +33,7 @@ import attrs
 
 from ledger_impl.detectors.stat_index import check_outside, default_state_dir
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 BUSY_TIMEOUT_S = 30.0
 DATABASE_SUFFIX = ".sqlite"
 DISCARDED_INFIX = ".discarded-"  # a database set aside for inspection: `<name>.sqlite.discarded-<ns>`
@@ -56,6 +56,11 @@ CREATE TABLE IF NOT EXISTS pending (
     may_write INTEGER NOT NULL,
     started_at REAL NOT NULL,
     abandoned INTEGER NOT NULL DEFAULT 0  -- declared abandoned (unknown scope already recorded)
+);
+CREATE TABLE IF NOT EXISTS context (
+    id INTEGER PRIMARY KEY CHECK (id = 1),
+    value TEXT NOT NULL,         -- the agent's ledger_spec.context.Context, state_codec JSON
+    value_sum TEXT NOT NULL      -- SHA-256 of value in UTF-8, hex
 );
 CREATE TABLE IF NOT EXISTS notes (
     id INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -162,6 +167,17 @@ class Store:
             "INSERT OR REPLACE INTO state (id, policy, ledger, ledger_sum, stat_index, steps, updated_at)"
             " VALUES (1, ?, ?, ?, ?, ?, ?)",
             (policy, ledger, checksum(ledger), stat_index, steps, time.time()),
+        )
+
+    def load_context(self) -> tuple[str, str] | None:
+        """(value, checksum) of the stored model context, if any (`ledger_impl.context_journal`)."""
+        row = self._db.execute("SELECT value, value_sum FROM context WHERE id = 1").fetchone()
+        return None if row is None else (row[0], row[1])
+
+    def save_context(self, value: str) -> None:
+        self._db.execute(
+            "INSERT OR REPLACE INTO context (id, value, value_sum) VALUES (1, ?, ?)",
+            (value, checksum(value.encode("utf-8"))),
         )
 
     # --- pending calls ------------------------------------------------------------------------
@@ -301,9 +317,16 @@ def _from_pickled(connection: sqlite3.Connection) -> int:
     return 3
 
 
+def _with_context(connection: sqlite3.Connection) -> int:
+    """Format 3 -> 4: the table of the model's context is added (empty: no delivery is known, so
+    every Reuse is answered verbatim until one is recorded); everything else is kept as it is."""
+    _create(connection)
+    return 4
+
+
 # Each function moves an open database from its format to the next, inside the opening
 # transaction, and returns the format it reached.
-MIGRATIONS: dict[int, Callable[[sqlite3.Connection], int]] = {2: _from_pickled}
+MIGRATIONS: dict[int, Callable[[sqlite3.Connection], int]] = {2: _from_pickled, 3: _with_context}
 
 
 @attrs.frozen

@@ -83,7 +83,7 @@ def test_a_new_epoch_or_another_owner_never_gets_a_reference(sequence: list[Even
     for event in sequence:
         context, _ = _apply(context, event)
     assert not may_reference(begin_epoch(context, owner), owner, step)
-    for other in {"session-a", "session-a/agent-1", "session-b"} - {owner}:
+    for other in {"session-a", "session-a/agent-1", "session-b"} - {context.owner}:
         assert answer(context, other, step, verbatim_full=True)[0] == "verbatim"
 
 

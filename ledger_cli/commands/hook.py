@@ -29,6 +29,7 @@ import sys
 from typing import Any
 
 from ledger_impl.agents import HOOKED
+from ledger_impl.agents.hook_session import REUSE_ANSWERS
 from ledger_impl.session import DurableSession
 
 
@@ -43,15 +44,19 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--state-dir", default=None, help="where the session database lives (default: outside the root)")
     parser.add_argument("--economize", metavar="OWNER/NAME", default=None,
                         help="also run TokenEconomizer's failure-loop guard with this repository's fed history")
+    parser.add_argument("--reuse-answer", choices=REUSE_ANSWERS, default="verbatim",
+                        help="how a Reuse is answered: the stored output (the default), or a note pointing at "
+                             "the earlier result when the model provably still holds it in full")
     parser.set_defaults(run=run)
 
 
 class _LazySession:
     """Opens the session on first use, so that calls Ledger ignores cost no database work."""
 
-    def __init__(self, root: str, state_dir: str | None) -> None:
+    def __init__(self, root: str, state_dir: str | None, reuse_answer: str = "verbatim") -> None:
         self._root, self._state_dir = root, state_dir
         self._session: DurableSession | None = None
+        self.reuse_answer = reuse_answer  # read without opening the database
 
     def __getattr__(self, name: str) -> Any:
         if self._session is None:
@@ -76,7 +81,7 @@ def run(args: argparse.Namespace) -> int:
         if refusal is not None:
             sys.stdout.write(json.dumps(refusal))
             return 0
-        session = _LazySession(str(root), args.state_dir)
+        session = _LazySession(str(root), args.state_dir, args.reuse_answer)
         try:
             reply = hooks.handle(payload, session)
         finally:
