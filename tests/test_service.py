@@ -213,12 +213,14 @@ def test_the_service_answers_a_reuse_as_each_installed_hook_asks(served: Served,
         return reply["hookSpecificOutput"]["permissionDecisionReason"]  # type: ignore[index]
 
     reference = ("--reuse-answer", "reference")
+    text = "one, " * 40  # longer than the note, so that a reference is worth sending
+    (ws / "a.txt").write_text(text + "\n")
     # The thin client first: it registers the session's environment, which its later HTTP calls use.
     assert by_client(served.state, pre("t1", READ, ws), options=reference)[0] is None
-    by_client(served.state, post("t1", READ, "one", ws), options=reference)  # the delivery, recorded
+    by_client(served.state, post("t1", READ, text, ws), options=reference)  # the delivery, recorded
     assert "the result you received for step 1" in answer(by_reference(served.state, pre("t2", READ, ws)))
-    assert reused(by_http(served.state, pre("t3", READ, ws))) == "one", "an install without the setting"
+    assert reused(by_http(served.state, pre("t3", READ, ws))) == text, "an install without the setting"
     compaction = {"hook_event_name": "PreCompact", "session_id": "s1", "cwd": str(ws), "trigger": "auto"}
     assert by_client(served.state, compaction, options=reference)[0] is None
-    assert reused(by_reference(served.state, pre("t5", READ, ws))) == "one", "after a compaction: verbatim"
+    assert reused(by_reference(served.state, pre("t5", READ, ws))) == text, "after a compaction: verbatim"
     assert http_post(served.state, pre("t6", READ, ws), query="?reuse_answer=sometimes")[0] == 400

@@ -30,7 +30,8 @@ What Claude Code 2.1 sends and expects (observed with the real CLI, see tests/ag
   conversation fires no hook of its own, and the user's next prompt follows it), and whenever
   the conversation changes (`session_id`, or a subagent's `agent_id`). A result counts as
   delivered in full only if Claude did not move it to a file (`persistedOutputPath`) and it
-  fits the smallest inline limit a user setting can choose (`FULL_DELIVERY_MAX_UNITS`).
+  fits the smallest inline limit a user setting can choose (`FULL_DELIVERY_MAX_UNITS`). A note
+  no shorter than the verbatim answer is not sent: the output is, and counts as delivered.
 - Other tools (Grep, Glob, WebFetch, Task, ...) are not Ledger's business: no answer, allow.
 """
 
@@ -199,15 +200,20 @@ def reuse_fields(decision: Verdict) -> dict[str, Any]:
 
 def _reuse_answer(decision: Verdict, owner: str | None, session: HookSession) -> dict[str, Any]:
     """The verbatim answer, or in reference mode the note pointing at the result the model
-    holds, when the context rule allows it (a verbatim answer is then recorded as delivered)."""
+    holds, when the context rule allows it and the note is the shorter (a verbatim answer is
+    then recorded as delivered)."""
     verbatim = reuse_fields(decision)
     step = decision.served_step
     if session.reuse_answer != "reference" or step is None:
         return verbatim
-    full = fits_inline(verbatim["permissionDecisionReason"])
+    reason, reference = verbatim["permissionDecisionReason"], reference_text(step)
+    full = fits_inline(reason)
+    if len(reference) >= len(reason):
+        session.context.deliver(owner, step, full=full)  # a note would cost more than the output
+        return verbatim
     if session.context.answer(owner, step, verbatim_full=full) == "verbatim":
         return verbatim
-    return {"permissionDecision": "deny", "permissionDecisionReason": reference_text(step)}
+    return {"permissionDecision": "deny", "permissionDecisionReason": reference}
 
 
 def _success(tool: str, tool_input: dict[str, Any], response: Any) -> Outcome:

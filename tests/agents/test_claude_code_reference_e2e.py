@@ -83,7 +83,8 @@ def test_a_reference_until_claude_compacts_then_verbatim_then_fresh_after_an_edi
     workspace, home, state = tmp_path / "ws", tmp_path / "home", tmp_path / "state"
     for directory in (workspace / "src", home, state):
         directory.mkdir(parents=True)
-    (workspace / "src" / "app.py").write_text("x = 1\ny = x + 1\n")
+    # Long enough that a reference is shorter than the verbatim answer.
+    (workspace / "src" / "app.py").write_text("x = 1\ny = x + 1\n" + "".join(f"z{n} = y + {n}\n" for n in range(8)))
     events_log = tmp_path / "events.log"
     # The window and threshold Claude compacts at, so that the usage the model reports reaches it.
     env = {**installed(home, state, events_log, transport), "CLAUDE_AUTOCOMPACT_PCT_OVERRIDE": "50",

@@ -18,14 +18,18 @@ import pytest
 from ledger_impl.agents import claude
 from ledger_impl.session import DurableSession
 from ledger_impl.store import database_path
+from ledger_spec.context import Delivery
 
 READ = "cat -n src/app.py"
-SHOWN = "     1\tx = 1\n     2\ty = 2"  # what Claude shows the model for READ
+# Long enough that a reference is shorter than the verbatim answer.
+LINES = ["x = 1", "y = 2", *(f"z{n} = x + y + {n}" for n in range(8))]
+SHOWN = "\n".join(f"{n:6}\t{line}" for n, line in enumerate(LINES, 1))  # what Claude shows the model for READ
 
 
 @pytest.fixture(autouse=True)
-def reference_mode(session: DurableSession) -> None:
-    """The shared session (tests/agents/conftest.py), answering by reference."""
+def reference_mode(workspace: pathlib.Path, session: DurableSession) -> None:
+    """The shared session (tests/agents/conftest.py), answering by reference, on a longer file."""
+    (workspace / "src" / "app.py").write_text("".join(f"{line}\n" for line in LINES))
     session.reuse_answer = "reference"
 
 
@@ -75,6 +79,20 @@ def test_a_repeated_read_is_answered_by_reference(workspace: pathlib.Path, sessi
     assert is_reference(reason), reason
     assert "unchanged since step 1" in reason  # type: ignore[operator]
     assert is_reference(agent.bash(READ)), "a reference delivers nothing, but step 1 is still held"
+
+
+def test_an_output_shorter_than_the_note_is_answered_verbatim_and_delivered(
+    workspace: pathlib.Path, session: DurableSession
+) -> None:
+    (workspace / "short.txt").write_text("ok\n")
+    agent = Claude(workspace, session)
+    agent.bash("cat short.txt")  # step 0
+    assert (agent.bash("cat short.txt") or "").endswith("\nok"), "held in full, but the note would be longer"
+    agent.event("PreCompact", trigger="auto")
+    reason = agent.bash("cat short.txt")
+    assert reason is not None and reason.endswith("\nok") and "the result you received" not in reason
+    context = session.context.current()
+    assert context.delivered(0) == Delivery(0, context.epoch, True), "the verbatim answer delivered step 0 again"
 
 
 def test_verbatim_is_the_default(workspace: pathlib.Path, session: DurableSession) -> None:
