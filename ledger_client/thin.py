@@ -70,10 +70,11 @@ def start_service(python: str, state: str) -> None:
                          stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True, close_fds=True)
 
 
-def forward(agent: str, data: bytes, state: str, root: str | None, python: str) -> dict | None:
+def forward(agent: str, data: bytes, state: str, root: str | None, python: str,
+            reuse_answer: str = "verbatim") -> dict | None:
     """The service's reply to this hook call (None: no opinion), starting the service if needed."""
     message = {"op": "hook", "agent": agent, "payload": json.loads(data or b"{}"), "env": dict(os.environ),
-               "cwd": os.getcwd(), "root": root}
+               "cwd": os.getcwd(), "root": root, "reuse_answer": reuse_answer}
     path = socket_path(state)
     try:
         answer = request(path, message, REPLY_TIMEOUT_S)
@@ -93,9 +94,10 @@ def forward(agent: str, data: bytes, state: str, root: str | None, python: str) 
     return answer.get("reply")
 
 
-def fallback(agent: str, data: bytes, state: str | None, root: str | None, python: str, why: str) -> bytes:
+def fallback(agent: str, data: bytes, state: str | None, root: str | None, python: str, why: str,
+             reuse_answer: str = "verbatim") -> bytes:
     """Today's in-process hook, fed the same stdin; its stdout is the answer."""
-    command = [python, "-m", "ledger_cli.main", "hook", agent]
+    command = [python, "-m", "ledger_cli.main", "hook", agent, "--reuse-answer", reuse_answer]
     if state is not None:
         command += ["--state-dir", state]
     if root is not None:
@@ -105,27 +107,32 @@ def fallback(agent: str, data: bytes, state: str | None, root: str | None, pytho
     return done.stdout
 
 
-def parse(argv: list[str]) -> tuple[str, str | None, str | None]:
-    """AGENT [--state-dir DIR] [--root ROOT], parsed by hand (argparse costs a few ms of import)."""
+def parse(argv: list[str]) -> tuple[str, str | None, str | None, str]:
+    """AGENT [--state-dir DIR] [--root ROOT] [--reuse-answer verbatim|reference], parsed by hand
+    (argparse costs a few ms of import)."""
+    usage = "usage: ledger-hook AGENT [--state-dir DIR] [--root ROOT] [--reuse-answer verbatim|reference]"
     if not argv or argv[0].startswith("-"):
-        raise SystemExit("usage: ledger-hook AGENT [--state-dir DIR] [--root ROOT]")
+        raise SystemExit(usage)
     agent, options = argv[0], dict(zip(argv[1::2], argv[2::2]))
-    unknown = set(options) - {"--state-dir", "--root"}
+    unknown = set(options) - {"--state-dir", "--root", "--reuse-answer"}
     if unknown or len(argv[1:]) % 2:
         raise SystemExit(f"ledger-hook: unknown or incomplete options {sorted(unknown) or argv[1:]}")
-    return agent, options.get("--state-dir"), options.get("--root")
+    reuse_answer = options.get("--reuse-answer", "verbatim")
+    if reuse_answer not in ("verbatim", "reference"):
+        raise SystemExit(usage)
+    return agent, options.get("--state-dir"), options.get("--root"), reuse_answer
 
 
 def main(argv: list[str] | None = None) -> int:
-    agent, explicit_state, root = parse(sys.argv[1:] if argv is None else argv)
+    agent, explicit_state, root, reuse_answer = parse(sys.argv[1:] if argv is None else argv)
     data = sys.stdin.buffer.read()
     python = sys.executable
     try:
-        reply = forward(agent, data, state_dir(explicit_state), root, python)
+        reply = forward(agent, data, state_dir(explicit_state), root, python, reuse_answer)
         if reply:
             sys.stdout.write(json.dumps(reply))
     except (Unreachable, ValueError) as why:
-        sys.stdout.buffer.write(fallback(agent, data, explicit_state, root, python, str(why)))
+        sys.stdout.buffer.write(fallback(agent, data, explicit_state, root, python, str(why), reuse_answer))
     sys.stdout.flush()
     return 0
 

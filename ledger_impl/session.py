@@ -45,6 +45,7 @@ from ledger_spec.values import Allow, FileTarget
 from . import fingerprint as fingerprints
 from . import session_probe, state_codec
 from .classifier import classify
+from .context_journal import ContextJournal
 from .detectors import session_detector
 from .fingerprint import Fingerprint
 from .ledger import Ledger
@@ -118,6 +119,11 @@ class DurableSession:
         # read (PATH, HOME's git config, TZ, ...): a hook process inherits it, so by default its
         # own; a resident service sets the calling agent's for each call.
         self.environment: Mapping[str, str] | None = None
+        # How the agent's hooks answer a Reuse: "verbatim" (the stored output) or "reference"
+        # (a note pointing at the earlier result, when the model provably still holds it in
+        # full; `context` tracks that). Set by the hook or the service for each call.
+        self.reuse_answer: str = "verbatim"
+        self.context = ContextJournal(store)
 
     @classmethod
     def open(
@@ -231,7 +237,7 @@ class DurableSession:
     def record(
         self, call_id: str, output: str, exit_code: int, *, exact: bool = True, ran: str | None = None,
         rendering: str = renderings.EXACT,
-    ) -> None:
+    ) -> int | None:
         """What the command decided under `call_id` printed and returned; the detector's report of
         everything changed since the last call is recorded with it. `exact=False`: the caller
         cannot vouch that `output` and `exit_code` are exactly what the command printed and
@@ -240,7 +246,9 @@ class DurableSession:
         when it is not the one decided (another hook rewrote it, the payloads disagree), what
         ran is unknown: the step is recorded as a change in unknown scope, its output not kept.
         `rendering`: how the agent showed `output` (`ledger_impl.probe.rendering`). With the
-        probe on, a stored output is queued for its probe (`queued_probes`, `run_probe`)."""
+        probe on, a stored output is queued for its probe (`queued_probes`, `run_probe`).
+        Returns the ledger step of the call's result (what a later Reuse names), None when the
+        call was not in flight."""
         _check_call_id(call_id)
         if not isinstance(output, str):
             raise TypeError(f"output is a string, got {type(output).__name__}")
@@ -251,6 +259,7 @@ class DurableSession:
         with self._store.transaction():
             state = self._load()
             running = state.ledger.running(call_id)
+            step = None if running is None else state.ledger.step
             if running is None:
                 # Never decided, forgotten long after it was abandoned, or decided under a
                 # ledger since discarded: nothing to observe; what it changed was recorded by
@@ -281,6 +290,7 @@ class DurableSession:
                 session_probe.forget_unqueued(self._store, running.fingerprint)
             self._store.remove_pending(call_id)
             self._save(state)
+        return step
 
     def run_probe(self, probe_id: int, environment: Mapping[str, str] | None = None) -> str | None:
         """Run the queued probe `probe_id` (outside any transaction: it takes as long as the

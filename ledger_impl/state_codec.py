@@ -24,7 +24,7 @@ from typing import Any, Final
 
 import attrs
 
-from ledger_spec import values
+from ledger_spec import context, values
 from ledger_spec.errors import UnreadableState
 from ledger_spec.policy import Policy
 from ledger_spec.state import State
@@ -41,8 +41,10 @@ CLASSES: Final[dict[str, type]] = {
         values.LineRange, values.FileTarget, values.TreeTarget, values.Command, values.Changes,
         values.Observation, values.Pending, values.Modification, values.Allow, values.Reuse,
         values.Nudge, values.CommandRecord, State, Fingerprint, Policy,
-        # format 4: an observation's fingerprint names its probe; a confirmed probe's record
+        # format 4: an observation's fingerprint names its probe; a confirmed probe's record;
+        # the model's context (what was delivered in which epoch)
         TracedFingerprint, TracedRecord, dependencies.Dependencies, dependencies.Counters, OutsideDependency,
+        context.Context, context.Delivery,
     )
 }
 ENUMS: Final[dict[str, type[enum.Enum]]] = {cls.__name__: cls for cls in (values.Category, values.Verdict)}

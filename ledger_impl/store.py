@@ -72,6 +72,11 @@ CREATE TABLE IF NOT EXISTS probes (
 );
 CREATE INDEX IF NOT EXISTS probes_by_command ON probes (command, status);
 CREATE INDEX IF NOT EXISTS probes_by_key ON probes (target_key, status);
+CREATE TABLE IF NOT EXISTS context (
+    id INTEGER PRIMARY KEY CHECK (id = 1),
+    value TEXT NOT NULL,         -- the agent's ledger_spec.context.Context, state_codec JSON
+    value_sum TEXT NOT NULL      -- SHA-256 of value in UTF-8, hex
+);
 CREATE TABLE IF NOT EXISTS notes (
     id INTEGER PRIMARY KEY AUTOINCREMENT,
     at REAL NOT NULL,
@@ -197,6 +202,17 @@ class Store:
             "INSERT OR REPLACE INTO state (id, policy, ledger, ledger_sum, stat_index, steps, updated_at)"
             " VALUES (1, ?, ?, ?, ?, ?, ?)",
             (policy, ledger, checksum(ledger), stat_index, steps, time.time()),
+        )
+
+    def load_context(self) -> tuple[str, str] | None:
+        """(value, checksum) of the stored model context, if any (`ledger_impl.context_journal`)."""
+        row = self._db.execute("SELECT value, value_sum FROM context WHERE id = 1").fetchone()
+        return None if row is None else (row[0], row[1])
+
+    def save_context(self, value: str) -> None:
+        self._db.execute(
+            "INSERT OR REPLACE INTO context (id, value, value_sum) VALUES (1, ?, ?)",
+            (value, checksum(value.encode("utf-8"))),
         )
 
     # --- pending calls ------------------------------------------------------------------------
@@ -385,10 +401,12 @@ def _from_pickled(connection: sqlite3.Connection) -> int:
     return 3
 
 
-def _with_probes(connection: sqlite3.Connection) -> int:
-    """Format 3 -> 4: the probes table is added. The ledger is kept as it is: its observations
-    were never probed, so with the probe on (the default) none is served (their fingerprints
-    name no probe), and a note says so; with the probe off they serve as before."""
+def _with_probes_and_context(connection: sqlite3.Connection) -> int:
+    """Format 3 -> 4: the probes table and the table of the model's context are added. The
+    ledger is kept as it is: its observations were never probed, so with the probe on (the
+    default) none is served (their fingerprints name no probe), and a note says so; with the
+    probe off they serve as before. The context starts empty: no delivery is known, so every
+    Reuse is answered verbatim until one is recorded."""
     _create(connection)
     if connection.execute("SELECT COUNT(*) FROM state").fetchone()[0]:
         connection.execute(
@@ -401,7 +419,7 @@ def _with_probes(connection: sqlite3.Connection) -> int:
 
 # Each function moves an open database from its format to the next, inside the opening
 # transaction, and returns the format it reached.
-MIGRATIONS: dict[int, Callable[[sqlite3.Connection], int]] = {2: _from_pickled, 3: _with_probes}
+MIGRATIONS: dict[int, Callable[[sqlite3.Connection], int]] = {2: _from_pickled, 3: _with_probes_and_context}
 
 
 def _probe_row(row: tuple) -> ProbeRow:  # type: ignore[type-arg]

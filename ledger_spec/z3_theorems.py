@@ -608,6 +608,19 @@ def _probe(**assumptions: bool) -> Callable[[Variant], tuple[Status, str, None]]
     return checker
 
 
+def _context(dropped: str | None = None) -> Callable[[Variant], tuple[Status, str, None]]:
+    """A theorem of `z3_context` (the answer rule of a Reuse by reference, over symbolic event
+    sequences; independent of the transition relation variant), as a `Theorem` checker."""
+
+    def checker(variant: Variant) -> tuple[Status, str, None]:
+        from . import z3_context
+
+        status, text = z3_context.check(dropped=dropped)
+        return status, text, None
+
+    return checker
+
+
 THEOREMS: tuple[Theorem, ...] = (
     Theorem(
         "counters-never-decrease",
@@ -745,6 +758,28 @@ THEOREMS: tuple[Theorem, ...] = (
         "a Reuse can be stale (Z3 must find the clocks)",
         "negative",
         _probe(deterministic=False),
+    ),
+    Theorem(
+        "reference-only-to-a-result-held-in-full",
+        "a Reuse answered by reference points at a result of the same step that reached the "
+        "model in full (a finished call, or a verbatim answer) with no compaction, clear, resume "
+        "or new session since, in every sequence of up to 8 such events",
+        "positive",
+        _context(),
+    ),
+    Theorem(
+        "stale-reference-if-epoch-ignored",
+        "a rule that ignores the epoch references a result delivered before a compaction "
+        "(Z3 must find the sequence)",
+        "negative",
+        _context("epoch-test"),
+    ),
+    Theorem(
+        "stale-reference-if-cut-delivery-counts",
+        "a rule that ignores whether the delivery was cut references a result the model only "
+        "saw a preview of (Z3 must find the sequence)",
+        "negative",
+        _context("full-test"),
     ),
 )
 

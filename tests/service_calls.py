@@ -92,8 +92,9 @@ def by_socket(state: pathlib.Path, payload: dict[str, Any], agent: str = "claude
 
 
 def http_post(state: pathlib.Path, payload: dict[str, Any], *, agent: str = "claude",
-              headers: dict[str, str] | None = None, method: str = "POST") -> tuple[int, dict[str, Any]]:
-    """(status, body) of one HTTP hook call, with the real secret and Host unless `headers` override."""
+              headers: dict[str, str] | None = None, method: str = "POST", query: str = "") -> tuple[int, dict[str, Any]]:
+    """(status, body) of one HTTP hook call, with the real secret and Host unless `headers` override;
+    `query`: the URL's query as an install writes it (`?reuse_answer=reference`)."""
     service = state / "service"
     port = int((service / "port").read_text())
     sent = {"X-Ledger-Secret": (service / "secret").read_text(), "Content-Type": "application/json",
@@ -101,7 +102,7 @@ def http_post(state: pathlib.Path, payload: dict[str, Any], *, agent: str = "cla
     sent.update(headers or {})
     connection = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
     try:
-        connection.putrequest(method, f"/ledger/v1/hook/{agent}", skip_host=True)
+        connection.putrequest(method, f"/ledger/v1/hook/{agent}{query}", skip_host=True)
         body = json.dumps(payload).encode()
         for name, value in {**sent, "Content-Length": str(len(body))}.items():
             if value is not None:
@@ -120,9 +121,10 @@ def by_http(state: pathlib.Path, payload: dict[str, Any], agent: str = "claude")
 
 
 def by_client(state: pathlib.Path, payload: dict[str, Any], agent: str = "claude",
-              env: dict[str, str] | None = None) -> tuple[dict[str, Any] | None, str]:
+              env: dict[str, str] | None = None, options: tuple[str, ...] = ()) -> tuple[dict[str, Any] | None, str]:
     """(reply, stderr) of the thin client process, run as `ledger hooks install` writes it."""
-    done = subprocess.run([sys.executable, "-S", str(THIN), agent, "--state-dir", str(state)], input=json.dumps(payload),
+    done = subprocess.run([sys.executable, "-S", str(THIN), agent, "--state-dir", str(state), *options],
+                          input=json.dumps(payload),
                           capture_output=True, text=True, timeout=120, env=env)
     assert done.returncode == 0, done.stderr
     return (json.loads(done.stdout) if done.stdout else None), done.stderr

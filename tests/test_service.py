@@ -22,7 +22,8 @@ import pytest
 
 from ledger_impl.service.server import Service
 from ledger_spec.degraded import Cause, Degraded
-from service_calls import READ, THIN, Served, by_client, by_http, by_socket, in_process, post, pre, settled, workspace
+from service_calls import (READ, THIN, Served, by_client, by_http, by_socket, http_post, in_process, post, pre, settled,
+                           workspace)
 
 
 @pytest.fixture
@@ -203,3 +204,30 @@ def test_a_degraded_detector_is_shown(tmp_path: pathlib.Path, ws: pathlib.Path) 
     finally:
         service.stop()
         service.close()
+
+
+def test_the_service_answers_a_reuse_as_each_installed_hook_asks(served: Served, ws: pathlib.Path) -> None:
+    """`?reuse_answer=reference` on the HTTP hook's URL and `--reuse-answer reference` on the thin
+    client reach the session; a hook installed without them still gets the output verbatim."""
+
+    def by_reference(state: pathlib.Path, payload: dict) -> dict | None:
+        status, body = http_post(state, payload, query="?reuse_answer=reference")
+        assert status == 200, body
+        return body or None
+
+    def answer(reply: dict | None) -> str:
+        return reply["hookSpecificOutput"]["permissionDecisionReason"]  # type: ignore[index]
+
+    reference = ("--reuse-answer", "reference")
+    text = "one, " * 39 + "one."  # longer than the note, so that a reference is worth sending
+    (ws / "a.txt").write_text(text + "\n")
+    # The thin client first: it registers the session's environment, which its later HTTP calls use.
+    assert by_client(served.state, pre("t1", READ, ws), options=reference)[0] is None
+    by_client(served.state, post("t1", READ, text, ws), options=reference)  # the delivery, recorded
+    settled(served.state, ws)  # the probe confirms it (as Claude shows it: stripped)
+    assert "the result you received for step 1" in answer(by_reference(served.state, pre("t2", READ, ws)))
+    assert reused(by_http(served.state, pre("t3", READ, ws))) == text, "an install without the setting"
+    compaction = {"hook_event_name": "PreCompact", "session_id": "s1", "cwd": str(ws), "trigger": "auto"}
+    assert by_client(served.state, compaction, options=reference)[0] is None
+    assert reused(by_reference(served.state, pre("t5", READ, ws))) == text, "after a compaction: verbatim"
+    assert http_post(served.state, pre("t6", READ, ws), query="?reuse_answer=sometimes")[0] == 400

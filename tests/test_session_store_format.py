@@ -159,3 +159,19 @@ def test_the_session_decides_with_the_agent_s_environment_not_its_own(
             if decision.verdict != "reuse":
                 session.record(call_id, "", 0, ran="git diff")
     assert "reuse" not in verdicts, verdicts
+
+
+def test_a_database_of_format_3_gains_the_context_table_and_keeps_its_ledger(workspace: Path, tmp_path: Path) -> None:
+    state = tmp_path / "state"
+    _call(workspace, state, "cat a.txt", "m1", "alpha\n")
+    path = database_path(workspace, state)
+    with sqlite3.connect(path) as db:  # as Ledger with format 3 left it: no context table
+        db.execute("DROP TABLE context")
+        db.execute("PRAGMA user_version = 3")
+    assert _call(workspace, state, "cat a.txt", "m2").verdict == "reuse", "the ledger of format 3 is kept"
+    with sqlite3.connect(path) as db:
+        assert db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 4
+        assert db.execute("SELECT COUNT(*) FROM context").fetchone()[0] == 0, "no delivery is known after the migration"
+    with DurableSession.open(workspace, state_dir=state) as session:
+        session.context.deliver("s", 0, full=True)
+        assert session.context.current().delivered(0) is not None, "the migrated table is written and read"

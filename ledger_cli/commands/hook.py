@@ -34,6 +34,7 @@ import sys
 from typing import Any
 
 from ledger_impl.agents import HOOKED
+from ledger_impl.agents.hook_session import REUSE_ANSWERS
 from ledger_impl.session import DurableSession
 
 
@@ -52,15 +53,19 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help="no probe: Reuse rests on the counters and the fingerprint alone (to measure those lines)")
     parser.add_argument("--run-probe", metavar="ID", type=int, default=None,
                         help=argparse.SUPPRESS)  # the detached probe a finished read starts (no stdin)
+    parser.add_argument("--reuse-answer", choices=REUSE_ANSWERS, default="verbatim",
+                        help="how a Reuse is answered: the stored output (the default), or a note pointing at "
+                             "the earlier result when the model provably still holds it in full")
     parser.set_defaults(run=run)
 
 
 class _LazySession:
     """Opens the session on first use, so that calls Ledger ignores cost no database work."""
 
-    def __init__(self, root: str, state_dir: str | None, probe: bool) -> None:
+    def __init__(self, root: str, state_dir: str | None, probe: bool, reuse_answer: str = "verbatim") -> None:
         self._root, self._state_dir, self._probe = root, state_dir, probe
         self._session: DurableSession | None = None
+        self.reuse_answer = reuse_answer  # read without opening the database
 
     def __getattr__(self, name: str) -> Any:
         if self._session is None:
@@ -90,7 +95,7 @@ def run(args: argparse.Namespace) -> int:
         if refusal is not None:
             sys.stdout.write(json.dumps(refusal))
             return 0
-        session = _LazySession(str(root), args.state_dir, not args.no_probe)
+        session = _LazySession(str(root), args.state_dir, not args.no_probe, args.reuse_answer)
         try:
             reply = hooks.handle(payload, session)
         finally:

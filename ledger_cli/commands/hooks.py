@@ -45,6 +45,7 @@ import attrs
 
 import ledger_client.thin
 from ledger_impl.agents import HOOKED
+from ledger_impl.agents.hook_session import REUSE_ANSWERS
 from ledger_impl.agents.spec import Hooks, Scope
 from ledger_impl.detectors.stat_index import default_state_dir
 from ledger_impl.service.layout import HOOK_PATH, SECRET_HEADER, Layout
@@ -74,6 +75,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
             sub.add_argument("--transport", choices=TRANSPORTS, default="service",
                              help="service: HTTP hooks (Claude) and the thin client, served by `ledger serve` "
                                   "(the default); command: a `ledger hook` process per call")
+            sub.add_argument("--reuse-answer", choices=REUSE_ANSWERS, default="verbatim",
+                             help="how the installed hooks answer a Reuse: the stored output (the default), or "
+                                  "a note pointing at the earlier result when the model provably still holds it")
         sub.set_defaults(run=run)
 
 
@@ -96,19 +100,21 @@ class HttpTarget:
         return entry if timeout_s is None else {**entry, "timeout": timeout_s}
 
 
-def client_command(agent: str, state_dir: str | None = None) -> str:
+def client_command(agent: str, state_dir: str | None = None, reuse_answer: str = "verbatim") -> str:
     """The thin client, run without site-packages (it needs only the standard library)."""
-    parts = [sys.executable, "-S", os.path.abspath(ledger_client.thin.__file__), agent]
-    if state_dir is not None:
-        parts += ["--state-dir", os.path.abspath(state_dir)]
-    return shlex.join(parts)
+    return shlex.join([sys.executable, "-S", os.path.abspath(ledger_client.thin.__file__), agent,
+                       *_options(state_dir, reuse_answer)])
 
 
-def hook_command(agent: str, state_dir: str | None = None) -> str:
-    parts = [sys.executable, "-m", "ledger_cli.main", "hook", agent]
-    if state_dir is not None:
-        parts += ["--state-dir", os.path.abspath(state_dir)]
-    return shlex.join(parts)
+def hook_command(agent: str, state_dir: str | None = None, reuse_answer: str = "verbatim") -> str:
+    return shlex.join([sys.executable, "-m", "ledger_cli.main", "hook", agent, *_options(state_dir, reuse_answer)])
+
+
+def _options(state_dir: str | None, reuse_answer: str) -> list[str]:
+    """The options every installed hook passes on; the default answer is left out, so an install
+    without `--reuse-answer` writes the same command as before the option existed."""
+    options = [] if state_dir is None else ["--state-dir", os.path.abspath(state_dir)]
+    return options if reuse_answer == "verbatim" else [*options, "--reuse-answer", reuse_answer]
 
 
 def is_ledger_hook(entry: Any) -> bool:
@@ -262,14 +268,15 @@ def _update(args: argparse.Namespace, transport: str, path: pathlib.Path) -> int
         print(f"ledger hooks: {error}", file=sys.stderr)
         return 2
     http: HttpTarget | None = None
+    reuse_answer = getattr(args, "reuse_answer", "verbatim")
     if args.action == "install" and transport == "service":
-        command = client_command(args.agent, args.state_dir)
+        command = client_command(args.agent, args.state_dir, reuse_answer)
         if HOOKED[args.agent].http_events:
             layout = Layout.of(args.state_dir)
-            http = HttpTarget(layout.hook_url(args.agent), layout.secret())
+            http = HttpTarget(layout.hook_url(args.agent, reuse_answer), layout.secret())
         updated = installed(settings, command, args.agent, http)
     elif args.action == "install":
-        updated = installed(settings, hook_command(args.agent, args.state_dir), args.agent)
+        updated = installed(settings, hook_command(args.agent, args.state_dir, reuse_answer), args.agent)
     else:
         updated = uninstalled(settings)
     if updated == settings:

@@ -22,6 +22,16 @@ What Claude Code 2.1 sends and expects (observed with the real CLI, see tests/ag
   read as "this file is written"), so the session's detector brackets the edit and the next
   step sees the change; the result is recorded inexact.
 - **SessionStart, UserPromptSubmit** return the inform view as `additionalContext`.
+- **Reuse by reference** (`--reuse-answer reference`): a Reuse is answered with a short note
+  pointing at the earlier result instead of the output, when `ledger_spec.context` allows it:
+  the result reached this conversation in full, and nothing since may have removed it. A new
+  epoch starts at every SessionStart (its `source` is startup, resume, clear or compact: each
+  may change what the model holds), every PreCompact, every UserPromptSubmit (a rewind of the
+  conversation fires no hook of its own, and the user's next prompt follows it), and whenever
+  the conversation changes (`session_id`, or a subagent's `agent_id`). A result counts as
+  delivered in full only if Claude did not move it to a file (`persistedOutputPath`) and it
+  fits the smallest inline limit a user setting can choose (`FULL_DELIVERY_MAX_UNITS`). A note
+  no shorter than the verbatim answer is not sent: the output is, and counts as delivered.
 - Other tools (Grep, Glob, WebFetch, Task, ...) are not Ledger's business: no answer, allow.
 """
 
@@ -36,7 +46,7 @@ from typing import Any
 
 from ..probe import rendering
 from .hook_session import (HookSession, Outcome, Verdict, command_named, nudge_fields, pre_tool_use_reply,
-                           record_outcome, reuse_text, verdict_fields)
+                           record_outcome, reference_text, reuse_text, verdict_fields)
 from .spec import Agent, Hooks, Replies, Reply, SettingsFiles, ToolRoles
 
 NO_OUTPUT = rendering.CLAUDE_NO_OUTPUT
@@ -51,13 +61,27 @@ EVENTS: dict[str, str | None] = {
     "PostToolUseFailure": "|".join(TOOLS),
     "SessionStart": None,
     "UserPromptSubmit": None,
+    "PreCompact": None,
 }
+#: Events after which the model may no longer hold what it was sent (see the module's doc).
+NEW_EPOCH_EVENTS = frozenset({"SessionStart", "UserPromptSubmit", "PreCompact"})
+#: The longest text, in UTF-16 code units as Claude Code counts, that counts as delivered in
+#: full. Claude keeps a Bash output inline up to `bashOutputMaxChars` (default 30000, clamped
+#: to 4000..128000 by Claude Code 2.1.328) and sends the model only a preview of a longer one;
+#: a hook cannot read the user's setting, so the bound is below the smallest it allows, with
+#: room for the lines Claude adds around an output.
+FULL_DELIVERY_MAX_UNITS = 3_500
+#: `tool_response` fields Claude sets when the output went to a file instead of the model.
+_MOVED_TO_FILE = ("persistedOutputPath", "persistedOutputSize", "rawOutputPath")
 _EXIT_CODE = re.compile(r"Exit code (\d+)(?:\n|$)")
 
 
 def handle(payload: dict[str, Any], session: HookSession) -> Reply:
     """Answer one hook call. None means "no opinion" (the tool runs as usual)."""
     event = payload.get("hook_event_name")
+    owner = context_owner(payload)
+    if event in NEW_EPOCH_EVENTS:
+        session.context.begin_epoch(owner)
     if event in ("SessionStart", "UserPromptSubmit"):
         return _context(event, session.view())
     tool = payload.get("tool_name")
@@ -66,11 +90,32 @@ def handle(payload: dict[str, Any], session: HookSession) -> Reply:
         return None
     tool_input = payload.get("tool_input") or {}
     if event == "PreToolUse":
-        return _pre_tool_use(tool, tool_input, call_id, payload.get("cwd"), session)
+        return _pre_tool_use(tool, tool_input, call_id, payload.get("cwd"), owner, session)
     outcome = _finished(tool, tool_input, payload)
     if outcome is not None:
-        record_outcome(session, call_id, outcome, command_named(command_for, tool, tool_input))
+        step = record_outcome(session, call_id, outcome, command_named(command_for, tool, tool_input))
+        if step is not None and tool == "Bash" and outcome.exact and session.reuse_answer == "reference":
+            full = fits_inline(outcome.output) and not _moved_to_file(payload.get("tool_response"))
+            session.context.deliver(owner, step, full=full)
     return None
+
+
+def context_owner(payload: dict[str, Any]) -> str | None:
+    """The conversation a payload comes from: the session, and the subagent if one made the call
+    (a subagent has a context of its own). None: the payload does not say."""
+    session_id, agent_id = payload.get("session_id"), payload.get("agent_id")
+    if not isinstance(session_id, str) or not session_id:
+        return None
+    return f"{session_id}/{agent_id}" if isinstance(agent_id, str) and agent_id else session_id
+
+
+def fits_inline(text: str) -> bool:
+    """`text` reaches the model whole whatever the user's inline limit (`FULL_DELIVERY_MAX_UNITS`)."""
+    return len(text.encode("utf-16-le", "surrogatepass")) // 2 <= FULL_DELIVERY_MAX_UNITS
+
+
+def _moved_to_file(response: Any) -> bool:
+    return isinstance(response, dict) and any(response.get(field) is not None for field in _MOVED_TO_FILE)
 
 
 def shell_turn(payload: dict[str, Any]) -> tuple[str, str, int] | None:
@@ -125,14 +170,17 @@ def command_for(tool: str, tool_input: dict[str, Any]) -> str:
     return f"touch -c -- {path}"
 
 
-def _pre_tool_use(tool: str, tool_input: dict[str, Any], call_id: str, cwd: Any, session: HookSession) -> Reply:
+def _pre_tool_use(
+    tool: str, tool_input: dict[str, Any], call_id: str, cwd: Any, owner: str | None, session: HookSession
+) -> Reply:
     # A Bash result is recorded as Claude renders it (stripped), so no other command's lines can
     # be cut from it; a Read is never served, so its nudge may still come from any of them.
     decision = session.decide(command_for(tool, tool_input), call_id=call_id,
                               cwd=cwd if isinstance(cwd, str) else None, serve_slices=tool != "Bash")
     # A command sent to the background expects a task handle back, not a result.
     servable = tool == "Bash" and not tool_input.get("run_in_background")
-    output = {"hookEventName": "PreToolUse", **verdict_fields(decision, reuse_fields, servable=servable)}
+    output = {"hookEventName": "PreToolUse",
+              **verdict_fields(decision, lambda served: _reuse_answer(served, owner, session), servable=servable)}
     return pre_tool_use_reply(output, decision)
 
 
@@ -141,6 +189,23 @@ def reuse_fields(decision: Verdict) -> dict[str, Any]:
     call's (error) result."""
     return {"permissionDecision": "deny", "permissionDecisionReason": reuse_text(decision)}
 
+
+def _reuse_answer(decision: Verdict, owner: str | None, session: HookSession) -> dict[str, Any]:
+    """The verbatim answer, or in reference mode the note pointing at the result the model
+    holds, when the context rule allows it and the note is the shorter (a verbatim answer is
+    then recorded as delivered)."""
+    verbatim = reuse_fields(decision)
+    step = decision.served_step
+    if session.reuse_answer != "reference" or step is None:
+        return verbatim
+    reason, reference = verbatim["permissionDecisionReason"], reference_text(step)
+    full = fits_inline(reason)
+    if len(reference) >= len(reason):
+        session.context.deliver(owner, step, full=full)  # a note would cost more than the output
+        return verbatim
+    if session.context.answer(owner, step, verbatim_full=full) == "verbatim":
+        return verbatim
+    return {"permissionDecision": "deny", "permissionDecisionReason": reference}
 
 
 def _success(tool: str, tool_input: dict[str, Any], response: Any) -> Outcome:

@@ -35,15 +35,34 @@ class Verdict(Protocol):
     degraded: str | None
 
 
+#: How a Reuse may be answered (`--reuse-answer`): the stored output, or a note pointing at the
+#: earlier result when the model provably still holds it (`ledger_spec.context`).
+REUSE_ANSWERS: tuple[str, ...] = ("verbatim", "reference")
+
+
+class ContextLog(Protocol):
+    """The part of `ledger_impl.context_journal.ContextJournal` that hooks use."""
+
+    def begin_epoch(self, owner: str | None) -> None: ...
+
+    def deliver(self, owner: str | None, step: int, *, full: bool) -> None: ...
+
+    def answer(self, owner: str | None, step: int, *, verbatim_full: bool) -> str: ...
+
+
 class HookSession(Protocol):
     """The part of `ledger_impl.session.DurableSession` that hooks use."""
+
+    #: "verbatim" or "reference": how a Reuse is answered (`--reuse-answer`).
+    reuse_answer: str
+    context: ContextLog
 
     def decide(self, command: str, *, call_id: str, cwd: str | None = None, serve_slices: bool = True) -> Verdict: ...
 
     def record(
         self, call_id: str, output: str, exit_code: int, *, exact: bool = True, ran: str | None = None,
         rendering: str = "exact",
-    ) -> None: ...
+    ) -> int | None: ...
 
     def view(self) -> str: ...
 
@@ -59,11 +78,13 @@ class Outcome:
     rendering: str = "exact"  # how the agent showed the output (ledger_impl.probe.rendering)
 
 
-def record_outcome(session: HookSession, call_id: str, outcome: Outcome, ran: str) -> None:
+def record_outcome(session: HookSession, call_id: str, outcome: Outcome, ran: str) -> int | None:
     """Close the call's bracket; its result is stored for reuse only when exact, and only if
     `ran`, the command the finished call's payload names, is the one decided (a hook that runs
-    after Ledger's may rewrite the command: `updatedInput`). "" for a payload that names none."""
-    session.record(call_id, outcome.output, outcome.exit_code, exact=outcome.exact, ran=ran, rendering=outcome.rendering)
+    after Ledger's may rewrite the command: `updatedInput`). "" for a payload that names none.
+    Returns the ledger step of the result (None: the call was not in flight)."""
+    return session.record(call_id, outcome.output, outcome.exit_code, exact=outcome.exact, ran=ran,
+                          rendering=outcome.rendering)
 
 
 def command_named(command_for: Callable[[str, dict[str, Any]], str], tool: str, tool_input: Any) -> str:
@@ -95,6 +116,14 @@ def unchanged_note(decision: Verdict) -> dict[str, Any]:
     of a file not read in the session): a note that the lines are unchanged."""
     since = "an earlier step" if decision.served_step is None else f"step {shown_step(decision.served_step)}"
     return {"additionalContext": f"[ledger] Unchanged since {since}: you already saw this result then."}
+
+
+def reference_text(step: int) -> str:
+    """A Reuse answered by reference: the model already holds the result of `step` in full, in
+    this conversation, with nothing since that could have removed it (`ledger_spec.context`)."""
+    return (f"[ledger] Not run again: unchanged since step {shown_step(step)} (nothing it depends on has "
+            f"changed since). Its output is the result you received for step {shown_step(step)}, "
+            "in full, earlier in this conversation.")
 
 
 def nudge_text(decision: Verdict) -> str:

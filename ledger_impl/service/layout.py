@@ -91,5 +91,8 @@ class Layout:
         os.replace(temporary, self.port_file)
         return chosen
 
-    def hook_url(self, agent: str) -> str:
-        return f"http://127.0.0.1:{self.port()}{HOOK_PATH}{agent}"
+    def hook_url(self, agent: str, reuse_answer: str = "verbatim") -> str:
+        """The URL an agent's HTTP hooks POST to; a Reuse answer other than the default is a
+        query parameter (`?reuse_answer=reference`), left out otherwise."""
+        query = "" if reuse_answer == "verbatim" else f"?reuse_answer={reuse_answer}"
+        return f"http://127.0.0.1:{self.port()}{HOOK_PATH}{agent}{query}"

@@ -28,11 +28,14 @@ import socketserver
 import sys
 import threading
 import time
+import urllib.parse
 from collections.abc import Mapping
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 from ledger_impl.agents import HOOKED
+from ledger_impl.agents.hook_session import REUSE_ANSWERS
+from ledger_impl.session import DurableSession
 from ledger_spec.errors import Unavailable
 
 from . import gate
@@ -135,12 +138,16 @@ class Service:
         }
 
     def answer(self, agent: str, payload: Any, environ: Mapping[str, str] | None,
-               root: str | None = None, cwd: str | None = None) -> tuple[int, dict[str, Any] | None]:
-        """(HTTP-like status, the hook's reply) for one call; the caller is already authenticated."""
+               root: str | None = None, cwd: str | None = None,
+               reuse_answer: Any = "verbatim") -> tuple[int, dict[str, Any] | None]:
+        """(HTTP-like status, the hook's reply) for one call; the caller is already authenticated.
+        `reuse_answer`: how the installed hook asked for a Reuse to be answered."""
         self.last_call = time.monotonic()
         hooks = HOOKED.get(agent)
         if hooks is None:
             return 404, {"error": f"no agent {agent!r}"}
+        if reuse_answer not in REUSE_ANSWERS:
+            return 400, {"error": f"reuse_answer is one of {', '.join(REUSE_ANSWERS)}, got {reuse_answer!r}"}
         if not isinstance(payload, dict):
             return 400, {"error": "the hook payload is a JSON object"}
         session_id = payload.get("session_id")
@@ -162,8 +169,13 @@ class Service:
         if environ is not None and isinstance(session_id, str) and len(self._sessions) < MAX_REGISTERED_SESSIONS:
             self._sessions[session_id] = (root, dict(environ))
         workspace, handle = self.workspaces.get(root), hooks.handle
+
+        def job(session: DurableSession) -> dict[str, Any] | None:
+            session.reuse_answer = reuse_answer  # this call's setting: installs may differ per agent
+            return handle(payload, session)
+
         try:
-            reply = workspace.call(lambda session: handle(payload, session), environ or os.environ)
+            reply = workspace.call(job, environ or os.environ)
         except Exception as error:  # noqa: BLE001 - a hook never blocks the agent
             note = f"ledger serve: internal error, the tool call goes ahead unchanged: {error!r}"
             print(note, file=sys.stderr)
@@ -202,7 +214,9 @@ def _http_handler(service: Service) -> type[BaseHTTPRequestHandler]:
             except ValueError:
                 self._send(400, {"error": "the body is not JSON"})
                 return
-            status, reply = service.answer(self.path[len(HOOK_PATH):], payload, None)
+            route = urllib.parse.urlsplit(self.path[len(HOOK_PATH):])
+            reuse_answer = urllib.parse.parse_qs(route.query).get("reuse_answer", ["verbatim"])[-1]
+            status, reply = service.answer(route.path, payload, None, reuse_answer=reuse_answer)
             self._send(status, reply or {})
 
         def _refuse_method(self) -> None:
@@ -252,6 +266,7 @@ def _unix_handler(service: Service) -> type[socketserver.StreamRequestHandler]:
                     {str(k): str(v) for k, v in environ.items()} if isinstance(environ, dict) else None,
                     request.get("root") if isinstance(request.get("root"), str) else None,
                     request.get("cwd") if isinstance(request.get("cwd"), str) else None,
+                    request.get("reuse_answer", "verbatim"),
                 )
                 self._send({"ok": status == 200, "status": status, "reply": reply})
             else:

@@ -76,6 +76,8 @@ class ScriptedModel:
         self.errors: list[str] = []  # failures inside the server (e.g. the oracle), surfaced by the test
         self._ids = {use.id for turn in turns if not isinstance(turn, str) for use in turn}
         self._lock = threading.Lock()
+        # The `input_tokens` each answer reports; a test raises it to make Claude compact.
+        self.reported_input_tokens = 1
 
     def respond(self, request: dict[str, Any]) -> list[bytes]:
         with self._lock:
@@ -105,11 +107,15 @@ class ScriptedModel:
                     self.on_results(fresh)
                 except Exception as error:  # reported by the test, never a hung CLI
                     self.errors.append(f"on_results: {error!r}")
-            index = sum(1 for turn in self.turns if not isinstance(turn, str) and all(u.id in seen for u in turn))
+            index = self.turn_index(seen)
             turn = self.turns[index] if index < len(self.turns) else "done"
             if isinstance(turn, str):
                 return self._stream_text(turn, len(self.requests))
             return self._stream_tools(turn, len(self.requests))
+
+    def turn_index(self, seen: set[str]) -> int:
+        """The next turn: how many turns' tool calls the request's assistant messages hold."""
+        return sum(1 for turn in self.turns if not isinstance(turn, str) and all(u.id in seen for u in turn))
 
     def _stream_text(self, text: str, number: int) -> list[bytes]:
         return [
@@ -134,12 +140,11 @@ class ScriptedModel:
             ]
         return events + self._stop("tool_use")
 
-    @staticmethod
-    def _start(number: int) -> bytes:
+    def _start(self, number: int) -> bytes:
         return _sse("message_start", {"type": "message_start", "message": {
             "id": f"msg_scripted_{number}", "type": "message", "role": "assistant", "model": "claude-scripted",
             "content": [], "stop_reason": None, "stop_sequence": None,
-            "usage": {"input_tokens": 1, "output_tokens": 1}}})
+            "usage": {"input_tokens": self.reported_input_tokens, "output_tokens": 1}}})
 
     @staticmethod
     def _stop(reason: str) -> list[bytes]:

@@ -51,16 +51,17 @@ def rendered(command: str, cwd: pathlib.Path) -> str:
     return text or "(Bash completed with no output)"
 
 
-def with_ledger_hooks(home: pathlib.Path, state: pathlib.Path, transport: str = "command") -> dict[str, str]:
+def with_ledger_hooks(home: pathlib.Path, state: pathlib.Path, transport: str = "command", *options: str) -> dict[str, str]:
     """An environment with its own HOME, no telemetry, and Ledger's hooks installed for the user
-    over `transport` (`service`: HTTP hooks to `ledger serve`, which the thin client starts)."""
+    over `transport` (`service`: HTTP hooks to `ledger serve`, which the thin client starts),
+    with `options` for the install (`--reuse-answer reference`)."""
     env = {
         "PATH": os.environ["PATH"], "HOME": str(home), "ANTHROPIC_API_KEY": "sk-ant-test-not-a-key",
         "DISABLE_TELEMETRY": "1", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1", "DISABLE_AUTOUPDATER": "1",
         "LANG": "C.UTF-8",
     }
     install = subprocess.run([sys.executable, "-m", "ledger_cli.main", "hooks", "install", "claude", "--user",
-                              "--state-dir", str(state), "--transport", transport], env=env, capture_output=True, text=True,
+                              "--state-dir", str(state), "--transport", transport, *options], env=env, capture_output=True, text=True,
                              timeout=120)
     assert install.returncode == 0, install.stderr
     return env

@@ -168,3 +168,26 @@ def test_codex_service_transport_runs_the_thin_client(tmp_path: pathlib.Path) ->
     hooks = json.loads((codex_home / "hooks.json").read_text())["hooks"]
     commands = {group["hooks"][0]["command"] for groups in hooks.values() for group in groups}
     assert len(commands) == 1 and commands.pop().endswith("ledger_client/thin.py codex")
+
+
+def test_reuse_answer_is_carried_into_every_installed_hook(tmp_path: pathlib.Path) -> None:
+    """`--reuse-answer reference` reaches each entry: the command hooks' option, the HTTP hooks'
+    URL; the compaction hook is installed; uninstall removes them all; the default writes none."""
+    home = tmp_path / "home"
+    (home / ".claude").mkdir(parents=True)
+    settings_file = home / ".claude" / "settings.json"
+    for transport in ("service", "command"):
+        done = ledger("hooks", "install", "claude", "--user", "--transport", transport, "--reuse-answer", "reference",
+                      home=home)
+        assert done.returncode == 0, done.stderr
+        hooks = json.loads(settings_file.read_text())["hooks"]
+        assert "PreCompact" in hooks
+        for event, groups in hooks.items():
+            [entry] = [e for group in groups for e in group["hooks"] if is_ledger_hook(e)]
+            where = entry["url"] if entry["type"] == "http" else entry["command"]
+            assert where.endswith("?reuse_answer=reference" if entry["type"] == "http" else " --reuse-answer reference"), (
+                transport, event, where)
+        assert ledger("hooks", "uninstall", "claude", "--user", home=home).returncode == 0
+        assert not settings_file.exists() or "reuse" not in settings_file.read_text()
+    assert ledger("hooks", "install", "claude", "--user", "--transport", "command", home=home).returncode == 0
+    assert "reuse" not in settings_file.read_text(), "the default adds nothing: earlier installs stay byte-identical"

@@ -1,0 +1,26 @@
+"""Fixtures the hook tests of `tests/agents/` share: a small workspace and a real session on it."""
+
+from __future__ import annotations
+
+import pathlib
+from typing import Iterator
+
+import pytest
+
+from ledger_impl.session import DurableSession
+
+
+@pytest.fixture
+def workspace(tmp_path: pathlib.Path) -> pathlib.Path:
+    """`src/app.py` holding two lines, in a temporary directory."""
+    root = tmp_path / "ws"
+    (root / "src").mkdir(parents=True)
+    (root / "src" / "app.py").write_text("x = 1\ny = 2\n")
+    return root
+
+
+@pytest.fixture
+def session(workspace: pathlib.Path, tmp_path: pathlib.Path) -> Iterator[DurableSession]:
+    """A DurableSession on `workspace`, its state outside it."""
+    with DurableSession.open(workspace, state_dir=tmp_path / "state") as opened:
+        yield opened
