@@ -14,12 +14,14 @@ import fcntl
 import json
 import os
 import pathlib
+import shutil
 import subprocess
 import sys
 import time
 
 import pytest
 
+from ledger_impl.detectors import SESSION_DETECTOR_VARIABLE
 from ledger_impl.service.server import Service
 from ledger_spec.degraded import Cause, Degraded
 from service_calls import READ, THIN, Served, by_client, by_http, by_socket, in_process, post, pre, workspace
@@ -124,6 +126,37 @@ def test_after_kill_9_a_change_made_while_down_is_never_missed(tmp_path: pathlib
         assert reused(by_http(state, pre("t3", listing, ws))) is None
         by_http(state, post("t3", listing, "a.txt\nb.txt\nc.txt", ws))
         assert reused(by_http(state, pre("t4", listing, ws))) == "a.txt\nb.txt\nc.txt"
+    finally:
+        service.stop()
+
+
+@pytest.mark.skipif(shutil.which("watchman") is None, reason="no watchman binary on PATH (.ci/run installs it)")
+def test_with_watchman_an_edit_a_listing_change_and_a_restart_are_seen(
+    tmp_path: pathlib.Path, ws: pathlib.Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The service's Watchman detector keeps its baseline in memory and looks only at the
+    directories inotify names: an edit, a name made and removed between two calls, and a
+    change made while the service was down must each cost the Reuse."""
+    monkeypatch.setenv(SESSION_DETECTOR_VARIABLE, "watchman")
+    state, listing = tmp_path / "state", "ls"
+    (ws / "sub").mkdir()
+    service = Served(state)
+    try:
+        assert reused(observe(state, ws, "t1", "one")) is None
+        assert reused(by_http(state, pre("t2", READ, ws))) == "one"
+        (ws / "a.txt").write_text("two\n")
+        assert reused(observe(state, ws, "t3", "two")) is None
+        by_http(state, pre("t4", listing, ws))
+        by_http(state, post("t4", listing, "a.txt\nb.txt\nsub", ws))
+        assert reused(by_http(state, pre("t5", listing, ws))) == "a.txt\nb.txt\nsub"
+        (workspace,) = service.status()["workspaces"]
+        assert workspace["detector"] == "resident-watchman"
+        service.kill()
+        (ws / "c.txt").write_text("made while the service was down\n")
+        service = Served(state)
+        assert reused(by_http(state, pre("t6", listing, ws))) is None
+        by_http(state, post("t6", listing, "a.txt\nb.txt\nc.txt\nsub", ws))
+        assert reused(by_http(state, pre("t7", listing, ws))) == "a.txt\nb.txt\nc.txt\nsub"
     finally:
         service.stop()
 
