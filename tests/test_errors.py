@@ -36,6 +36,7 @@ CLASSES: dict[str, tuple[type[errors.LedgerError], type[BaseException] | None]] 
     "ledger_impl.shell:ShellSyntaxError": (errors.InvalidInput, ValueError),
     "ledger_impl.state_codec:CodecError": (errors.UnreadableState, ValueError),
     "ledger_impl.service.server:AlreadyRunning": (errors.Unavailable, None),
+    "ledger_impl.service.frame:FrameError": (errors.InvalidInput, ValueError),
     "properties.audit.filter:OutsideWrite": (errors.InvalidInput, ValueError),
     "properties.audit.formats:InputError": (errors.InvalidInput, ValueError),
     "properties.counterexample:CounterexampleError": (errors.InvalidInput, ValueError),
