@@ -329,13 +329,12 @@ class WatchmanIndex:
             # never absorbed into this baseline unreported.
             root_stat = _stat_data(root_s)
             links = {name: _stat_data(os.path.join(root_s, name)) for name in (stored.links if stored else {})}
+            # `dirs`: the directories looked at again, and what they are now (None: gone). The
+            # others are the stored ones unchanged, so no step below goes through them one by one.
             stored_dirs = stored.dirs if stored else {}
             suspected = None if suspects is None else suspects(root_s, stored_dirs.keys())
-            if suspected is None:
-                dirs = {name: _stat_data(os.path.join(root_s, name)) for name in stored_dirs}
-            else:
-                dirs = dict(stored_dirs)
-                dirs.update({name: _stat_data(os.path.join(root_s, name)) for name in suspected if name in stored_dirs})
+            looked = stored_dirs if suspected is None else [name for name in suspected if name in stored_dirs]
+            dirs = {name: _stat_data(os.path.join(root_s, name)) for name in looked}
             if root_stat is None:
                 raise WatchmanError(f"the root {root_s!r} is gone")
             scope = {"relative_root": os.path.basename(root_s), "sync_timeout": SYNC_TIMEOUT_MS}
@@ -363,7 +362,12 @@ class WatchmanIndex:
             # no event for the old name), its inode numbers cannot (a name gets another inode
             # only through an event on that name), so names are found by inode and counted here.
             now_linked = {name: data for name, data in links.items() if data is not None and data[_NLINK] > 1}
-            now_dirs = {name: data for name, data in dirs.items() if data is not None and stat.S_ISDIR(data[_MODE])}
+            now_dirs = {} if suspected is None else dict(stored_dirs)
+            for name, data in dirs.items():
+                if data is not None and stat.S_ISDIR(data[_MODE]):
+                    now_dirs[name] = data
+                else:
+                    now_dirs.pop(name, None)
             for name, exists, kind in entries:
                 if not exists:
                     now_linked.pop(name, None)
