@@ -6,8 +6,10 @@ For each tree size: generates the git tree of `benchmarks/detection.py` in /tmp,
 past the racy window, starts `ledger serve` on a state directory beside it, and then times,
 interleaved run by run so that load changes hit every row alike:
 
-Tree sizes run one after the other, each with its own service; the hook rows use the persisted
-stat index (today's default where Watchman is not installed), the service its own choice.
+Every size has its own service, and the sizes are taken in turn within each run (so the growth
+from one size to the next is not a change of the machine's load); the hook rows use the
+persisted stat index (today's default where Watchman is not installed), the service its own
+choice.
 
   python -c pass            the floor: starting this interpreter (the thin client's);
   git status                the tree's own cost of one look;
@@ -70,7 +72,7 @@ def service_cpu_ns(pid: int) -> int:
 class Bench:
     def __init__(self, root: pathlib.Path, base: pathlib.Path, service_detector: str | None) -> None:
         self.root = root
-        self.state = base / "state-service"
+        self.state = base / "state-service"  # `base` is the tree's own: each size has its service
         self.hook_state = base / "state-hook"
         # The hook rows time today's default without Watchman, the persisted stat index; the
         # service chooses as it does for a user (Watchman when installed), unless told.
@@ -151,60 +153,91 @@ def verdict(reply: Any) -> str:
     return "reuse" if output.get("permissionDecision") == "deny" else "other"
 
 
-def measure(size: int, runs: int, base: pathlib.Path, service_detector: str | None) -> dict[str, Any]:
-    root = base / f"tree{size}"
-    root.mkdir()
-    generate_tree(root, size)
-    subprocess.run(["git", "status", "--porcelain"], cwd=root, env=GIT_ENV, capture_output=True)
-    time.sleep(RACY_WINDOW_NS / 1e9 + 0.5)
-    bench = Bench(root, base, service_detector)
-    target = str(next(root.rglob("file1.py")).relative_to(root))
-    read = f"cat {target}"
-    transports: dict[str, Callable[[dict[str, Any]], tuple[float, float, Any]]] = {
-        "http": bench.http, "client": bench.client, "hook": bench.hook}
-    samples: dict[str, list[tuple[float, float]]] = {"python -c pass": [], "git status": []}
-    try:
-        shown = (root / target).read_text().rstrip()  # the read's output as Claude shows it
-        for name, call in transports.items():  # each transport's observation of the read, to be reused
-            call(bench.payload("PreToolUse", f"{name}-warm", read, name))
-            call(bench.payload("PostToolUse", f"{name}-warm", read, name, stdout=shown))
-            samples.update({f"{name} pre (reuse)": [], f"{name} pre (allow)": [], f"{name} post": []})
-        bench.settle()
-        for index in range(runs):
-            started, before = time.perf_counter(), os.times()
-            subprocess.run([sys.executable, "-c", "pass"], check=True)
-            after = os.times()
-            samples["python -c pass"].append(((time.perf_counter() - started) * 1000,
-                                              (after[2] + after[3] - before[2] - before[3]) * 1000))
-            started, before = time.perf_counter(), os.times()
-            subprocess.run(["git", "status", "--porcelain"], cwd=root, env=GIT_ENV, capture_output=True, check=True)
-            after = os.times()
-            samples["git status"].append(((time.perf_counter() - started) * 1000,
-                                          (after[2] + after[3] - before[2] - before[3]) * 1000))
-            for name, call in transports.items():
-                wall, cpu, reply = call(bench.payload("PreToolUse", f"{name}-r{index}", read, name))
-                assert verdict(reply) == "reuse", (name, reply)
-                samples[f"{name} pre (reuse)"].append((wall, cpu))
-                command = f"echo {index}"
-                wall, cpu, reply = call(bench.payload("PreToolUse", f"{name}-a{index}", command, name))
-                assert verdict(reply) == "other", (name, reply)
-                samples[f"{name} pre (allow)"].append((wall, cpu))
-                wall, cpu, _ = call(bench.payload("PostToolUse", f"{name}-a{index}", command, name))
-                samples[f"{name} post"].append((wall, cpu))
+class Tree:
+    """One tree size's workspace, service and samples."""
+
+    def __init__(self, size: int, base: pathlib.Path, service_detector: str | None) -> None:
+        self.size = size
+        # A parent of its own: Watchman watches the root's parent, which must not hold the other tree.
+        own = base / f"size{size}"
+        self.root = own / f"tree{size}"
+        self.root.mkdir(parents=True)
+        generate_tree(self.root, size)
+        subprocess.run(["git", "status", "--porcelain"], cwd=self.root, env=GIT_ENV, capture_output=True)
+        self.bench = Bench(self.root, own, service_detector)
+        self.read = f"cat {next(self.root.rglob('file1.py')).relative_to(self.root)}"
+        self.transports: dict[str, Callable[[dict[str, Any]], tuple[float, float, Any]]] = {
+            "http": self.bench.http, "client": self.bench.client, "hook": self.bench.hook}
+        self.samples: dict[str, list[tuple[float, float]]] = {"python -c pass": [], "git status": []}
+        for name in self.transports:
+            self.samples.update({f"{name} pre (reuse)": [], f"{name} pre (allow)": [], f"{name} post": []})
+
+    def warm(self) -> None:
+        """Each transport's observation of the read, to be reused once its probe confirms it."""
+        shown = (self.root / self.read.split(" ", 1)[1]).read_text().rstrip()  # as Claude shows it
+        for name, call in self.transports.items():
+            call(self.bench.payload("PreToolUse", f"{name}-warm", self.read, name))
+            call(self.bench.payload("PostToolUse", f"{name}-warm", self.read, name, stdout=shown))
+        self.bench.settle()
+
+    def run(self, index: int) -> None:
+        started, before = time.perf_counter(), os.times()
+        subprocess.run([sys.executable, "-c", "pass"], check=True)
+        after = os.times()
+        self.samples["python -c pass"].append(((time.perf_counter() - started) * 1000,
+                                               (after[2] + after[3] - before[2] - before[3]) * 1000))
+        started, before = time.perf_counter(), os.times()
+        subprocess.run(["git", "status", "--porcelain"], cwd=self.root, env=GIT_ENV, capture_output=True, check=True)
+        after = os.times()
+        self.samples["git status"].append(((time.perf_counter() - started) * 1000,
+                                           (after[2] + after[3] - before[2] - before[3]) * 1000))
+        for name, call in self.transports.items():
+            wall, cpu, reply = call(self.bench.payload("PreToolUse", f"{name}-r{index}", self.read, name))
+            assert verdict(reply) == "reuse", (name, reply)
+            self.samples[f"{name} pre (reuse)"].append((wall, cpu))
+            command = f"echo {index}"
+            wall, cpu, reply = call(self.bench.payload("PreToolUse", f"{name}-a{index}", command, name))
+            assert verdict(reply) == "other", (name, reply)
+            self.samples[f"{name} pre (allow)"].append((wall, cpu))
+            wall, cpu, _ = call(self.bench.payload("PostToolUse", f"{name}-a{index}", command, name))
+            self.samples[f"{name} post"].append((wall, cpu))
+
+    def table(self) -> dict[str, Any]:
         # A detector degraded to full diffs (the inotify watch limit is per user and shared by
         # every program of the user) scans the tree at every call: say so beside the figures.
-        status = thin.request(thin.socket_path(str(bench.state)), {"op": "status"}, 30.0)["reply"]
+        status = thin.request(thin.socket_path(str(self.bench.state)), {"op": "status"}, 30.0)["reply"]
         degraded = sorted({str(w["degraded"]) for w in status["workspaces"] if w["degraded"]})
         detector = sorted({str(w["detector"]) for w in status["workspaces"]})
+        table: dict[str, Any] = {"service_detector": ", ".join(detector), "detector_degraded": degraded or None}
+        for name, pairs in self.samples.items():
+            walls, cpus = [w for w, _ in pairs], [c for _, c in pairs]
+            table[name] = {"p50_wall_ms": round(statistics.median(walls), 2), "p95_wall_ms": round(percentile(walls, 0.95), 2),
+                           "p50_cpu_ms": round(statistics.median(cpus), 2), "p95_cpu_ms": round(percentile(cpus, 0.95), 2)}
+        return table
+
+    def close(self) -> None:
+        self.bench.stop()
+        shutil.rmtree(self.root, ignore_errors=True)
+
+
+def measure(sizes: list[int], runs: int, base: pathlib.Path, service_detector: str | None) -> dict[str, dict[str, Any]]:
+    """Every size's table. The sizes are served side by side and taken in turn within each run,
+    so that a change of the machine's load between the start and the end of the run (a shared
+    machine's) hits every size alike, and the growth from one size to the next is its own."""
+    trees: list[Tree] = []
+    try:
+        for size in sizes:
+            trees.append(Tree(size, base, service_detector))
+        time.sleep(RACY_WINDOW_NS / 1e9 + 0.5)  # every tree past the racy window
+        for tree in trees:
+            tree.warm()
+        for index in range(runs):
+            for tree in trees:
+                tree.run(index)
+        return {str(tree.size): tree.table() for tree in trees}
     finally:
-        bench.stop()
-        shutil.rmtree(root, ignore_errors=True)
-    table: dict[str, Any] = {"service_detector": ", ".join(detector), "detector_degraded": degraded or None}
-    for name, pairs in samples.items():
-        walls, cpus = [w for w, _ in pairs], [c for _, c in pairs]
-        table[name] = {"p50_wall_ms": round(statistics.median(walls), 2), "p95_wall_ms": round(percentile(walls, 0.95), 2),
-                       "p50_cpu_ms": round(statistics.median(cpus), 2), "p95_cpu_ms": round(percentile(cpus, 0.95), 2)}
-    return table
+        for tree in trees:
+            tree.close()
 
 
 def targets(results: dict[str, dict[str, Any]], small: str, large: str) -> dict[str, Any]:
@@ -260,7 +293,7 @@ def main() -> int:
     base = pathlib.Path(tempfile.mkdtemp(prefix="ledger-service-bench-"))
     load_before = os.getloadavg()
     try:
-        results = {str(size): measure(size, args.runs, base, args.service_detector) for size in args.sizes}
+        results = measure(args.sizes, args.runs, base, args.service_detector)
     finally:
         shutil.rmtree(base, ignore_errors=True)
     document = {

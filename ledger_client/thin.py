@@ -12,10 +12,14 @@ exit status is always 0, as for `ledger hook`.
 
 from __future__ import annotations
 
-import json
+# Only modules a bare `python -S` start has loaded already, or nearly: this process starts
+# at every tool call. `json` (through `re` and `enum`), `socket` (through `enum` and
+# `selectors`) and `subprocess` each cost about as much as the interpreter's own start, so
+# the call's path takes none of them: it speaks the service's binary frame over `_socket`,
+# prints the reply the service serialized, and imports the others only to start the service
+# or fall back (`-X importtime` lists what it loads; tests/test_service.py checks it).
+import _socket
 import os
-import socket
-import subprocess
 import sys
 import time
 
@@ -23,10 +27,15 @@ import time
 # lets a test (or a user on a slow machine) change how long the first call waits.
 START_WAIT_S = float(os.environ.get("LEDGER_HOOK_START_WAIT_S") or 5.0)
 REPLY_TIMEOUT_S = 50.0  # below the 60 s hook timeout `ledger hooks install` writes
+HOOK_FRAME = b"hook/3\n"  # `ledger_impl.service.frame` reads it
 
 
 class Unreachable(Exception):
     """The service did not answer: the caller falls back."""
+
+
+class Refused(Unreachable):
+    """The service answered and refused the call: the caller falls back at once."""
 
 
 def state_dir(explicit: str | None) -> str:
@@ -41,28 +50,61 @@ def socket_path(state: str) -> str:
     return os.path.join(state, "service", "socket")
 
 
-def request(path: str, message: dict, timeout: float) -> dict:
-    """One request over the service's socket; Unreachable on any failure to get an answer."""
+def exchange(path: str, data: bytes, timeout: float) -> bytes:
+    """Send `data` over one connection to the service's socket; everything it answers before
+    closing. Unreachable on any failure to get an answer."""
     try:
-        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as connection:
-            connection.settimeout(timeout)
-            connection.connect(path)
-            connection.sendall(json.dumps(message).encode() + b"\n")
-            chunks = []
-            while True:
-                chunk = connection.recv(1 << 16)
-                if not chunk:
-                    break
-                chunks.append(chunk)
-                if chunk.endswith(b"\n"):
-                    break
-        return json.loads(b"".join(chunks))
-    except (OSError, ValueError) as error:
+        connection = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
+    except OSError as error:
         raise Unreachable(str(error)) from None
+    try:
+        connection.settimeout(timeout)
+        connection.connect(path)
+        connection.sendall(data)
+        chunks = []
+        while True:
+            chunk = connection.recv(1 << 16)
+            if not chunk:
+                break
+            chunks.append(chunk)
+        return b"".join(chunks)
+    except OSError as error:
+        raise Unreachable(str(error)) from None
+    finally:
+        connection.close()
+
+
+def request(path: str, message: dict, timeout: float) -> dict:
+    """One JSON request (`status`, `stop`, or a `hook` for tests and tools) and its answer."""
+    import json
+
+    try:
+        return json.loads(exchange(path, json.dumps(message).encode() + b"\n", timeout))
+    except ValueError as error:
+        raise Unreachable(str(error)) from None
+
+
+def hook_frame(agent: str, data: bytes, root: str | None, reuse_answer: str = "verbatim") -> bytes:
+    """One hook call as the service's frame: length-prefixed fields, the environment as the
+    raw `KEY=VALUE` bytes of this process (the agent's), the payload as the agent sent it."""
+    environment = b"\0".join(key + b"=" + value for key, value in os.environb.items())
+    fields = (agent.encode(), os.fsencode(root or ""), os.fsencode(os.getcwd()), environment, reuse_answer.encode(), data)
+    return HOOK_FRAME + b"".join(b"%d\n" % len(field) + field for field in fields)
+
+
+def answered(frame: bytes) -> bytes:
+    """The reply to print from the service's answer frame (`STATUS LENGTH\n` and the body)."""
+    header, _, body = frame.partition(b"\n")
+    status, _, length = header.partition(b" ")
+    if status != b"200" or not length.isdigit() or int(length) != len(body):
+        raise Refused(f"the service refused the call: {body[:200].decode('utf-8', 'replace') or header!r}")
+    return body
 
 
 def start_service(python: str, state: str) -> None:
     """Start `ledger serve` detached (its own session; output to the service log)."""
+    import subprocess
+
     directory = os.path.join(state, "service")
     os.makedirs(directory, mode=0o700, exist_ok=True)
     with open(os.path.join(directory, "service.log"), "ab") as log:
@@ -71,32 +113,32 @@ def start_service(python: str, state: str) -> None:
 
 
 def forward(agent: str, data: bytes, state: str, root: str | None, python: str,
-            reuse_answer: str = "verbatim") -> dict | None:
-    """The service's reply to this hook call (None: no opinion), starting the service if needed."""
-    message = {"op": "hook", "agent": agent, "payload": json.loads(data or b"{}"), "env": dict(os.environ),
-               "cwd": os.getcwd(), "root": root, "reuse_answer": reuse_answer}
-    path = socket_path(state)
+            reuse_answer: str = "verbatim") -> bytes:
+    """The service's reply to this hook call (empty: no opinion), starting the service if needed."""
+    frame, path = hook_frame(agent, data, root, reuse_answer), socket_path(state)
     try:
-        answer = request(path, message, REPLY_TIMEOUT_S)
+        return answered(exchange(path, frame, REPLY_TIMEOUT_S))
+    except Refused:
+        raise
     except Unreachable:
         start_service(python, state)
-        deadline = time.monotonic() + START_WAIT_S
-        while True:
-            time.sleep(0.02)
-            try:
-                answer = request(path, message, REPLY_TIMEOUT_S)
-                break
-            except Unreachable:
-                if time.monotonic() > deadline:
-                    raise
-    if not answer.get("ok"):
-        raise Unreachable(f"the service refused the call: {answer.get('error') or answer.get('reply')}")
-    return answer.get("reply")
+    deadline = time.monotonic() + START_WAIT_S
+    while True:
+        time.sleep(0.02)
+        try:
+            return answered(exchange(path, frame, REPLY_TIMEOUT_S))
+        except Refused:
+            raise
+        except Unreachable:
+            if time.monotonic() > deadline:
+                raise
 
 
 def fallback(agent: str, data: bytes, state: str | None, root: str | None, python: str, why: str,
              reuse_answer: str = "verbatim") -> bytes:
     """Today's in-process hook, fed the same stdin; its stdout is the answer."""
+    import subprocess
+
     command = [python, "-m", "ledger_cli.main", "hook", agent, "--reuse-answer", reuse_answer]
     if state is not None:
         command += ["--state-dir", state]
@@ -128,10 +170,8 @@ def main(argv: list[str] | None = None) -> int:
     data = sys.stdin.buffer.read()
     python = sys.executable
     try:
-        reply = forward(agent, data, state_dir(explicit_state), root, python, reuse_answer)
-        if reply:
-            sys.stdout.write(json.dumps(reply))
-    except (Unreachable, ValueError) as why:
+        sys.stdout.buffer.write(forward(agent, data, state_dir(explicit_state), root, python, reuse_answer))
+    except Unreachable as why:
         sys.stdout.buffer.write(fallback(agent, data, explicit_state, root, python, str(why), reuse_answer))
     sys.stdout.flush()
     return 0

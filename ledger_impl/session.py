@@ -124,6 +124,12 @@ class DurableSession:
         # full; `context` tracks that). Set by the hook or the service for each call.
         self.reuse_answer: str = "verbatim"
         self.context = ContextJournal(store)
+        # What this process stored last: the ledger object and the bytes it was stored as. A
+        # load that reads those same bytes again uses the object instead of decoding the
+        # whole state and rebuilding its indexes, which grows with the session (a resident
+        # service loads at every call). Taken out at each load, so that an object changed by
+        # a call whose transaction then rolled back is never used: it is put back only by a save.
+        self._saved: tuple[str, bytes, Ledger] | None = None
 
     @classmethod
     def open(
@@ -385,11 +391,15 @@ class DurableSession:
         """The stored state, repaired: damaged parts discarded with a note, abandoned calls
         expired, and (with `poll`) everything changed since the last call recorded."""
         row = self._store.load_state()
+        saved, self._saved = self._saved, None
         ledger: Ledger | None = None
         index: bytes | None = None
         if row is not None:
             index = row.stat_index
-            ledger, problem = trusted_ledger(row, self.policy)
+            if saved is not None and (row.policy, row.ledger) == saved[:2] and saved[2].policy == self.policy:
+                ledger, problem = saved[2], None  # byte for byte what this object was saved as
+            else:
+                ledger, problem = trusted_ledger(row, self.policy)
             if problem is not None:
                 self._store.add_note(f"session state discarded: {problem}; starting a new ledger")
                 self._store.clear_pending()
@@ -437,7 +447,9 @@ class DurableSession:
     def _save(self, state: "_State") -> None:
         # surrogatepass: outputs and names may carry lone surrogates (undecodable bytes).
         blob = state_codec.dumps(state.ledger.snapshot()).encode("utf-8", "surrogatepass")
-        self._store.save_state(state_codec.dumps(state.ledger.policy), blob, state.index, state.ledger.step)
+        policy = state_codec.dumps(state.ledger.policy)
+        self._store.save_state(policy, blob, state.index, state.ledger.step)
+        self._saved = (policy, blob, state.ledger)
 
     def _govern(
         self, state: "_State", classified: Command, started_with: Fingerprint | None, serve_slices: bool

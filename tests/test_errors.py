@@ -37,6 +37,7 @@ CLASSES: dict[str, tuple[type[errors.LedgerError], type[BaseException] | None]] 
     "ledger_impl.shell:ShellSyntaxError": (errors.InvalidInput, ValueError),
     "ledger_impl.state_codec:CodecError": (errors.UnreadableState, ValueError),
     "ledger_impl.service.server:AlreadyRunning": (errors.Unavailable, None),
+    "ledger_impl.service.frame:FrameError": (errors.InvalidInput, ValueError),
     "ledger_properties.audit.filter:OutsideWrite": (errors.InvalidInput, ValueError),
     "ledger_properties.audit.formats:InputError": (errors.InvalidInput, ValueError),
     "ledger_properties.counterexample:CounterexampleError": (errors.InvalidInput, ValueError),

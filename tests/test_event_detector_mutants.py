@@ -109,9 +109,9 @@ def test_the_mount_table_holds_the_mounts_at_or_below_the_root_only(monkeypatch)
         return real_open(path, *args, **kwargs)
 
     monkeypatch.setattr(events, "open", fake_open, raising=False)
-    points = [line.split(b" ")[4] for line in events._mount_table("/work/root")]
+    points = [line.split(b" ")[4] for line in events.mount_table("/work/root")]
     assert points == [b"/work/root", b"/work/root/sub"]
-    assert [line.split(b" ")[4] for line in events._mount_table("/work/root x/")] == [b"/work/root\\040x/in"]
+    assert [line.split(b" ")[4] for line in events.mount_table("/work/root x/")] == [b"/work/root\\040x/in"]
 
 
 def test_a_deleted_file_leaves_no_inode_watch_behind(tmp_path):
@@ -191,7 +191,7 @@ def test_a_reused_inode_number_after_a_full_diff_forgets_the_dropped_watch(tmp_p
         for i in range(1, 13):
             st = os.lstat(tmp_path / f"f{i - 1}")
             old_wd = detector._inode_wd[(st.st_dev, st.st_ino)]
-            monkeypatch.setattr(events, "_mount_table", lambda root: ("a mount appeared",))
+            monkeypatch.setattr(events, "mount_table", lambda root: ("a mount appeared",))
             session.step(f"rm f{i - 1} && echo {i} > f{i}")
             monkeypatch.undo()
             assert detector.fallbacks == i
@@ -515,7 +515,7 @@ def test_a_directory_refreshed_by_events_is_listed_again_by_a_later_full_diff(tm
         session.step("true")
         changes, truth = session.step("echo new > d/new.txt")
         assert "d/new.txt" in changes.paths and detector.fallbacks == 0
-        monkeypatch.setattr(events, "_mount_table", lambda root: ("a mount appeared",))
+        monkeypatch.setattr(events, "mount_table", lambda root: ("a mount appeared",))
         changes, truth = session.step("true")
         monkeypatch.undo()
         assert detector.fallbacks == 1
@@ -527,7 +527,7 @@ def test_an_unreadable_mount_table_is_no_table(monkeypatch):
         raise PermissionError(13, "Permission denied", path)
 
     monkeypatch.setattr(events, "open", no_proc, raising=False)
-    assert events._mount_table("/work/root") is None
+    assert events.mount_table("/work/root") is None
 
 
 @pytest.mark.parametrize("change", ["a mount went away", "a mount appeared"])
@@ -539,7 +539,7 @@ def test_any_change_of_the_mount_table_is_a_full_diff(tmp_path, monkeypatch, cha
     `scripts/mutation_survivors.json`."""
     first, then = (("m1", "m2"), ("m1",)) if change == "a mount went away" else (("m2",), ("m1", "m2"))
     tables = iter([first, then])
-    monkeypatch.setattr(events, "_mount_table", lambda root: next(tables))
+    monkeypatch.setattr(events, "mount_table", lambda root: next(tables))
     with contextlib.closing(EventDetector()) as detector:
         detector.before(tmp_path, "true")
         detector.after(tmp_path, "true", 0)
@@ -643,7 +643,7 @@ def test_unwatching_a_directory_the_kernel_already_dropped_is_quiet(tmp_path, mo
 
 
 def _mount_table_changed(detector: EventDetector, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(events, "_mount_table", lambda root: ("a mount appeared",))
+    monkeypatch.setattr(events, "mount_table", lambda root: ("a mount appeared",))
 
 
 def _queue_overflowed(detector: EventDetector, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -274,3 +274,38 @@ def test_a_program_shadowed_on_path_between_reads_is_never_served_stale(
     shim.chmod(0o755)
     second = call(workspace, state_dir, "head -n 2 notes.txt", "c2")
     assert second.verdict != "reuse", "served the output of the program PATH no longer resolves to"
+
+
+def test_a_session_kept_open_sees_what_another_process_stored(workspace: Path, state_dir: Path) -> None:
+    """A resident service keeps one session open and reuses the ledger object it saved while
+    the stored bytes are its own: a write by another process (the fallback hook) must be read."""
+    with DurableSession.open(workspace, state_dir=state_dir) as kept:
+        kept.decide("cat notes.txt", call_id="t1")
+        kept.record("t1", *fresh(workspace, "cat notes.txt"))
+        kept.run_queued_probes()  # what the service's probe thread does after the answer
+        assert kept.decide("cat notes.txt", call_id="t2").verdict == "reuse"
+        call(workspace, state_dir, "echo beta > notes.txt", "t3")  # another open, as the fallback hook
+        assert kept.decide("cat notes.txt", call_id="t4").verdict == "allow"
+
+
+def test_a_call_rolled_back_leaves_no_trace_in_a_session_kept_open(
+    workspace: Path, state_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with DurableSession.open(workspace, state_dir=state_dir) as kept:
+        kept.decide("cat notes.txt", call_id="t1")
+        kept.record("t1", *fresh(workspace, "cat notes.txt"))
+        kept.run_queued_probes()  # what the service's probe thread does after the answer
+        before = kept.snapshot()
+        store = kept._store
+        real_save = store.save_state
+
+        def failing(*args: object) -> None:
+            real_save(*args)
+            raise sqlite3.OperationalError("disk I/O error (test)")
+
+        monkeypatch.setattr(store, "save_state", failing)
+        with pytest.raises(sqlite3.OperationalError):
+            kept.decide("echo gamma > notes.txt", call_id="t2")  # started in the ledger object, then rolled back
+        monkeypatch.setattr(store, "save_state", real_save)
+        assert kept.snapshot() == before
+        assert kept.decide("cat notes.txt", call_id="t3").verdict == "reuse"

@@ -21,6 +21,7 @@ import pytest
 
 from ledger_impl.detectors import SESSION_DETECTOR_VARIABLE, session_detector, watchman
 from ledger_impl.detectors.stat_index import StatIndex
+from ledger_impl.service.resident import ResidentWatchman
 from ledger_impl.session import DurableSession
 from ledger_properties import ground_truth
 from ledger_properties.counterexample import load
@@ -44,13 +45,26 @@ def layout(tmp_path: pathlib.Path) -> tuple[pathlib.Path, pathlib.Path]:
 
 
 @pytest.fixture
-def index(layout: tuple[pathlib.Path, pathlib.Path]):
+def durable(layout: tuple[pathlib.Path, pathlib.Path]):
     detector = watchman.WatchmanIndex(layout[1])
     yield detector
     detector.daemon.shutdown()
 
 
-def poll(index: watchman.WatchmanIndex, root: pathlib.Path, blob: bytes | None):
+@pytest.fixture(params=["durable", "resident"])
+def index(request, layout: tuple[pathlib.Path, pathlib.Path]):
+    """The index as a hook process uses it (the baseline encoded into the blob), and as `ledger
+    serve` does (`ResidentWatchman`: the baseline in memory, directories looked at only where
+    inotify says they changed): every test below holds for both."""
+    durable = watchman.WatchmanIndex(layout[1])
+    detector = durable if request.param == "durable" else ResidentWatchman(durable)
+    yield detector
+    durable.daemon.shutdown()
+    if request.param == "resident":
+        detector.close()
+
+
+def poll(index: watchman.WatchmanIndex | ResidentWatchman, root: pathlib.Path, blob: bytes | None):
     changes, new_blob, problem = index.changes_since(root, blob)
     return changes, new_blob, problem
 
@@ -66,7 +80,7 @@ def gone(pid: int) -> None:
     raise AssertionError(f"watchman {pid} still alive")
 
 
-def started(index: watchman.WatchmanIndex, root: pathlib.Path) -> bytes:
+def started(index: watchman.WatchmanIndex | ResidentWatchman, root: pathlib.Path) -> bytes:
     """A baseline after the first (unknown-scope) call and one quiet call."""
     changes, blob, problem = poll(index, root, None)
     assert changes.unknown and problem == "no stored Watchman clock"
@@ -245,7 +259,7 @@ def test_a_recrawl_is_unknown_scope(index, layout):
 def test_a_watch_started_over_is_a_fresh_instance(index, layout):
     root, _ = layout
     blob = started(index, root)
-    index.forget(root)
+    watchman.WatchmanIndex(layout[1]).forget(root)  # the same daemon, as another process
     (root / "a.txt").write_text("written while unwatched\n")
     changes, _, problem = poll(index, root, blob)
     assert changes.unknown and "fresh instance" in problem
@@ -261,10 +275,10 @@ def test_a_watch_started_over_is_a_fresh_instance(index, layout):
         lambda blob: json.dumps({k: v for k, v in json.loads(blob).items() if k != "dirs"}).encode(),
     ],
 )
-def test_a_damaged_baseline_is_unknown_scope(index, layout, damage):
+def test_a_damaged_baseline_is_unknown_scope(durable, layout, damage):
     root, _ = layout
-    blob = started(index, root)
-    changes, new_blob, problem = poll(index, root, damage(blob))
+    blob = started(durable, root)
+    changes, new_blob, problem = poll(durable, root, damage(blob))
     assert changes.unknown and "baseline" in problem and new_blob is not None
 
 
@@ -342,3 +356,30 @@ def test_the_runtime_detector_reports_and_cleans_up(layout):
     assert not state.exists()
     with pytest.raises(watchman.WatchmanError):
         daemon.commands(["version"], spawn=False)
+
+
+def test_the_resident_index_trusts_only_its_own_latest_token(layout):
+    """`ledger serve` stores a token instead of the baseline: a token of another process (a
+    restart) or an older one of its own (a transaction rolled back after the report) must be
+    unknown scope; a real baseline that the in-process fallback hook wrote is used as stored."""
+    root, state = layout
+    durable = watchman.WatchmanIndex(state)
+    resident, restarted = ResidentWatchman(durable), ResidentWatchman(durable)
+    try:
+        token = started(resident, root)
+        _, newer, _ = poll(resident, root, token)
+        changes, _, problem = poll(resident, root, token)
+        assert changes.unknown and "written outside this service" in problem
+        (root / "a.txt").write_text("while restarting\n")
+        changes, _, problem = poll(restarted, root, newer)
+        assert changes.unknown and "(re)started" in problem
+        hook_blob = started(durable, root)  # the fallback hook: the resident's token is no baseline to it
+        (root / "src" / "b.txt").write_text("by the agent\n")
+        changes, token, problem = poll(restarted, root, hook_blob)
+        assert (changes.unknown, problem) == (False, None) and "src/b.txt" in changes.paths
+        changes, _, problem = poll(restarted, root, token)
+        assert (changes.paths, changes.unknown, problem) == (frozenset(), False, None)
+    finally:
+        resident.close()
+        restarted.close()
+        durable.daemon.shutdown()

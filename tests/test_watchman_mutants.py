@@ -21,7 +21,7 @@ import threading
 import pytest
 
 from ledger_impl.detectors import watchman
-from test_watchman_detector import gone, index, layout, started  # noqa: F401 (fixtures)
+from test_watchman_detector import durable, gone, index, layout, started  # noqa: F401 (fixtures)
 
 # Not `watchman.available()`: a broken `available` would skip the very tests that catch it.
 needs_watchman = pytest.mark.skipif(
@@ -178,7 +178,7 @@ def test_a_write_to_a_single_name_file_asks_the_daemon_once(index, layout):
 
 
 @needs_watchman
-def test_a_fresh_baseline_holds_every_directory_s_own_look(index, layout):
+def test_a_fresh_baseline_holds_every_directory_s_own_look(durable, layout):
     """The first baseline's directory entries are the directories' stat data as looked at
     then, so that a listing change Watchman does not report (a name created and deleted before
     its thread looked) is found at the first call after it. Pins a mutant of
@@ -186,7 +186,7 @@ def test_a_fresh_baseline_holds_every_directory_s_own_look(index, layout):
     caught (line 361: `is not None` -> `is None`, the fresh directories): no directory was
     compared until Watchman named it. Listed in `scripts/mutation_survivors.json`."""
     root, _ = layout
-    _, blob, _ = index.changes_since(root, None)
+    _, blob, _ = durable.changes_since(root, None)
     dirs = watchman.Baseline.decode(blob, os.path.realpath(root)).dirs
     assert {"src", ".git"} <= set(dirs)
     assert dirs["src"] == watchman._stat_data(os.path.join(os.path.realpath(root), "src"))
@@ -385,26 +385,26 @@ def test_a_written_file_is_reported_once_then_not(index, layout):
 
 
 @needs_watchman
-def test_only_names_with_other_links_are_kept_in_the_baseline(index, layout):
+def test_only_names_with_other_links_are_kept_in_the_baseline(durable, layout):
     """Each kept name costs an lstat at every call: a tree without hard links keeps none, and a
     name whose other link is gone is let go."""
     root, _ = layout
     root_s = os.path.realpath(root)
-    _, blob, _ = index.changes_since(root, None)  # a fresh baseline counts every file's links
+    _, blob, _ = durable.changes_since(root, None)  # a fresh baseline counts every file's links
     assert watchman.Baseline.decode(blob, root_s).links == {}
-    blob = started(index, root)
+    blob = started(durable, root)
     assert watchman.Baseline.decode(blob, root_s).links == {}
     os.link(root / "a.txt", root / "b.txt")
-    changes, blob, _ = index.changes_since(root, blob)
+    changes, blob, _ = durable.changes_since(root, blob)
     assert set(watchman.Baseline.decode(blob, root_s).links) == {"a.txt", "b.txt"}
     (root / "b.txt").unlink()
-    changes, blob, _ = index.changes_since(root, blob)
-    changes, blob, _ = index.changes_since(root, blob)
+    changes, blob, _ = durable.changes_since(root, blob)
+    changes, blob, _ = durable.changes_since(root, blob)
     assert watchman.Baseline.decode(blob, root_s).links == {}
 
 
 @needs_watchman
-def test_hard_linked_device_nodes_are_tracked_like_files(index, layout):
+def test_hard_linked_device_nodes_are_tracked_like_files(durable, layout):
     """Pins a mutant of `ledger_impl/detectors/watchman.py` that let a change go unreported and that
     no test had caught (line 353: `type != "d"` -> `>`): a character device's other name went
     unreported. Listed in `scripts/mutation_survivors.json`."""
@@ -414,12 +414,12 @@ def test_hard_linked_device_nodes_are_tracked_like_files(index, layout):
     except PermissionError:
         pytest.skip("no permission to make a device node here")
     os.link(root / "dev1", root / "dev2")
-    blob = started(index, root)
+    blob = started(durable, root)
     assert {"dev1", "dev2"} <= set(watchman.Baseline.decode(blob, os.path.realpath(root)).links)
     os.chmod(root / "dev1", 0o644)
-    changes, blob, _ = index.changes_since(root, blob)
+    changes, blob, _ = durable.changes_since(root, blob)
     assert {"dev1", "dev2"} <= changes.paths
-    changes, blob, problem = index.changes_since(root, blob)
+    changes, blob, problem = durable.changes_since(root, blob)
     assert (changes.paths, changes.unknown, problem) == (frozenset(), False, None)
 
 

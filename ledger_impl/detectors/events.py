@@ -157,7 +157,7 @@ def _root_identity(root: str) -> tuple[tuple[int, int], ...] | None:
         path = parent
 
 
-def _mount_table(root: str) -> tuple[bytes, ...] | None:
+def mount_table(root: str) -> tuple[bytes, ...] | None:
     """The mounts at or below `root` in this process's mount table, to compare: a mount or
     unmount raises no inotify event. Mounts elsewhere are left out, so that an unrelated mount
     on a busy machine does not cost a full diff (one over an ancestor changes the root's
@@ -299,7 +299,7 @@ class EventDetector:
             return self._full_diff(set())
         changed: set[str] = set()
         try:
-            if self._mounts != _mount_table(root_s):
+            if self._mounts != mount_table(root_s):
                 raise _Fallback(Cause.MOUNTS_CHANGED)
             events = self._drain()
             self._fresh_watches.clear()  # a new round: every watch so far predates what we stat now
@@ -347,7 +347,7 @@ class EventDetector:
         self._unlinked.clear()
         self._events = []
         self._root_identity = _root_identity(root)
-        self._mounts = _mount_table(root)
+        self._mounts = mount_table(root)
         self._degraded = INotify is None
         self._degraded_reason = Degraded(Cause.NO_INOTIFY) if self._degraded else None
         if not self._degraded:

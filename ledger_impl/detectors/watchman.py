@@ -44,7 +44,7 @@ import socket
 import stat
 import subprocess
 import tempfile
-from collections.abc import Iterable
+from collections.abc import Callable, Collection, Iterable
 from typing import Any
 
 import attrs
@@ -221,7 +221,9 @@ class Baseline:
     dirs: dict[str, list[int]]
 
     def encode(self) -> bytes:
-        document = {"tag": BASELINE_TAG, "format": BASELINE_FORMAT, **attrs.asdict(self)}
+        # Not recursive: the fields are JSON already, and a deep copy of every directory's
+        # stat data cost a hook call more than the query.
+        document = {"tag": BASELINE_TAG, "format": BASELINE_FORMAT, **attrs.asdict(self, recurse=False)}
         return json.dumps(document, sort_keys=True).encode("utf-8", "surrogateescape")
 
     @classmethod
@@ -298,17 +300,41 @@ class WatchmanIndex:
         report is unknown scope when it is (None otherwise). The new baseline is None when no
         clock could be had: the next call is then unknown scope too."""
         root_s = os.path.realpath(root)
+        stored, problem = read_stored(blob, lambda data: Baseline.decode(data, root_s), "no stored Watchman clock")
+        changes, baseline, problem = self.compare(root_s, stored, problem)
+        return changes, None if baseline is None else baseline.encode(), problem
+
+    def compare(
+        self,
+        root: os.PathLike[str] | str,
+        stored: Baseline | None,
+        problem: str | None,
+        suspects: Callable[[str, Collection[str]], set[str] | None] | None = None,
+    ) -> tuple[Changes, Baseline | None, str | None]:
+        """`changes_since` with the stored baseline already decoded (None: there is none, and
+        `problem` says why): the report, the new baseline as a value, and why the report is
+        unknown scope. A resident caller keeps the baseline in memory and skips the codec.
+        `suspects(root, directories)`: those of the stored directories whose stat data may have
+        moved since it was last looked at (None: any may have); the others keep their stored
+        data unlooked-at. Only a caller that watches every directory can say: `ledger serve`
+        (`ledger_impl.service.directory_watch`), whose watches vouch for a directory unchanged
+        since its last look, and so since any later one (a baseline the fallback hook stored)."""
+        root_s = os.path.realpath(root)
         watched = os.path.dirname(root_s)
         if watched == root_s:
             return Changes(unknown=True), None, "the root has no parent directory to watch"
         check_outside(root_s, self.state_dir)
-        stored, problem = read_stored(blob, lambda data: Baseline.decode(data, root_s), "no stored Watchman clock")
         try:
             # Looked at before the query: a change after these looks is seen at the next call,
             # never absorbed into this baseline unreported.
             root_stat = _stat_data(root_s)
             links = {name: _stat_data(os.path.join(root_s, name)) for name in (stored.links if stored else {})}
-            dirs = {name: _stat_data(os.path.join(root_s, name)) for name in (stored.dirs if stored else {})}
+            # `dirs`: the directories looked at again, and what they are now (None: gone). The
+            # others are the stored ones unchanged, so no step below goes through them one by one.
+            stored_dirs = stored.dirs if stored else {}
+            suspected = None if suspects is None else suspects(root_s, stored_dirs.keys())
+            looked = stored_dirs if suspected is None else [name for name in suspected if name in stored_dirs]
+            dirs = {name: _stat_data(os.path.join(root_s, name)) for name in looked}
             if root_stat is None:
                 raise WatchmanError(f"the root {root_s!r} is gone")
             scope = {"relative_root": os.path.basename(root_s), "sync_timeout": SYNC_TIMEOUT_MS}
@@ -336,7 +362,12 @@ class WatchmanIndex:
             # no event for the old name), its inode numbers cannot (a name gets another inode
             # only through an event on that name), so names are found by inode and counted here.
             now_linked = {name: data for name, data in links.items() if data is not None and data[_NLINK] > 1}
-            now_dirs = {name: data for name, data in dirs.items() if data is not None and stat.S_ISDIR(data[_MODE])}
+            now_dirs = {} if suspected is None else dict(stored_dirs)
+            for name, data in dirs.items():
+                if data is not None and stat.S_ISDIR(data[_MODE]):
+                    now_dirs[name] = data
+                else:
+                    now_dirs.pop(name, None)
             for name, exists, kind in entries:
                 if not exists:
                     now_linked.pop(name, None)
@@ -364,13 +395,13 @@ class WatchmanIndex:
             now_dirs = {name: data for name in now_dirs if (data := _stat_data(os.path.join(root_s, name))) is not None}
         baseline = Baseline(root_s, clock, warning, root_stat, now_linked, now_dirs)
         if stored is None:
-            return Changes(unknown=True), baseline.encode(), problem
+            return Changes(unknown=True), baseline, problem
         if answer.get("is_fresh_instance"):
-            return Changes(unknown=True), baseline.encode(), "watchman: fresh instance (the daemon or its watch started over)"
+            return Changes(unknown=True), baseline, "watchman: fresh instance (the daemon or its watch started over)"
         if warning is not None and warning != stored.warning:
-            return Changes(unknown=True), baseline.encode(), f"watchman: {warning.splitlines()[0]}"
+            return Changes(unknown=True), baseline, f"watchman: {warning.splitlines()[0]}"
         if root_stat[:2] != stored.root_stat[:2]:
-            return Changes(unknown=True), baseline.encode(), "the root was replaced"
+            return Changes(unknown=True), baseline, "the root was replaced"
         names = {name for name, _, _ in entries}
         # Every name of an inode that changed: the names Watchman gave, and multiply linked
         # files whose stat data moved since the stored baseline.
@@ -386,10 +417,10 @@ class WatchmanIndex:
             try:
                 names = set(os.listdir(root_s))
             except OSError as error:
-                return Changes(unknown=True), baseline.encode(), f"the root cannot be listed: {error}"
+                return Changes(unknown=True), baseline, f"the root cannot be listed: {error}"
             if not names:
-                return Changes(unknown=True), baseline.encode(), None
-        return Changes(paths=_with_ancestors(names)), baseline.encode(), None
+                return Changes(unknown=True), baseline, None
+        return Changes(paths=_with_ancestors(names)), baseline, None
 
     def forget(self, root: os.PathLike[str] | str) -> None:
         """Stop watching `root`'s parent (if this daemon was watching it)."""

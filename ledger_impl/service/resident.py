@@ -1,13 +1,21 @@
-"""The resident detector: the inotify event detector behind the session's `changes_since`.
+"""The resident detectors: a session's `changes_since` answered from a baseline held in memory.
 
-A `DurableSession` asks its detector for the changes since a stored baseline blob. Here the
-baseline lives in memory (the event detector's snapshot, kept current by inotify), and the blob
-the session stores is only a token naming it: this process (a random nonce) and the number of
-reports handed out. A stored blob that is not the latest token means the stored state was
-written by someone else since (the in-process fallback hook, a previous service killed with
-`kill -9`, a transaction rolled back after the report): the events this process saw do not
-line up with that state, so the report is unknown scope. The first report after a start is
-unknown scope too; the session ignores it while the workspace has no history.
+A `DurableSession` asks its detector for the changes since a stored baseline blob. In the
+service the baseline lives in memory, and the blob the session stores is only a token naming
+it: this process (a random nonce) and the number of reports handed out. A stored blob that is
+not the latest token means the stored state was written by someone else since (the in-process
+fallback hook, a previous service killed with `kill -9`, a transaction rolled back after the
+report): what this process saw does not line up with that state, so the report is unknown
+scope. The first report after a start is unknown scope too; the session ignores it while the
+workspace has no history.
+
+- `ResidentDetector`: the inotify event detector, kept current by the kernel's events.
+- `ResidentWatchman`: the Watchman index with its baseline (the clock, and the stat data of
+  every directory and multiply linked file) kept as a value, so that no call encodes, stores
+  and decodes it again: on a large tree that codec, not the query, was most of a call's cost.
+  A stored blob that is a real Watchman baseline (written by the in-process fallback hook,
+  which asks the same daemon) is decoded and used as the hook would use it. Directories are
+  looked at only where inotify says they may have changed (`directory_watch`).
 """
 
 from __future__ import annotations
@@ -16,10 +24,31 @@ import os
 import pathlib
 import secrets
 
+from ledger_impl.detectors import watchman
+from ledger_impl.detectors.baseline import read_stored
 from ledger_impl.detectors.events import EventDetector
 from ledger_spec.values import Changes
 
+from .directory_watch import DirectoryWatch
+
 TOKEN_PREFIX = b"ledger-resident:"
+RESTARTED = "the service (re)started: changes before it are unknown"
+WRITTEN_ELSEWHERE = "the stored state was written outside this service since its last call"
+
+
+class Tokens:
+    """The blobs a resident detector hands out: this process's nonce and a report count."""
+
+    def __init__(self) -> None:
+        self._nonce = secrets.token_hex(16).encode()
+        self._reports = 0
+
+    def latest(self) -> bytes:
+        return TOKEN_PREFIX + self._nonce + b":" + str(self._reports).encode()
+
+    def issue(self) -> bytes:
+        self._reports += 1
+        return self.latest()
 
 
 class ResidentDetector:
@@ -29,8 +58,7 @@ class ResidentDetector:
 
     def __init__(self, events: EventDetector | None = None) -> None:
         self._events = events if events is not None else EventDetector()
-        self._nonce = secrets.token_hex(16).encode()
-        self._reports = 0
+        self._tokens = Tokens()
         self._root: str | None = None
 
     @property
@@ -38,23 +66,18 @@ class ResidentDetector:
         """Why the detector is not on events alone right now (watch limit, overflow), if so."""
         return self._events.degraded
 
-    def _token(self) -> bytes:
-        return TOKEN_PREFIX + self._nonce + b":" + str(self._reports).encode()
-
     def changes_since(self, root: os.PathLike[str] | str, blob: bytes | None) -> tuple[Changes, bytes, str | None]:
         root_s = os.path.abspath(os.fspath(root))
         if self._root != root_s:
             self._root = root_s
             self._events.before(pathlib.Path(root_s), "")  # the baseline snapshot, watches added
-            self._reports += 1
-            return Changes(unknown=True), self._token(), "the service (re)started: changes before it are unknown"
-        expected = self._token()
+            return Changes(unknown=True), self._tokens.issue(), RESTARTED
+        expected = self._tokens.latest()
         self._events.before(pathlib.Path(root_s), "")
         changes = self._events.after(pathlib.Path(root_s), "", 0)
-        self._reports += 1
         if blob != expected:
-            return Changes(unknown=True), self._token(), "the stored state was written outside this service since its last call"
-        return changes, self._token(), None
+            return Changes(unknown=True), self._tokens.issue(), WRITTEN_ELSEWHERE
+        return changes, self._tokens.issue(), None
 
     def drain(self) -> None:
         """Read what piled up in the kernel queue (between calls, so an idle spell cannot overflow it)."""
@@ -63,3 +86,46 @@ class ResidentDetector:
 
     def close(self) -> None:
         self._events.close()
+
+
+class ResidentWatchman:
+    """`changes_since` over one workspace, asked of Watchman since a baseline held in memory."""
+
+    name = "resident-watchman"
+
+    def __init__(self, index: watchman.WatchmanIndex, directories: DirectoryWatch | None = None) -> None:
+        self.index = index
+        self._directories = directories if directories is not None else DirectoryWatch()
+        self._tokens = Tokens()
+        self._latest: watchman.Baseline | None = None
+
+    def changes_since(self, root: os.PathLike[str] | str, blob: bytes | None) -> tuple[Changes, bytes | None, str | None]:
+        root_s = os.path.realpath(root)
+        stored: watchman.Baseline | None
+        if blob is not None and blob.startswith(TOKEN_PREFIX):
+            if self._latest is not None and blob == self._tokens.latest():
+                stored, problem = self._latest, None
+            else:
+                stored, problem = None, RESTARTED if self._latest is None else WRITTEN_ELSEWHERE
+        else:
+            stored, problem = read_stored(
+                blob, lambda data: watchman.Baseline.decode(data, root_s), "no stored Watchman clock"
+            )
+        # Forgotten before the query: if it fails, no later call may use the older baseline.
+        self._latest = None
+        changes, baseline, problem = self.index.compare(root_s, stored, problem, self._directories.suspects)
+        if baseline is None:
+            return changes, None, problem
+        self._latest = baseline
+        return changes, self._tokens.issue(), problem
+
+    @property
+    def daemon(self) -> watchman.Daemon:
+        return self.index.daemon
+
+    def drain(self) -> None:
+        """Read the directory events queued (between calls, so an idle spell cannot overflow it)."""
+        self._directories.drain()
+
+    def close(self) -> None:
+        self._directories.close()  # a Watchman daemon outlives the service on purpose

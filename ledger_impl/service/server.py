@@ -4,8 +4,10 @@
   /ledger/v1/hook/<agent>` with the hook's JSON as body; the answer is the hook's JSON reply
   (`{}` for no opinion). What Claude Code does with anything but a 2xx (it runs the tool) is
   established by the real-CLI test.
-- Unix socket: one JSON request per connection, one JSON answer back. `op` is `hook` (the
-  thin client: agent, payload, the agent's environment and cwd), `status` or `stop`.
+- Unix socket: one request per connection. The thin client's hook call is a binary frame
+  (`frame`: no JSON on its side, which would cost it as much as its own start); otherwise one
+  JSON request, one JSON answer back, `op` being `status`, `stop` or `hook` (agent, payload,
+  the agent's environment and cwd: for tests and tools).
 
 A hook call's root is the one `ledger hook` would use: `--root` (sent by the thin client),
 else the agent's project-directory variable in its environment (`$CLAUDE_PROJECT_DIR` for
@@ -38,7 +40,7 @@ from ledger_impl.agents.hook_session import REUSE_ANSWERS
 from ledger_impl.session import DurableSession
 from ledger_spec.errors import Unavailable
 
-from . import gate
+from . import frame, gate
 from .layout import HOOK_PATH, Layout
 from .workspaces import Workspaces
 
@@ -248,6 +250,9 @@ def _unix_handler(service: Service) -> type[socketserver.StreamRequestHandler]:
                 self._send({"ok": False, "status": 403, "error": "another user's connection is refused"})
                 return
             line = self.rfile.readline(MAX_REQUEST_BYTES)
+            if line == frame.HOOK_FRAME:
+                self._framed_hook()
+                return
             try:
                 request = json.loads(line)
                 op = request.get("op")
@@ -271,6 +276,16 @@ def _unix_handler(service: Service) -> type[socketserver.StreamRequestHandler]:
                 self._send({"ok": status == 200, "status": status, "reply": reply})
             else:
                 self._send({"ok": False, "status": 400, "error": f"unknown op {op!r}"})
+
+        def _framed_hook(self) -> None:
+            try:
+                call = frame.read_hook_call(self.rfile, MAX_REQUEST_BYTES)
+            except frame.FrameError as error:
+                self.wfile.write(frame.answer_frame(400, {"error": str(error)}))
+                return
+            status, reply = service.answer(call.agent, call.payload, call.environ, call.root, call.cwd,
+                                           call.reuse_answer)
+            self.wfile.write(frame.answer_frame(status, reply))
 
         def _send(self, answer: dict[str, Any]) -> None:
             self.wfile.write(json.dumps(answer).encode() + b"\n")

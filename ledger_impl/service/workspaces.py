@@ -8,7 +8,8 @@ inotify queue every `DRAIN_EVERY_S`, so a long idle spell cannot overflow it.
 
 The detector (`service_detector`) follows the hook path's choice: Watchman when a `watchman`
 binary is on PATH (its own daemon under the state directory, the same one the in-process hook
-queries, so both read one clock), else the resident inotify detector; `$LEDGER_SESSION_DETECTOR`
+queries, so both read one clock; the baseline held in memory, see `resident`), else the
+resident inotify detector; `$LEDGER_SESSION_DETECTOR`
 forces one (`watchman`, or `stat-index` for inotify: the service has no use for a stat index).
 Why Watchman first: the inotify detector also watches every file's inode (hard links), one
 watch per file against the user's `fs.inotify.max_user_watches`; on a large tree that limit is
@@ -33,15 +34,15 @@ from typing import Any, TypeVar
 from ledger_impl.detectors import prefers_watchman, watchman
 from ledger_impl.session import DurableSession
 
-from .resident import ResidentDetector
+from .resident import ResidentDetector, ResidentWatchman
 
 T = TypeVar("T")
 DRAIN_EVERY_S = 1.0
 
 
-def service_detector(state_dir: str | None) -> ResidentDetector | watchman.WatchmanIndex:
+def service_detector(state_dir: str | None) -> ResidentDetector | ResidentWatchman:
     """The detector of one served workspace (see the module docstring)."""
-    return watchman.WatchmanIndex(state_dir) if prefers_watchman() else ResidentDetector()
+    return ResidentWatchman(watchman.WatchmanIndex(state_dir)) if prefers_watchman() else ResidentDetector()
 
 
 class Workspace:
@@ -94,8 +95,7 @@ class Workspace:
         return getattr(self.detector, "degraded", None)
 
     def drain(self) -> None:
-        if isinstance(self.detector, ResidentDetector):
-            self._worker.submit(self.detector.drain)
+        self._worker.submit(self.detector.drain)
 
     def settle_probes(self) -> None:
         """Wait until every probe queued so far has stored its verdict (for tests and shutdown)."""
@@ -114,8 +114,7 @@ class Workspace:
         def shut() -> None:
             if self._session is not None:
                 self._session.close()
-            if isinstance(self.detector, ResidentDetector):
-                self.detector.close()  # a Watchman daemon outlives the service on purpose
+            self.detector.close()
 
         self._worker.submit(shut).result()
         self._worker.shutdown(wait=True)

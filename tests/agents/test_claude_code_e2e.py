@@ -134,7 +134,7 @@ def test_claude_code_with_ledger_hooks(claude: pathlib.Path, tmp_path: pathlib.P
         workspaces = json.loads(served.stdout)["workspaces"]
         assert [w["root"] for w in workspaces] == [str(workspace.resolve())] and workspaces[0]["calls"] >= 20, workspaces
         # The same choice as the hooks': Watchman where it is installed, else resident inotify.
-        assert workspaces[0]["detector"] == ("watchman" if shutil.which("watchman") else "resident-inotify")
+        assert workspaces[0]["detector"] == ("resident-watchman" if shutil.which("watchman") else "resident-inotify")
     assert run.returncode == 0, (run.stdout[-2000:], run.stderr[-2000:])
     assert model.errors == []
     results = model.results
