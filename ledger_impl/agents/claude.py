@@ -34,10 +34,8 @@ import shlex
 from collections.abc import Sequence
 from typing import Any
 
-from ledger_spec.texts import shown_step
-
 from .hook_session import (HookSession, Outcome, Verdict, command_named, nudge_fields, pre_tool_use_reply,
-                           record_outcome, reuse_text)
+                           record_outcome, reuse_text, unchanged_text)
 from .spec import Agent, Hooks, Replies, Reply, SettingsFiles, ToolRoles
 
 NO_OUTPUT = "(Bash completed with no output)"
@@ -137,9 +135,7 @@ def _pre_tool_use(tool: str, tool_input: dict[str, Any], call_id: str, cwd: Any,
     if decision.verdict == "reuse" and servable:
         output.update(reuse_fields(decision))
     elif decision.verdict == "reuse":
-        since = "an earlier step" if decision.served_step is None else f"step {shown_step(decision.served_step)}"
-        output["additionalContext"] = (f"[ledger] Unchanged since {since}: "
-                                       "you already saw this result then.")
+        output["additionalContext"] = unchanged_text(decision)
     elif decision.verdict == "nudge":
         output.update(nudge_fields(decision))
     return pre_tool_use_reply(output, decision)

@@ -88,6 +88,13 @@ def reuse_text(decision: Verdict, *, with_status: bool = False) -> str:
     return f"{header}\n{decision.output or ''}"
 
 
+def unchanged_text(decision: Verdict) -> str:
+    """A Reuse verdict on a call that cannot be answered with the stored result (a file tool
+    whose result is the agent's own rendering): a note that nothing changed since."""
+    since = "an earlier step" if decision.served_step is None else f"step {shown_step(decision.served_step)}"
+    return f"[ledger] Unchanged since {since}: you already saw this result then."
+
+
 def nudge_text(decision: Verdict) -> str:
     return decision.note or "[ledger] This command looks redundant: it was run recently and nothing has changed since."
 

@@ -103,8 +103,9 @@ class Hooks:
     """An agent's hook protocol, translated to a durable session's decide/record."""
 
     tools: ToolRoles
-    #: The events Ledger's hooks are installed for, in install order, each with its matcher
-    #: (None: the event takes none, or it matches every tool).
+    #: The events Ledger's hooks are installed for, in install order, the event before a tool
+    #: call first (PreToolUse, BeforeTool), each with its matcher (None: the event takes none,
+    #: or it matches every tool).
     events: Mapping[str, str | None] = attrs.field(converter=lambda events: types.MappingProxyType(dict(events)))
     settings: SettingsFiles
     #: The events sent over HTTP to `ledger serve` by an install with `--transport service`;

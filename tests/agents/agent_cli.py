@@ -1,8 +1,9 @@
-"""The real agent CLIs (Claude Code, Codex), pinned, installed from npm into a cache directory.
+"""The real agent CLIs (Claude Code, Codex, Gemini CLI), pinned, installed from npm into a cache directory.
 
 `python3 tests/agents/agent_cli.py` installs both (`.ci/run` does); the tests' fixtures call
 `ensure(agent)` and install when missing. Package install scripts are not run: each native
-binary comes in its platform's optional dependency and is found there.
+binary comes in its platform's optional dependency and is found there (Gemini CLI is a
+JavaScript bundle that `node` runs).
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ AGENTS: dict[str, AgentPackage] = {
                            ("@anthropic-ai/claude-code-*/claude", ".bin/claude"), "2.1.328"),
     "codex": AgentPackage("@openai/codex", "0.171.0", ("@openai/codex-*/vendor/*/bin/codex", ".bin/codex"),
                           "codex-cli 0.171.0"),
+    "gemini": AgentPackage("@google/gemini-cli", "0.61.0", (".bin/gemini",), "0.61.0"),
 }
 
 

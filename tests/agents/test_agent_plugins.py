@@ -68,7 +68,8 @@ def test_the_hook_answers_each_agent_and_ignores_what_it_does_not_govern(name: s
     root = tmp_path / "work"
     root.mkdir()
     (root / "a.txt").write_text("alpha\n")
-    call = {"hook_event_name": "PreToolUse", "tool_name": "NotAGovernedTool", "tool_input": {"command": "cat a.txt"},
+    before_tool = next(iter(HOOKED[name].events))  # each record lists its before-tool event first
+    call = {"hook_event_name": before_tool, "tool_name": "NotAGovernedTool", "tool_input": {"command": "cat a.txt"},
             "tool_use_id": "t1", "cwd": str(root), "session_id": "s"}
     state = ["--state-dir", str(tmp_path / "state")]
     ignored = ledger("hook", name, *state, home=tmp_path, stdin=json.dumps(call))

@@ -7,7 +7,7 @@ import json
 import pathlib
 import subprocess
 import sys
-from typing import Any, Iterator
+from typing import Any
 
 import pytest
 
@@ -23,12 +23,6 @@ def workspace(tmp_path: pathlib.Path) -> pathlib.Path:
     (root / "src").mkdir(parents=True)
     (root / "src" / "app.py").write_text("x = 1\ny = 2\n")
     return root
-
-
-@pytest.fixture
-def session(workspace: pathlib.Path, tmp_path: pathlib.Path) -> Iterator[DurableSession]:
-    with DurableSession.open(workspace, state_dir=tmp_path / "state") as opened:
-        yield opened
 
 
 class Agent:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 import pathlib
-from typing import Any, Iterator
+from typing import Any
 
 import pytest
 
@@ -44,20 +44,6 @@ def accepted_by_codex(reply: dict[str, Any] | None) -> dict[str, Any]:
     else:
         assert "permissionDecisionReason" not in output
     return output
-
-
-@pytest.fixture
-def workspace(tmp_path: pathlib.Path) -> pathlib.Path:
-    root = tmp_path / "ws"
-    root.mkdir()
-    (root / "notes.txt").write_text("alpha\nbeta\n")
-    return root
-
-
-@pytest.fixture
-def session(workspace: pathlib.Path, tmp_path: pathlib.Path) -> Iterator[DurableSession]:
-    with DurableSession.open(workspace, state_dir=tmp_path / "state") as opened:
-        yield opened
 
 
 def test_a_first_call_gets_no_opinion(workspace: pathlib.Path, session: DurableSession) -> None:
