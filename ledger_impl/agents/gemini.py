@@ -49,8 +49,8 @@ import shlex
 from collections.abc import Sequence
 from typing import Any
 
-from .hook_session import (HookSession, Outcome, Verdict, command_named, nudge_text, record_outcome, reuse_text,
-                           unchanged_text)
+from .hook_session import (HookSession, Outcome, Verdict, command_named, context_note, record_outcome, reuse_text,
+                           stop_fields, unchanged_text, user_nudge_fields, with_degraded)
 from .spec import Agent, Hooks, Replies, Reply, SettingsFiles, ToolRoles
 
 SHELL = "run_shell_command"
@@ -81,7 +81,7 @@ def handle(payload: dict[str, Any], session: HookSession) -> Reply:
     event = payload.get("hook_event_name")
     if event in ("SessionStart", "BeforeAgent"):
         view = session.view()
-        return note_reply(event, view) if view else None
+        return context_note(event, view) if view else None
     tool, name = payload.get("tool_name"), call_id(payload)
     tool_input = payload.get("tool_input") or {}
     if tool not in ROLES.governed or name is None or not isinstance(tool_input, dict):
@@ -105,11 +105,8 @@ def _before_tool(tool: str, tool_input: dict[str, Any], name: str, cwd: Any, ses
     elif decision.verdict == "reuse":
         reply["systemMessage"] = unchanged_text(decision)
     elif decision.verdict == "nudge":
-        reply.update(nudge_fields(decision))
-    if decision.degraded:
-        shown = reply.get("systemMessage")
-        reply["systemMessage"] = "\n".join(filter(None, (shown, f"ledger: {decision.degraded}")))
-    return reply or None
+        reply.update(user_nudge_fields(decision))
+    return with_degraded(reply, decision)
 
 
 def shell_turn(payload: dict[str, Any]) -> tuple[str, str, int] | None:
@@ -160,24 +157,9 @@ def reuse_fields(decision: Verdict) -> dict[str, Any]:
     return {"decision": "deny", "reason": reuse_text(decision, with_status=True)}
 
 
-def nudge_fields(decision: Verdict) -> dict[str, Any]:
-    """BeforeTool cannot add context for the model: the note goes to the user."""
-    return {"systemMessage": nudge_text(decision)}
-
-
-def note_reply(event: str, text: str) -> dict[str, Any]:
-    """A note the model reads with this event (AfterTool: appended to the tool's result)."""
-    return {"hookSpecificOutput": {"hookEventName": event, "additionalContext": text}}
-
-
-def stop_reply(reason: str) -> dict[str, Any]:
-    """`continue: false` ends Gemini's agent loop; `stopReason` is shown to the user."""
-    return {"continue": False, "stopReason": reason}
-
-
 def stop_before_reply(reason: str) -> dict[str, Any]:
     """A tool call after the task was stopped: denied with the reason, and "stop" again."""
-    return {**stop_reply(reason), "decision": "deny", "reason": reason}
+    return {**stop_fields(reason), "decision": "deny", "reason": reason}
 
 
 def tool_mask(names: Sequence[str]) -> str:
@@ -202,7 +184,7 @@ AGENT = Agent(
         handle=handle,
         shell_turn=shell_turn,
         command_for=command_for,
-        replies=Replies(reuse=reuse_fields, nudge=nudge_fields, note=note_reply, stop=stop_reply,
+        replies=Replies(reuse=reuse_fields, nudge=user_nudge_fields, note=context_note, stop=stop_fields,
                         stop_before=stop_before_reply),
     ),
 )

@@ -105,6 +105,30 @@ def nudge_fields(decision: Verdict) -> dict[str, Any]:
     return {"additionalContext": nudge_text(decision)}
 
 
+def user_nudge_fields(decision: Verdict) -> dict[str, Any]:
+    """A Nudge for an agent that reads no model context from its before-tool answer (Gemini
+    CLI, Qwen Code): the note goes to the user as a `systemMessage`."""
+    return {"systemMessage": nudge_text(decision)}
+
+
+def context_note(event: str, text: str) -> dict[str, Any]:
+    """`text` as `additionalContext` of `event`'s answer, the field every hook agent so far reads."""
+    return {"hookSpecificOutput": {"hookEventName": event, "additionalContext": text}}
+
+
+def stop_fields(reason: str) -> dict[str, Any]:
+    """`continue: false` with `stopReason`: "end the agent loop", shown to the user."""
+    return {"continue": False, "stopReason": reason}
+
+
+def with_degraded(reply: dict[str, Any], decision: Verdict) -> dict[str, Any] | None:
+    """`reply` with the decision's degraded state added to its `systemMessage` (the user sees
+    it); None for an empty reply ("no opinion")."""
+    if decision.degraded:
+        reply["systemMessage"] = "\n".join(filter(None, (reply.get("systemMessage"), f"ledger: {decision.degraded}")))
+    return reply or None
+
+
 def pre_tool_use_reply(output: dict[str, Any], decision: Verdict) -> dict[str, Any] | None:
     """The PreToolUse reply both agents read: `hookSpecificOutput` when a verdict added anything
     to `output` (which holds the event name), and the degraded state as a visible message."""

@@ -1,9 +1,10 @@
-"""The real agent CLIs (Claude Code, Codex, Gemini CLI), pinned, installed from npm into a cache directory.
+"""The real agent CLIs (Claude Code, Codex, Gemini CLI, Qwen Code), pinned, installed from npm
+into a cache directory.
 
 `python3 tests/agents/agent_cli.py` installs both (`.ci/run` does); the tests' fixtures call
 `ensure(agent)` and install when missing. Package install scripts are not run: each native
-binary comes in its platform's optional dependency and is found there (Gemini CLI is a
-JavaScript bundle that `node` runs).
+binary comes in its platform's optional dependency and is found there (Gemini CLI and Qwen
+Code are JavaScript bundles that `node` runs).
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ AGENTS: dict[str, AgentPackage] = {
     "codex": AgentPackage("@openai/codex", "0.171.0", ("@openai/codex-*/vendor/*/bin/codex", ".bin/codex"),
                           "codex-cli 0.171.0"),
     "gemini": AgentPackage("@google/gemini-cli", "0.61.0", (".bin/gemini",), "0.61.0"),
+    "qwen": AgentPackage("@qwen-code/qwen-code", "0.24.4", (".bin/qwen",), "0.24.4"),
 }
 
 

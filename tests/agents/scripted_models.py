@@ -1,5 +1,6 @@
 """Scripted model servers on 127.0.0.1 for driving real agent CLIs: the Anthropic Messages API
-(Claude Code), the OpenAI Responses API (Codex) and the Gemini API (Gemini CLI).
+(Claude Code), the OpenAI Responses API (Codex), the Gemini API (Gemini CLI) and OpenAI Chat
+Completions (Qwen Code).
 
 Claude Code talks to `ANTHROPIC_BASE_URL` with streaming requests (`POST /v1/messages`). This
 server answers each main-loop request with the next scripted assistant turn (text or
@@ -21,6 +22,10 @@ with the whole conversation in `contents`: the script's `functionCall` parts (by
 `functionResponse` parts (`response.output`, or `response.error` for a blocked or failed call).
 `ScriptedGemini` streams the next turn's `functionCall` parts, or a final text. Its side requests
 (`:generateContent`, `:countTokens`) get a short text and a token count.
+
+Qwen Code talks to `OPENAI_BASE_URL`'s `/chat/completions`, streamed, with the conversation in
+`messages`: assistant `tool_calls` (the script's, by `id`) and `tool` messages answering them
+(`tool_call_id`, `content`). `ScriptedChat` streams the next turn's `tool_calls`, or a text.
 
 `on_results(results)` is called with the tool results of a turn before the next turn is
 served: the CLI is waiting, so the workspace is exactly as those tools left it (an oracle
@@ -227,6 +232,43 @@ class ScriptedGemini(ScriptedModel):
             return [f"data: {json.dumps(gemini_answer(parts))}\n\n".encode()]
 
 
+class ScriptedChat(ScriptedModel):
+    """The same script, served as OpenAI Chat Completions (streamed chunks, then `[DONE]`)."""
+
+    def respond(self, request: dict[str, Any]) -> list[bytes]:
+        with self._lock:
+            self.requests.append(request)
+            seen: set[str] = set()
+            fresh: list[ToolResult] = []
+            for message in request.get("messages") or []:
+                if not isinstance(message, dict):
+                    continue
+                for call in message.get("tool_calls") or [] if message.get("role") == "assistant" else []:
+                    if isinstance(call, dict) and call.get("id") in self._ids:
+                        seen.add(call["id"])
+                answered = message.get("tool_call_id")
+                if message.get("role") == "tool" and answered in self._ids and answered not in self.results:
+                    result = ToolResult(answered, _text_of(message.get("content")), False)
+                    self.results[answered] = result
+                    fresh.append(result)
+            turn = self._next_turn(seen, fresh)
+            number = len(self.requests)
+            if isinstance(turn, str):
+                delta: dict[str, Any] = {"role": "assistant", "content": turn}
+                finish = "stop"
+            else:
+                delta = {"role": "assistant", "tool_calls": [
+                    {"index": index, "id": use.id, "type": "function",
+                     "function": {"name": use.name, "arguments": json.dumps(use.input)}}
+                    for index, use in enumerate(turn)]}
+                finish = "tool_calls"
+            chunks = [{"choices": [{"index": 0, "delta": delta, "finish_reason": None}]},
+                      {"choices": [{"index": 0, "delta": {}, "finish_reason": finish}],
+                       "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}}]
+            return [f"data: {json.dumps({'id': f'chat_{number}', 'object': 'chat.completion.chunk', 'created': 0, 'model': 'scripted', **chunk})}\n\n".encode()
+                    for chunk in chunks] + [b"data: [DONE]\n\n"]
+
+
 def gemini_answer(parts: list[dict[str, Any]]) -> dict[str, Any]:
     """One complete `GenerateContentResponse` carrying `parts`."""
     return {"candidates": [{"content": {"role": "model", "parts": parts}, "finishReason": "STOP", "index": 0}],
@@ -245,7 +287,8 @@ class _Handler(BaseHTTPRequestHandler):
             request = json.loads(self.rfile.read(length) or b"{}")
         except json.JSONDecodeError:
             request = {}
-        streamed = self.path.startswith(("/v1/messages", "/v1/responses")) or ":streamGenerateContent" in self.path
+        streamed = (self.path.startswith(("/v1/messages", "/v1/responses")) or ":streamGenerateContent" in self.path
+                    or self.path.endswith("/chat/completions"))
         if not streamed or self.path.startswith("/v1/messages/count_tokens"):
             side = gemini_answer([{"text": "ok"}]) if ":generateContent" in self.path else {"input_tokens": 1, "totalTokens": 1}
             body = json.dumps(side).encode()

@@ -22,13 +22,13 @@ import pytest
 
 import agent_cli
 from ledger_service import assert_served_only, run_then_stop
+from reuse_scenario import assert_scenario, oracle_hook, shell_commands, turns, workspace_with_app
 from scripted_models import ScriptedGemini, ScriptedServer, ToolResult, ToolUse
 
 BLOCKED = "Tool execution blocked: "
 HEADER = re.compile(r"\[ledger\] Not run again: this is the unchanged result of step \d+, exit status (\d+) [^\n]*\n")
 FRESH = re.compile(r"\A<untrusted_context>\nOutput: (?P<output>.*?)(?:\nExit Code: (?P<status>\d+))?"
                    r"\nProcess Group PGID: \d+\n</untrusted_context>\Z", re.S)
-READ, GREP, MISSING = "cat -n src/app.py", "grep -n x src/app.py", "ls nothere"
 
 
 @pytest.fixture(scope="module")
@@ -67,57 +67,28 @@ def shell(use_id: str, command: str) -> ToolUse:
 @pytest.mark.parametrize("transport", ["service", "command"])
 def test_gemini_cli_with_ledger_hooks(gemini: pathlib.Path, tmp_path: pathlib.Path, transport: str) -> None:
     workspace, home, state = tmp_path / "ws", tmp_path / "home", tmp_path / "state"
-    for directory in (workspace / "src", home, state):
-        directory.mkdir(parents=True)
-    (workspace / "src" / "app.py").write_text("x = 1\ny = x + 1\n")
+    app = workspace_with_app(workspace)
     env = {"PATH": os.environ["PATH"], "HOME": str(home), "LANG": "C.UTF-8", "GEMINI_API_KEY": "dummy",
            "GEMINI_CLI_TRUST_WORKSPACE": "true"}
     # Gemini's own setting (API-key auth) must survive Ledger's install next to it.
     settings = home / ".gemini" / "settings.json"
-    settings.parent.mkdir()
+    settings.parent.mkdir(parents=True)
     settings.write_text(json.dumps({"security": {"auth": {"selectedType": "gemini-api-key"}}}))
     install = subprocess.run([sys.executable, "-m", "ledger_cli.main", "hooks", "install", "gemini", "--user",
                               "--state-dir", str(state), "--transport", transport], env=env, capture_output=True,
                              text=True)
     assert install.returncode == 0, install.stderr
 
-    edit = ToolUse("c3", "replace", {"file_path": str(workspace / "src" / "app.py"), "old_string": "x = 1",
-                                     "new_string": "x = 2", "instruction": "Set x to 2."})
-    turns = [
-        (shell("c1", READ),),
-        (shell("c2", READ),),                        # answered by Ledger
-        (edit,),                                     # Gemini's own edit tool
-        (shell("c4", READ),),                        # fresh
-        (shell("c5", READ), shell("c6", GREP)),      # two calls in one turn
-        (shell("c7", MISSING),),
-        (shell("c8", MISSING),),                     # its failure, answered by Ledger
-        "done",
-    ]
-    commands = {use.id: use.input.get("command") for turn in turns if not isinstance(turn, str) for use in turn}
-    oracle: list[tuple[str, tuple[int, str], tuple[int, str]]] = []
-
-    def check(results: list[ToolResult]) -> None:
-        for result in results:
-            command = commands[result.tool_use_id]
-            if command in (READ, GREP, MISSING):
-                now = subprocess.run(["bash", "-c", command], cwd=workspace, stdout=subprocess.PIPE,
-                                     stderr=subprocess.STDOUT, text=True, timeout=30)
-                # Gemini shows the output with surrounding whitespace trimmed.
-                oracle.append((result.tool_use_id, seen(result), (now.returncode, now.stdout.strip())))
-
-    model = ScriptedGemini(turns, on_results=check)
+    # Gemini's own edit tool.
+    edit = ToolUse("c3", "replace", {"file_path": str(app), "old_string": "x = 1", "new_string": "x = 2",
+                                     "instruction": "Set x to 2."})
+    script = turns(shell, ((edit,),))
+    commands, oracle = shell_commands(script), []
+    model = ScriptedGemini(script, on_results=oracle_hook(workspace, commands, seen, oracle))
     run, served = run_then_stop(lambda: run_gemini(gemini, model, workspace, env, "Work on src/app.py."), state)
     if transport == "service":
         assert_served_only(served, workspace, calls=12)
     assert run.returncode == 0, (run.stdout[-2000:], run.stderr[-3000:])
     assert model.errors == []
-    results = model.results
-    assert set(results) == set(commands), f"missing: {set(commands) - set(results)}"
-    blocked = {use_id for use_id, result in results.items() if result.content.startswith(BLOCKED)}
-    assert blocked == {"c2", "c5", "c8"}, {k: v.content[:150] for k, v in results.items()}
-    for use_id, served_from in (("c2", "c1"), ("c5", "c4"), ("c8", "c7")):
-        assert seen(results[use_id]) == seen(results[served_from])
-    assert "x = 2" in results["c4"].content and "x = 1" in results["c1"].content
-    assert "x = 2" in (workspace / "src" / "app.py").read_text()
-    assert {use_id for use_id, _, _ in oracle} == {"c1", "c2", "c4", "c5", "c6", "c7", "c8"}
-    assert [(use_id, got, now) for use_id, got, now in oracle if got != now] == []
+    reused = {use_id for use_id, result in model.results.items() if result.content.startswith(BLOCKED)}
+    assert_scenario(model.results, commands, app, seen, reused, oracle)

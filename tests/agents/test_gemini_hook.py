@@ -129,7 +129,7 @@ def test_session_and_prompt_events_carry_the_view_and_the_stop_replies_are_gemin
     for event in ("SessionStart", "BeforeAgent"):
         reply = gemini.handle({**COMMON, "cwd": str(workspace), "hook_event_name": event}, session)
         assert reply is not None and reply["hookSpecificOutput"]["additionalContext"]
-    assert gemini.stop_reply("enough") == {"continue": False, "stopReason": "enough"}
+    assert gemini.AGENT.hooks.replies.stop("enough") == {"continue": False, "stopReason": "enough"}
     assert gemini.stop_before_reply("enough")["decision"] == "deny"
     assert gemini.shell_turn(after(workspace, "run_shell_command", {"command": "ls x"}, shell_response("no", 2))) == (
         "ls x", "no", 2)
