@@ -1,4 +1,4 @@
-"""The hook-path hunt (`properties.hook_hunt`): real `ledger hook claude|codex` processes, real
+"""The hook-path hunt (`properties.hook_hunt`): real `ledger hook claude|codex|gemini|qwen` processes, real
 commands, and the oracle that re-runs every Reuse.
 
 The oracle must be able to fail: each planted bug below (a patch loaded into the hook
@@ -102,7 +102,7 @@ def test_the_oracle_catches_each_planted_bug_and_passes_without_it(
         clean.close()
 
 
-@pytest.mark.parametrize("agent, worktree", [("claude", False), ("codex", True)])
+@pytest.mark.parametrize("agent, worktree", [("claude", False), ("codex", True), ("gemini", False), ("qwen", True)])
 def test_reuses_through_the_hooks_match_a_real_run(agent: str, worktree: bool) -> None:
     world = HookWorld(agent, SETUP, worktree=worktree)
     try:
