@@ -35,7 +35,7 @@ from typing import Mapping, Protocol
 import attrs
 
 from ledger_spec import Changes, Command, Policy, Reuse, State
-from ledger_spec.values import Allow
+from ledger_spec.values import Allow, Nudge
 
 from . import fingerprint as fingerprints
 from . import state_codec
@@ -208,14 +208,16 @@ class DurableSession:
 
     def record(
         self, call_id: str, output: str, exit_code: int, *, exact: bool = True, ran: str | None = None
-    ) -> None:
+    ) -> str | None:
         """What the command decided under `call_id` printed and returned; the detector's report of
         everything changed since the last call is recorded with it. `exact=False`: the caller
         cannot vouch that `output` and `exit_code` are exactly what the command printed and
         returned (an agent's hook that sees only a reformatted or status-less result): the
         step is kept, its output is never served. `ran`: the command the agent reports it ran;
         when it is not the one decided (another hook rewrote it, the payloads disagree), what
-        ran is unknown: the step is recorded as a change in unknown scope, its output not kept."""
+        ran is unknown: the step is recorded as a change in unknown scope, its output not kept.
+        Returns the note of the Nudge the call was decided with (None for any other verdict), for
+        an agent that can hand its model a note only after the call (Gemini CLI, Qwen Code)."""
         _check_call_id(call_id)
         if not isinstance(output, str):
             raise TypeError(f"output is a string, got {type(output).__name__}")
@@ -248,6 +250,7 @@ class DurableSession:
                 )
             self._store.remove_pending(call_id)
             self._save(state)
+        return running.decision.note if running is not None and isinstance(running.decision, Nudge) else None
 
     def abandon(self, call_id: str | None = None, reason: str = "abandoned") -> int:
         """Declare one pending call (or all) abandoned: the workspace is then treated as changed

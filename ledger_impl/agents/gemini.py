@@ -14,7 +14,8 @@ What Gemini CLI sends and reads (read in the package's bundled docs and source):
   is **ignored** on BeforeTool (only AfterTool's is read), and `systemMessage` is shown to the
   user, not the model.
 - AfterTool: `hookSpecificOutput.additionalContext` is appended to the result the model reads
-  as `<hook_context>...</hook_context>`; `continue: false` ends the agent loop.
+  as `<hook_context>...</hook_context>`; `continue: false` ends the agent loop. A Nudge is
+  delivered there: the session returns the note the call was decided with when it is recorded.
 - SessionStart and BeforeAgent (a prompt): `hookSpecificOutput.additionalContext`.
 - Settings: `.gemini/settings.json` (project) or `~/.gemini/settings.json` (user), `hooks`
   mapping an event to matcher groups, the same shape as Claude's; tool matchers are regular
@@ -36,7 +37,7 @@ section. Anything else is recorded inexact.
 
 What the model sees on a Reuse: the call's error, "Tool execution blocked: " and then the
 header (naming the exit status, which the output part lacks) and the stored TEXT verbatim. On a
-Nudge: nothing (BeforeTool cannot add context); the user sees the note as a system message.
+Nudge: the command runs, and the note follows its result (AfterTool's `additionalContext`).
 """
 
 from __future__ import annotations
@@ -49,8 +50,8 @@ import shlex
 from collections.abc import Sequence
 from typing import Any
 
-from .hook_session import (HookSession, Outcome, Verdict, command_named, context_note, record_outcome, reuse_text,
-                           stop_fields, unchanged_text, user_nudge_fields, with_degraded)
+from .hook_session import (HookSession, Outcome, Verdict, after_call_nudge, command_named, context_note,
+                           record_outcome, reuse_text, stop_fields, unchanged_text, with_degraded)
 from .spec import Agent, Hooks, Replies, Reply, SettingsFiles, ToolRoles
 
 SHELL = "run_shell_command"
@@ -90,7 +91,9 @@ def handle(payload: dict[str, Any], session: HookSession) -> Reply:
         return _before_tool(tool, tool_input, name, payload.get("cwd"), session)
     if event == "AfterTool":
         outcome = _outcome(tool, tool_input, payload.get("tool_response"))
-        record_outcome(session, name, outcome, command_named(command_for, tool, tool_input))
+        note = record_outcome(session, name, outcome, command_named(command_for, tool, tool_input))
+        # The Nudge decided before the call: BeforeTool cannot hand it to the model, AfterTool can.
+        return context_note(event, note) if note else None
     return None
 
 
@@ -104,8 +107,6 @@ def _before_tool(tool: str, tool_input: dict[str, Any], name: str, cwd: Any, ses
         reply.update(reuse_fields(decision))
     elif decision.verdict == "reuse":
         reply["systemMessage"] = unchanged_text(decision)
-    elif decision.verdict == "nudge":
-        reply.update(user_nudge_fields(decision))
     return with_degraded(reply, decision)
 
 
@@ -184,7 +185,7 @@ AGENT = Agent(
         handle=handle,
         shell_turn=shell_turn,
         command_for=command_for,
-        replies=Replies(reuse=reuse_fields, nudge=user_nudge_fields, note=context_note, stop=stop_fields,
+        replies=Replies(reuse=reuse_fields, nudge=after_call_nudge, note=context_note, stop=stop_fields,
                         stop_before=stop_before_reply),
     ),
 )

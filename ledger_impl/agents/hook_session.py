@@ -42,7 +42,7 @@ class HookSession(Protocol):
 
     def record(
         self, call_id: str, output: str, exit_code: int, *, exact: bool = True, ran: str | None = None
-    ) -> None: ...
+    ) -> str | None: ...
 
     def view(self) -> str: ...
 
@@ -57,11 +57,12 @@ class Outcome:
     exact: bool = True
 
 
-def record_outcome(session: HookSession, call_id: str, outcome: Outcome, ran: str) -> None:
+def record_outcome(session: HookSession, call_id: str, outcome: Outcome, ran: str) -> str | None:
     """Close the call's bracket; its result is stored for reuse only when exact, and only if
     `ran`, the command the finished call's payload names, is the one decided (a hook that runs
-    after Ledger's may rewrite the command: `updatedInput`). "" for a payload that names none."""
-    session.record(call_id, outcome.output, outcome.exit_code, exact=outcome.exact, ran=ran)
+    after Ledger's may rewrite the command: `updatedInput`). "" for a payload that names none.
+    Returns the call's Nudge note, if it was nudged (see `DurableSession.record`)."""
+    return session.record(call_id, outcome.output, outcome.exit_code, exact=outcome.exact, ran=ran)
 
 
 def command_named(command_for: Callable[[str, dict[str, Any]], str], tool: str, tool_input: Any) -> str:
@@ -105,10 +106,11 @@ def nudge_fields(decision: Verdict) -> dict[str, Any]:
     return {"additionalContext": nudge_text(decision)}
 
 
-def user_nudge_fields(decision: Verdict) -> dict[str, Any]:
+def after_call_nudge(decision: Verdict) -> dict[str, Any]:
     """A Nudge for an agent that reads no model context from its before-tool answer (Gemini
-    CLI, Qwen Code): the note goes to the user as a `systemMessage`."""
-    return {"systemMessage": nudge_text(decision)}
+    CLI, Qwen Code): nothing before the call; `record` returns the note, and the after-call
+    answer hands it to the model."""
+    return {}
 
 
 def context_note(event: str, text: str) -> dict[str, Any]:

@@ -10,9 +10,10 @@ tests/agents/test_qwen_code_e2e.py):
   the model reads) and `is_interrupt`.
 - PreToolUse: `permissionDecision: "deny"` with `permissionDecisionReason` R blocks the call;
   the model receives R as the call's error. PreToolUse's `additionalContext` is parsed but
-  not added to the result by the 0.24.4 scheduler, so a Nudge goes to the user as a
-  `systemMessage`.
-- PostToolUse: `additionalContext` is appended to the result; `continue: false` stops.
+  not added to the result by the 0.24.4 scheduler.
+- PostToolUse and PostToolUseFailure: `additionalContext` is appended to the result, so a
+  Nudge is delivered there (the session returns the note the call was decided with when it is
+  recorded); `continue: false` stops.
 - Settings: `.qwen/settings.json` or `~/.qwen/settings.json`, the Claude shape; a matcher is a
   `|` list of names or a regular expression; a timeout is in seconds (default 60).
   `QWEN_PROJECT_DIR` is set for hooks to the project root.
@@ -28,7 +29,7 @@ the same file and never denied (its result is Qwen's rendering); `edit`, `write_
 `notebook_edit` are decided as writes of their file, so the detector brackets them.
 
 What the model sees on a Reuse: the call's error, Ledger's header (naming the exit status) and
-the stored TEXT verbatim. On a Nudge: nothing; the user sees the note.
+the stored TEXT verbatim. On a Nudge: the command runs, and the note follows its result.
 """
 
 from __future__ import annotations
@@ -40,8 +41,8 @@ import shlex
 from collections.abc import Sequence
 from typing import Any
 
-from .hook_session import (HookSession, Outcome, Verdict, command_named, context_note, record_outcome, reuse_text,
-                           stop_fields, unchanged_text, user_nudge_fields, with_degraded)
+from .hook_session import (HookSession, Outcome, Verdict, after_call_nudge, command_named, context_note,
+                           record_outcome, reuse_text, stop_fields, unchanged_text, with_degraded)
 from .spec import Agent, Hooks, Replies, Reply, SettingsFiles, ToolRoles
 
 SHELL = "run_shell_command"
@@ -69,9 +70,11 @@ def handle(payload: dict[str, Any], session: HookSession) -> Reply:
     if event == "PreToolUse":
         return _pre_tool_use(tool, tool_input, call_id, payload.get("cwd"), session)
     outcome = _finished(tool, tool_input, payload)
-    if outcome is not None:
-        record_outcome(session, call_id, outcome, command_named(command_for, tool, tool_input))
-    return None
+    if outcome is None:
+        return None
+    note = record_outcome(session, call_id, outcome, command_named(command_for, tool, tool_input))
+    # The Nudge decided before the call: Qwen adds only the after-call hooks' context to the result.
+    return context_note(payload["hook_event_name"], note) if note else None
 
 
 def _pre_tool_use(tool: str, tool_input: dict[str, Any], call_id: str, cwd: Any, session: HookSession) -> Reply:
@@ -83,8 +86,6 @@ def _pre_tool_use(tool: str, tool_input: dict[str, Any], call_id: str, cwd: Any,
         reply["hookSpecificOutput"] = {"hookEventName": "PreToolUse", **reuse_fields(decision)}
     elif decision.verdict == "reuse":
         reply["systemMessage"] = unchanged_text(decision)
-    elif decision.verdict == "nudge":
-        reply.update(user_nudge_fields(decision))
     return with_degraded(reply, decision)
 
 
@@ -170,7 +171,7 @@ AGENT = Agent(
         handle=handle,
         shell_turn=shell_turn,
         command_for=command_for,
-        replies=Replies(reuse=reuse_fields, nudge=user_nudge_fields, note=context_note, stop=stop_fields,
+        replies=Replies(reuse=reuse_fields, nudge=after_call_nudge, note=context_note, stop=stop_fields,
                         stop_before=stop_before_reply),
     ),
 )

@@ -1,6 +1,7 @@
 """The end-to-end scenario an agent with a shell tool is driven through (Gemini CLI, Qwen Code):
 a read, the same read (answered by Ledger), the agent's own edit, the read again (fresh), two
-calls in one turn (one answered), a failing read and that failure answered; an oracle re-runs
+calls in one turn (one answered), a failing read and that failure answered, and a test run
+twice with nothing changed (the second nudged, its note after the result); an oracle re-runs
 every read when its result reaches the model server, and the checks on what the model got."""
 
 from __future__ import annotations
@@ -12,6 +13,9 @@ from typing import Callable
 from scripted_models import ResultsHook, ToolResult, ToolUse, Turn
 
 READ, GREP, MISSING = "cat -n src/app.py", "grep -n x src/app.py", "ls nothere"
+#: A test run (no Makefile: it fails at once); run again with nothing changed, it is nudged.
+TESTS = "make test"
+NUDGE = "this command already ran at step"
 #: The calls Ledger answers, each with the earlier call it is the result of.
 SERVED_FROM = {"c2": "c1", "c5": "c4", "c8": "c7"}
 Seen = Callable[[ToolResult], tuple[int, str]]  # (exit status, output) as the model got them
@@ -37,6 +41,8 @@ def turns(shell: Callable[[str, str], ToolUse], edit: tuple[Turn, ...]) -> list[
         (shell("c5", READ), shell("c6", GREP)),
         (shell("c7", MISSING),),
         (shell("c8", MISSING),),
+        (shell("n1", TESTS),),
+        (shell("n2", TESTS),),
         "done",
     ]
 
@@ -71,3 +77,4 @@ def assert_scenario(results: dict[str, ToolResult], commands: dict[str, str], ap
     assert "x = 2" in results["c4"].content and "x = 1" in results["c1"].content
     assert {use_id for use_id, _, _ in oracle} == {"c1", "c2", "c4", "c5", "c6", "c7", "c8"}
     assert [(use_id, got, now) for use_id, got, now in oracle if got != now] == []
+    assert NUDGE not in results["n1"].content and NUDGE in results["n2"].content, results["n2"].content

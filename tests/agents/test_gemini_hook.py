@@ -36,7 +36,7 @@ def run_shell(root: pathlib.Path, session: DurableSession, command: str, respons
     """One shell call through both hooks; the BeforeTool reply."""
     reply = gemini.handle(before(root, "run_shell_command", {"command": command}), session)
     if reply is None or reply.get("decision") != "deny":
-        assert gemini.handle(after(root, "run_shell_command", {"command": command}, response), session) is None
+        gemini.handle(after(root, "run_shell_command", {"command": command}, response), session)
     return reply
 
 
@@ -133,3 +133,16 @@ def test_session_and_prompt_events_carry_the_view_and_the_stop_replies_are_gemin
     assert gemini.stop_before_reply("enough")["decision"] == "deny"
     assert gemini.shell_turn(after(workspace, "run_shell_command", {"command": "ls x"}, shell_response("no", 2))) == (
         "ls x", "no", 2)
+
+
+def test_a_nudge_reaches_the_model_with_the_call_s_result(workspace: pathlib.Path, session: DurableSession) -> None:
+    """BeforeTool cannot add context for the model; the note comes back from the record and is
+    AfterTool's `additionalContext`, which Gemini appends to the result."""
+    tests = {"command": "pytest -q"}
+    for turn in (1, 2):
+        assert gemini.handle(before(workspace, "run_shell_command", tests), session) is None
+        reply = gemini.handle(after(workspace, "run_shell_command", tests, shell_response("1 passed")), session)
+        if turn == 1:
+            assert reply is None
+    assert reply is not None and reply["hookSpecificOutput"]["hookEventName"] == "AfterTool"
+    assert "already ran at step 1" in reply["hookSpecificOutput"]["additionalContext"]
