@@ -184,3 +184,15 @@ def test_many_concurrent_writers_of_one_session_get_distinct_consecutive_turns(s
     with concurrent.futures.ThreadPoolExecutor(max_workers=8) as pool:
         turns = [t for chunk in pool.map(writer, range(8)) for t in chunk]
     assert sorted(turns) == list(range(1, 201))
+
+
+def test_the_guard_s_note_joins_a_nudge_note_already_in_the_after_call_reply() -> None:
+    """Gemini CLI and Qwen Code get a Nudge's note in the after-call answer; a redirect there
+    must not replace it."""
+    from ledger_cli.commands.hook import _noted
+    from ledger_impl.agents import HOOKED
+
+    note = HOOKED["qwen"].replies.note
+    joined = _noted(note("PostToolUse", "nudge"), note("PostToolUse", "[ledger economize] redirect"))
+    assert joined["hookSpecificOutput"]["additionalContext"] == "nudge\n\n[ledger economize] redirect"
+    assert _noted({"systemMessage": "m"}, note("PostToolUse", "r")) == {"systemMessage": "m", **note("PostToolUse", "r")}
