@@ -1,7 +1,7 @@
-"""`ledger hook claude|codex --economize owner/name`: the failure-loop guard inside the hook.
+"""`ledger hook claude|codex|qwen --economize owner/name`: the failure-loop guard inside the hook.
 
-Real `ledger hook` processes are fed the JSON payloads Claude Code and Codex send after a shell
-call. The repository's history is fed first with `ledger economize feed` (8 passed tasks of 2
+Real `ledger hook` processes are fed the JSON payloads Claude Code, Codex and Qwen Code send
+after a shell call. The repository's history is fed first with `ledger economize feed` (8 passed tasks of 2
 turns, so B = 3: the forced redirect comes at turn ceil(2.5 * 3) = 8 and, after the 5-turn
 grace, the stop at turn 13, as `ledger economize guard` prints for the same loop).
 """
@@ -85,7 +85,17 @@ def codex_turn(root: pathlib.Path, n: int, command: str, output: str, status: in
             "tool_response": {"output": output, "exit_code": status}}
 
 
-TURNS = {"claude": claude_turn, "codex": codex_turn}
+def qwen_turn(root: pathlib.Path, n: int, command: str, output: str, status: int, session: str = "s1") -> dict[str, Any]:
+    base = {"session_id": session, "cwd": str(root), "tool_name": "run_shell_command", "tool_use_id": f"toolu_{n:03d}",
+            "tool_input": {"command": command}, "permission_mode": "yolo"}
+    text = (f"Command: {command}\nDirectory: (root)\nOutput: {output or '(empty)'}\nError: (none)\nExit Code: {status}\n"
+            "Signal: (none)\nProcess Group PGID: (none)")
+    if status:
+        return {**base, "hook_event_name": "PostToolUseFailure", "error": text, "is_interrupt": False}
+    return {**base, "hook_event_name": "PostToolUse", "tool_response": {"llmContent": text, "returnDisplay": output}}
+
+
+TURNS = {"claude": claude_turn, "codex": codex_turn, "qwen": qwen_turn}
 
 
 @pytest.fixture
@@ -104,7 +114,7 @@ def actions(reply: dict[str, Any] | None) -> str:
     return "redirect" if "[ledger economize]" in reply.get("hookSpecificOutput", {}).get("additionalContext", "") else "other"
 
 
-@pytest.mark.parametrize("agent", ["claude", "codex"])
+@pytest.mark.parametrize("agent", ["claude", "codex", "qwen"])
 def test_a_failure_loop_is_redirected_then_stopped(agent: str, setup: tuple[pathlib.Path, pathlib.Path]) -> None:
     root, state = setup
     seen = {}
@@ -127,7 +137,7 @@ def test_a_failure_loop_is_redirected_then_stopped(agent: str, setup: tuple[path
     assert "continue" not in (answer or {}) and "hookSpecificOutput" not in (answer or {})
 
 
-@pytest.mark.parametrize("agent", ["claude", "codex"])
+@pytest.mark.parametrize("agent", ["claude", "codex", "qwen"])
 def test_a_passing_run_gets_neither(agent: str, setup: tuple[pathlib.Path, pathlib.Path]) -> None:
     root, state = setup
     for n in range(1, 21):
