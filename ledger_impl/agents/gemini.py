@@ -33,7 +33,10 @@ A shell result reaches AfterTool as `<untrusted_context>\\nOutput: TEXT\\n[Exit 
 Process Group PGID: P\\n</untrusted_context>` (the exit code only when non-zero, the PGID new
 each run). TEXT and N are recorded exactly only when that split is the only one possible: no
 `Error:`, `Signal:` or `Background PIDs:` section, and no line of TEXT that itself starts like a
-section. Anything else is recorded inexact.
+section, and a result short enough that Gemini does not cut it before the model reads it
+(`TRUNCATION_THRESHOLD`, its default; a lower threshold set by the user, or a nearly full
+context, can still cut a shorter one, and a Reuse then serves the whole output). Anything else
+is recorded inexact.
 
 What the model sees on a Reuse: the call's error, "Tool execution blocked: " and then the
 header (naming the exit status, which the output part lacks) and the stored TEXT verbatim. On a
@@ -50,7 +53,7 @@ import shlex
 from collections.abc import Sequence
 from typing import Any
 
-from .hook_session import (HookSession, Outcome, Verdict, after_call_nudge, command_named, context_note,
+from .hook_session import (HookSession, Outcome, Verdict, after_call_nudge, command_named, context_note, js_length,
                            record_outcome, reuse_text, stop_fields, unchanged_text, with_degraded)
 from .spec import Agent, Hooks, Replies, Reply, SettingsFiles, ToolRoles
 
@@ -66,6 +69,9 @@ _UNTRUSTED = re.compile(r"\A<untrusted_context>\n(.*)\n</untrusted_context>\Z", 
 #: Gemini's shell result sections (its own list, used to split that text).
 _SECTION = re.compile(r"^(Output|Error|Exit Code|Signal|Background PIDs|Process Group PGID): ", re.M)
 #: The PGID line is required: without it an output ending in such a line would read the same.
+#: Gemini cuts a shell result longer than this (its default `truncateToolOutputThreshold`, in
+#: UTF-16 units) after AfterTool, before the model reads it: a longer one is not what it saw.
+TRUNCATION_THRESHOLD = 40_000
 _RESULT = re.compile(r"\AOutput: (?P<output>.*?)(?:\nExit Code: (?P<status>\d+))?\nProcess Group PGID: \d+\Z", re.S)
 
 
@@ -123,7 +129,8 @@ def shell_turn(payload: dict[str, Any]) -> tuple[str, str, int] | None:
 def _outcome(tool: str, tool_input: dict[str, Any], response: Any) -> Outcome:
     content = response.get("llmContent") if isinstance(response, dict) else None
     text = content if isinstance(content, str) else ""
-    if tool != SHELL or tool_input.get("is_background") or not isinstance(content, str) or response.get("error"):
+    if tool != SHELL or tool_input.get("is_background") or not isinstance(content, str) or response.get("error") \
+            or js_length(content) > TRUNCATION_THRESHOLD:
         return Outcome(text, 0, exact=False)
     inner = _UNTRUSTED.match(content)
     result = _RESULT.match(inner.group(1)) if inner is not None else None

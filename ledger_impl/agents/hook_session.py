@@ -57,6 +57,12 @@ class Outcome:
     exact: bool = True
 
 
+def js_length(text: str) -> int:
+    """`text.length` in JavaScript (UTF-16 code units), how Node-based agents measure a result
+    against their truncation thresholds."""
+    return len(text.encode("utf-16-le", "surrogatepass")) // 2
+
+
 def record_outcome(session: HookSession, call_id: str, outcome: Outcome, ran: str) -> str | None:
     """Close the call's bracket; its result is stored for reuse only when exact, and only if
     `ran`, the command the finished call's payload names, is the one decided (a hook that runs

@@ -22,7 +22,9 @@ A shell result reads `Command: C\\nDirectory: D\\nOutput: TEXT\\nError: (none)\\
 Signal: (none)\\nProcess Group PGID: P`, after PostToolUse for status 0 and as
 PostToolUseFailure's `error` otherwise. TEXT and N are recorded exactly only when C is the
 decided command and that split is the only one possible: no error, signal or background
-section, and no line of TEXT that starts like a section. Anything else is recorded inexact.
+section, no line of TEXT that starts like a section, and a result within Qwen's default
+truncation limits (a lower limit set by the user can still cut a shorter one, and a Reuse then
+serves the whole output). Anything else is recorded inexact.
 
 Tools: `run_shell_command` is decided and stored; `read_file` is decided as the shell read of
 the same file and never denied (its result is Qwen's rendering); `edit`, `write_file` and
@@ -41,7 +43,7 @@ import shlex
 from collections.abc import Sequence
 from typing import Any
 
-from .hook_session import (HookSession, Outcome, Verdict, after_call_nudge, command_named, context_note,
+from .hook_session import (HookSession, Outcome, Verdict, after_call_nudge, command_named, context_note, js_length,
                            record_outcome, reuse_text, stop_fields, unchanged_text, with_degraded)
 from .spec import Agent, Hooks, Replies, Reply, SettingsFiles, ToolRoles
 
@@ -54,6 +56,9 @@ EVENTS: dict[str, str | None] = {"PreToolUse": TOOLS, "PostToolUse": TOOLS, "Pos
                                  "SessionStart": None, "UserPromptSubmit": None}
 #: Qwen's shell result sections, used to refuse an output that could be split another way.
 _SECTION = re.compile(r"^(Command|Directory|Output|Error|Exit Code|Signal|Background PIDs|Process Group PGID): ", re.M)
+#: Qwen cuts a result past either default (`truncateToolOutputThreshold` in UTF-16 units,
+#: `truncateToolOutputLines`) after the post-call hooks, before the model reads it.
+TRUNCATION_THRESHOLD, TRUNCATION_LINES = 25_000, 1_000
 _RESULT = re.compile(r"\ACommand: (?P<command>.*)\nDirectory: [^\n]*\nOutput: (?P<output>.*)\nError: \(none\)"
                      r"\nExit Code: (?P<status>\d+)\nSignal: \(none\)\nProcess Group PGID: (?:\(none\)|\d+)\Z", re.S)
 
@@ -114,7 +119,8 @@ def _finished(tool: str, tool_input: dict[str, Any], payload: dict[str, Any]) ->
 
 def _outcome(tool: str, tool_input: dict[str, Any], text: Any) -> Outcome:
     shown = text if isinstance(text, str) else ""
-    result = _RESULT.match(shown) if tool == SHELL and not tool_input.get("is_background") else None
+    cut = js_length(shown) > TRUNCATION_THRESHOLD or shown.count("\n") + 1 > TRUNCATION_LINES
+    result = _RESULT.match(shown) if tool == SHELL and not tool_input.get("is_background") and not cut else None
     if result is None or result["command"] != tool_input.get("command") or _SECTION.search(result["output"]):
         # Another command, an error, signal or background section, or an output with a line
         # that starts like a section: not known as one command's output and status.

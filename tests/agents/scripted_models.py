@@ -265,8 +265,8 @@ class ScriptedChat(ScriptedModel):
             chunks = [{"choices": [{"index": 0, "delta": delta, "finish_reason": None}]},
                       {"choices": [{"index": 0, "delta": {}, "finish_reason": finish}],
                        "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}}]
-            return [f"data: {json.dumps({'id': f'chat_{number}', 'object': 'chat.completion.chunk', 'created': 0, 'model': 'scripted', **chunk})}\n\n".encode()
-                    for chunk in chunks] + [b"data: [DONE]\n\n"]
+            header = {"id": f"chat_{number}", "object": "chat.completion.chunk", "created": 0, "model": "scripted"}
+            return [f"data: {json.dumps({**header, **chunk})}\n\n".encode() for chunk in chunks] + [b"data: [DONE]\n\n"]
 
 
 def gemini_answer(parts: list[dict[str, Any]]) -> dict[str, Any]:

@@ -66,9 +66,17 @@ def test_a_repeated_shell_read_is_denied_with_the_stored_output_and_its_status(
     {"llmContent": "Output: alpha\nProcess Group PGID: 1", "returnDisplay": "alpha"},
     {**shell_response("alpha"), "error": {"message": "spawn failed", "type": "shell_execute_error"}},
     {"llmContent": "Command was cancelled by user before it could complete.", "returnDisplay": "cancelled"},
+    # Longer than Gemini's cut (in UTF-16 units: each of these characters is two).
+    shell_response("\U0001F600" * 20_000),
 ])
 def test_a_result_that_cannot_be_split_for_sure_is_recorded_inexact(response: dict[str, Any]) -> None:
     assert gemini._outcome("run_shell_command", {"command": "cat notes.txt"}, response).exact is False
+
+
+def test_a_result_just_within_gemini_s_cut_is_exact() -> None:
+    response = shell_response("x" * (gemini.TRUNCATION_THRESHOLD - 100))
+    assert len(response["llmContent"]) <= gemini.TRUNCATION_THRESHOLD
+    assert gemini._outcome("run_shell_command", {"command": "x"}, response).exact
 
 
 @pytest.mark.parametrize(("response", "expected"), [

@@ -59,12 +59,17 @@ def test_a_repeated_read_is_denied_with_its_output_and_status_and_runs_again_aft
     shell_text("cat notes.txt", "alpha").replace("Signal: (none)", "Signal: 9"),
     shell_text("cat notes.txt", "alpha") + "\nBackground PIDs: 7",
     "Command was cancelled by user before it could complete.",
+    # Past either of Qwen's cuts: characters (UTF-16 units) or lines.
+    shell_text("cat notes.txt", "\U0001F600" * 12_500),
+    shell_text("cat notes.txt", "\n".join(["a"] * 1_000)),
 ])
 def test_a_result_that_cannot_be_split_for_sure_is_recorded_inexact(text: str) -> None:
     assert qwen._outcome(qwen.SHELL, {"command": "cat notes.txt"}, text).exact is False
 
 
 def test_a_plain_finish_is_recorded_as_the_model_saw_it() -> None:
+    within = "\n".join(["a"] * (qwen.TRUNCATION_LINES - 7))  # the other six lines are Qwen's sections
+    assert qwen._outcome(qwen.SHELL, {"command": "x"}, shell_text("x", within)) == Outcome(within, 0)
     assert qwen._outcome(qwen.SHELL, {"command": "ls x"}, shell_text("ls x", "no such file", 2)) == Outcome(
         "no such file", 2)
     assert qwen._outcome(qwen.SHELL, {"command": "true"}, shell_text("true", "")) == Outcome("(empty)", 0)
