@@ -96,7 +96,7 @@ def run(args: argparse.Namespace) -> int:
 def _refusal_after_stop(args: argparse.Namespace, payload: Any) -> dict[str, Any] | None:
     """A tool call of a session whose task the guard stopped: refused before Ledger decides
     it (so no bracket is opened for a call that never runs). None: carry on as usual."""
-    if not isinstance(payload, dict) or payload.get("hook_event_name") != "PreToolUse":
+    if not isinstance(payload, dict) or payload.get("hook_event_name") != HOOKED[args.agent].before_tool:
         return None
     session_id = payload.get("session_id")
     if not isinstance(session_id, str):
@@ -121,7 +121,7 @@ def _with_guard(args: argparse.Namespace, payload: dict[str, Any], reply: dict[s
         from economizer.hook_guard import observe_turn
         from economizer_spec.trajectory import Step
 
-        session_id, call_id = payload.get("session_id"), payload.get("tool_use_id")
+        session_id, call_id = payload.get("session_id"), hooks.turn_id(payload)
         state_dir = pathlib.Path(args.state_dir) if args.state_dir is not None else None
         turn = hooks.shell_turn(payload)
         if turn is None or not isinstance(session_id, str) or not isinstance(call_id, str):

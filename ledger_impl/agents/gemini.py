@@ -84,6 +84,13 @@ def call_id(payload: dict[str, Any]) -> str | None:
     return "gemini-" + hashlib.sha256(named.encode()).hexdigest()[:32]
 
 
+def turn_id(payload: dict[str, Any]) -> str | None:
+    """A finished call's name for the economizer's turns: `call_id` names a repeated identical
+    call the same, so the AfterTool's own `timestamp` (when Gemini fired it) is added."""
+    name, fired = call_id(payload), payload.get("timestamp")
+    return f"{name}@{fired}" if name is not None and isinstance(fired, str) and fired else None
+
+
 def handle(payload: dict[str, Any], session: HookSession) -> Reply:
     event = payload.get("hook_event_name")
     if event in ("SessionStart", "BeforeAgent"):
@@ -194,5 +201,6 @@ AGENT = Agent(
         command_for=command_for,
         replies=Replies(reuse=reuse_fields, nudge=after_call_nudge, note=context_note, stop=stop_fields,
                         stop_before=stop_before_reply),
+        turn_id=turn_id,
     ),
 )
