@@ -69,7 +69,7 @@ def test_the_hook_answers_each_agent_and_ignores_what_it_does_not_govern(name: s
     root = tmp_path / "work"
     root.mkdir()
     (root / "a.txt").write_text("alpha\n")
-    before_tool = next(iter(HOOKED[name].events))  # each record lists its before-tool event first
+    before_tool = HOOKED[name].before_tool
     call = {"hook_event_name": before_tool, "tool_name": "NotAGovernedTool", "tool_input": {"command": "cat a.txt"},
             "tool_use_id": "t1", "cwd": str(root), "session_id": "s"}
     state = ["--state-dir", str(tmp_path / "state")]
@@ -115,7 +115,7 @@ def test_install_keeps_the_user_s_settings_and_hooks_and_uninstall_takes_out_exa
     project.mkdir()
     path = HOOKED[name].settings.path("project", project)
     path.parent.mkdir(parents=True)
-    before_tool = next(iter(HOOKED[name].events))
+    before_tool = HOOKED[name].before_tool
     own = {"type": "command", "command": "/usr/local/bin/audit-hook"}
     settings = {"model": {"name": "theirs"}, "hooks": {before_tool: [{"matcher": ".*", "hooks": [own]}]}}
     path.write_text(json.dumps(settings))
