@@ -40,7 +40,7 @@ from typing import Mapping, Protocol
 import attrs
 
 from ledger_spec import Changes, Command, Policy, Reuse, State
-from ledger_spec.values import Allow, FileTarget
+from ledger_spec.values import Allow, FileTarget, Nudge
 
 from . import fingerprint as fingerprints
 from . import session_probe, state_codec
@@ -86,6 +86,14 @@ class Decision:
     note: str | None = None  # the nudge or reuse note for the agent
     served_step: int | None = None  # the step whose result is reused
     degraded: str | None = None  # any degraded or unknown state the user should see
+
+
+@attrs.frozen
+class Recorded:
+    """What recording a finished call tells the hook that recorded it."""
+
+    step: int | None  # the ledger step of its result (what a later Reuse names); None: not in flight
+    nudge_note: str | None = None  # the note of the Nudge it was decided with, for an after-call answer
 
 
 class DurableSession:
@@ -243,7 +251,7 @@ class DurableSession:
     def record(
         self, call_id: str, output: str, exit_code: int, *, exact: bool = True, ran: str | None = None,
         rendering: str = renderings.EXACT,
-    ) -> int | None:
+    ) -> Recorded:
         """What the command decided under `call_id` printed and returned; the detector's report of
         everything changed since the last call is recorded with it. `exact=False`: the caller
         cannot vouch that `output` and `exit_code` are exactly what the command printed and
@@ -253,8 +261,10 @@ class DurableSession:
         ran is unknown: the step is recorded as a change in unknown scope, its output not kept.
         `rendering`: how the agent showed `output` (`ledger_impl.probe.rendering`). With the
         probe on, a stored output is queued for its probe (`queued_probes`, `run_probe`).
-        Returns the ledger step of the call's result (what a later Reuse names), None when the
-        call was not in flight."""
+        Returns the ledger step of the call's result (what a later Reuse names; None when the
+        call was not in flight) and the note of the Nudge the call was decided with (None for
+        any other verdict), for an agent that can hand its model a note only after the call
+        (Gemini CLI, Qwen Code)."""
         _check_call_id(call_id)
         if not isinstance(output, str):
             raise TypeError(f"output is a string, got {type(output).__name__}")
@@ -296,7 +306,8 @@ class DurableSession:
                 session_probe.forget_unqueued(self._store, running.fingerprint)
             self._store.remove_pending(call_id)
             self._save(state)
-        return step
+        note = running.decision.note if running is not None and isinstance(running.decision, Nudge) else None
+        return Recorded(step, note)
 
     def run_probe(self, probe_id: int, environment: Mapping[str, str] | None = None) -> str | None:
         """Run the queued probe `probe_id` (outside any transaction: it takes as long as the

@@ -9,7 +9,7 @@ started exactly as `ledger hooks install` makes the agent start them (this inter
 ledger_cli.main hook AGENT --state-dir DIR`), with the agent's payloads on stdin and the
 agent's environment: PreToolUse, then, unless it was denied, the command run for real by the
 harness (as the agent's shell tool would), then PostToolUse or PostToolUseFailure sharing the
-call's `tool_use_id`.
+call's `tool_use_id` (Gemini CLI: BeforeTool and AfterTool, which carry no call id).
 
 The grammar: reads (the shell idioms of `shell_strategies`, and reads whose output depends on
 the environment or on git's configuration), edits through the hooks, calls that fail,
@@ -24,7 +24,8 @@ real at once, in the same environment, and rendered as the agent would have show
 merged output, leading blank lines and trailing whitespace stripped, a placeholder for no
 output, "Exit code N" first on failure; Codex: the aggregated output and the exit status the
 header names; Copilot CLI: trailing whitespace cut, one newline kept, the status the header
-names). A difference is a stale reuse (`HookReuseIsStale`). A hook that answers with an
+names; Gemini CLI and Qwen Code: the output with its surrounding whitespace trimmed, and the
+status the header names). A difference is a stale reuse (`HookReuseIsStale`). A hook that answers with an
 internal error, or with something that is not JSON, fails the run too (`HookFailed`): it is
 safe for the agent (the call goes ahead) but it is a bug the hunt must show.
 """
@@ -193,7 +194,25 @@ def render_claude(output: str, exit_code: int) -> str:
     return text or NO_OUTPUT
 
 
-class SimulatedClaude:
+def trimmed(output: str) -> str:
+    """The output as Gemini CLI and Qwen Code show it: surrounding whitespace trimmed, a
+    placeholder for none."""
+    return output.strip() or "(empty)"
+
+
+class ClaudeShaped:
+    """An agent whose hooks are Claude's: PreToolUse with `tool_use_id`, and a Reuse that is a
+    `permissionDecision: "deny"` whose `permissionDecisionReason` the model reads."""
+
+    tool_name = "Bash"
+    pre_event = "PreToolUse"
+
+    def deny_reason(self, reply: dict[str, Any] | None) -> str | None:
+        output = (reply or {}).get("hookSpecificOutput", {})
+        return str(output.get("permissionDecisionReason", "")) if output.get("permissionDecision") == "deny" else None
+
+
+class SimulatedClaude(ClaudeShaped):
     """Claude Code as the hunt plays it: what it sends its hooks and what it shows the model.
     Written from the agent's observed behaviour, not from `ledger_impl.agents.claude`, which
     it judges."""
@@ -224,7 +243,7 @@ class SimulatedClaude:
         return render_claude(output, exit_code), None
 
 
-class SimulatedCodex:
+class SimulatedCodex(ClaudeShaped):
     """Codex CLI as the hunt plays it (its hook payloads carry the output, and the exit status
     unless the call was interrupted)."""
 
@@ -253,7 +272,7 @@ def render_copilot(output: str, exit_code: int) -> str:
     return f"{output.rstrip()}\n<shellId: 0 completed with exit code {exit_code}>"
 
 
-class SimulatedCopilot:
+class SimulatedCopilot(ClaudeShaped):
     """GitHub Copilot CLI as the hunt plays it, with Ledger's PascalCase hook events: Claude's
     payload shape, but no call id in any payload, and the status at the end of the text."""
 
@@ -278,9 +297,72 @@ class SimulatedCopilot:
         return f"{output.rstrip()}\n", exit_code
 
 
+class SimulatedQwen(ClaudeShaped):
+    """Qwen Code 0.24 as the hunt plays it (seen with the real CLI): its shell result text names
+    the command, the trimmed output and the exit status; a non-zero status arrives as
+    PostToolUseFailure whose `error` is that text."""
+
+    tool_name = "run_shell_command"
+    project_dir_variable: str | None = "QWEN_PROJECT_DIR"
+
+    def call_id(self, number: int) -> str:
+        return f"toolu_{number:03d}_qwen"
+
+    def payload_fields(self, world: "HookWorld", payload: dict[str, Any]) -> None:
+        payload.update(permission_mode="yolo", tool_call_id=f"call_{payload['tool_use_id']}")
+
+    def post(self, world: "HookWorld", call_id: str, command: str, output: str, exit_code: int,
+             interrupted: bool) -> dict[str, Any]:
+        text = (f"Command: {command}\nDirectory: (root)\nOutput: {trimmed(output)}\nError: (none)\n"
+                f"Exit Code: {exit_code}\nSignal: (none)\nProcess Group PGID: (none)")
+        if exit_code == 0 and not interrupted:
+            return world.payload("PostToolUse", call_id, command, tool_response={"llmContent": text,
+                                                                                  "returnDisplay": output})
+        return world.payload("PostToolUseFailure", call_id, command, error=text, is_interrupt=interrupted)
+
+    def shown(self, output: str, exit_code: int) -> tuple[str, int | None]:
+        return trimmed(output), exit_code
+
+
+class SimulatedGemini:
+    """Gemini CLI 0.61 as the hunt plays it (seen with the real CLI): BeforeTool and AfterTool
+    without a call id, the result as `<untrusted_context>`-wrapped sections, and a Reuse that is
+    `decision: "deny"` whose `reason` the model reads."""
+
+    tool_name = "run_shell_command"
+    pre_event = "BeforeTool"
+    project_dir_variable: str | None = "GEMINI_PROJECT_DIR"
+
+    def call_id(self, number: int) -> str:
+        return f"unsent_{number:03d}"  # Gemini sends none; the harness still pairs its calls
+
+    def payload_fields(self, world: "HookWorld", payload: dict[str, Any]) -> None:
+        payload.pop("tool_use_id")
+        payload.update(transcript_path=str(world.parent / "session.jsonl"), timestamp="2026-12-04T00:00:00Z")
+
+    def post(self, world: "HookWorld", call_id: str, command: str, output: str, exit_code: int,
+             interrupted: bool) -> dict[str, Any]:
+        if interrupted:
+            text = "Command was cancelled by user before it could complete."
+            shown = "Command cancelled by user."
+        else:
+            status = f"Exit Code: {exit_code}\n" if exit_code else ""
+            text = f"Output: {trimmed(output)}\n{status}Process Group PGID: 4242"
+            shown = output.strip() or (f"Command exited with code: {exit_code}" if exit_code else "")
+        return world.payload("AfterTool", call_id, command, tool_response={
+            "llmContent": f"<untrusted_context>\n{text}\n</untrusted_context>", "returnDisplay": shown})
+
+    def shown(self, output: str, exit_code: int) -> tuple[str, int | None]:
+        return trimmed(output), exit_code
+
+    def deny_reason(self, reply: dict[str, Any] | None) -> str | None:
+        return str((reply or {}).get("reason", "")) if (reply or {}).get("decision") == "deny" else None
+
+
+Simulated = SimulatedClaude | SimulatedCodex | SimulatedCopilot | SimulatedQwen | SimulatedGemini
 #: The agents the hunt plays, by the name `ledger hook` takes.
-SIMULATED: dict[str, SimulatedClaude | SimulatedCodex | SimulatedCopilot] = {
-    "claude": SimulatedClaude(), "codex": SimulatedCodex(), "copilot": SimulatedCopilot()}
+SIMULATED: dict[str, Simulated] = {"claude": SimulatedClaude(), "codex": SimulatedCodex(), "copilot": SimulatedCopilot(),
+                                   "gemini": SimulatedGemini(), "qwen": SimulatedQwen()}
 AGENTS: tuple[str, ...] = tuple(SIMULATED)
 
 
@@ -404,7 +486,8 @@ class HookWorld:
 
     def payload(self, event: str, call_id: str, command: str, **extra: Any) -> dict[str, Any]:
         common: dict[str, Any] = {"session_id": self.session_id, "cwd": str(self.root), "hook_event_name": event,
-                                  "tool_name": "Bash", "tool_input": {"command": command}, "tool_use_id": call_id}
+                                  "tool_name": self.simulated.tool_name, "tool_input": {"command": command},
+                                  "tool_use_id": call_id}
         self.simulated.payload_fields(self, common)
         return {**common, **extra}
 
@@ -432,11 +515,12 @@ class HookWorld:
                     raise HookFailed(f"the probe of {command!r} stored no verdict within {PROBE_WAIT_S:g} s")
 
     def served(self, reply: dict[str, Any] | None) -> tuple[str, int | None] | None:
-        """The output (and, for Codex, the exit status) a Reuse served; None if not a Reuse."""
-        output = (reply or {}).get("hookSpecificOutput", {})
-        if output.get("permissionDecision") != "deny":
+        """The output (and the exit status, where the header names it) a Reuse served; None if
+        not a Reuse."""
+        reason = self.simulated.deny_reason(reply)
+        if reason is None:
             return None
-        header, _, body = str(output.get("permissionDecisionReason", "")).partition("\n")
+        header, _, body = reason.partition("\n")
         match = _HEADER.match(header)
         if match is None:
             raise HookFailed(f"a deny that is not a Reuse: {header[:200]!r}")
@@ -466,9 +550,9 @@ def tool_call(world: HookWorld, command: str, how: str = "plain") -> ReuseCheck 
     world.events.append({"event": "call", "command": command, "how": how})
     command = world.placement.render(command)
     call_id = world.next_id()
-    reply = world.hook(world.payload("PreToolUse", call_id, command))
+    reply = world.hook(world.payload(world.simulated.pre_event, call_id, command))
     if how == "redecide":
-        reply = world.hook(world.payload("PreToolUse", call_id, command))
+        reply = world.hook(world.payload(world.simulated.pre_event, call_id, command))
     served = world.served(reply)
     output, code = world.run(command)  # the agent's run, or the oracle's run of a Reuse
     if served is not None:

@@ -19,7 +19,10 @@ def _code(names: tuple[str, ...] | list[str]) -> str:
 def _matched(matcher: str | None, governed: tuple[str, ...]) -> str:
     if matcher is None:
         return ""
-    return " (governed tools)" if matcher == "|".join(governed) else f" (matcher `{matcher}`)"
+    alternatives = "|".join(governed)
+    if matcher in (alternatives, f"^({alternatives})$"):  # as a list, or as an anchored regular expression
+        return " (governed tools)"
+    return " (matcher `{}`)".format(matcher.replace("|", "\\|"))  # a bare | would end the table cell
 
 
 def _hook_cells(hooks: Hooks) -> list[str]:

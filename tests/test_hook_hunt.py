@@ -1,4 +1,4 @@
-"""The hook-path hunt (`ledger_properties.hook_hunt`): real `ledger hook claude|codex|copilot` processes, real
+"""The hook-path hunt (`ledger_properties.hook_hunt`): real `ledger hook claude|codex|copilot|gemini|qwen` processes, real
 commands, and the oracle that re-runs every Reuse.
 
 The oracle must be able to fail: each planted bug below (a patch loaded into the hook
@@ -116,7 +116,7 @@ def test_the_oracle_catches_each_planted_bug_and_passes_without_it(
 
 
 @pytest.mark.parametrize("probe", [False, True], ids=["probe-off", "probe-on"])
-@pytest.mark.parametrize("agent, worktree", [("claude", False), ("codex", True), ("copilot", False)])
+@pytest.mark.parametrize("agent, worktree", [("claude", False), ("codex", True), ("copilot", False), ("gemini", False), ("qwen", True)])
 def test_reuses_through_the_hooks_match_a_real_run(agent: str, worktree: bool, probe: bool) -> None:
     world = HookWorld(agent, SETUP, worktree=worktree, probe=probe)
     try:

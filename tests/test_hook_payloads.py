@@ -19,6 +19,7 @@ import attrs
 import pytest
 
 from ledger_impl.agents import claude, codex
+from ledger_impl.session import Recorded
 
 
 @attrs.frozen
@@ -34,6 +35,8 @@ class _Allowed:
 class Recorder:
     """A `HookSession` that allows everything and keeps what it was asked."""
 
+    reuse_answer = "verbatim"
+
     def __init__(self) -> None:
         self.decided: list[str] = []
         self.recorded: list[tuple[str, str, int, bool]] = []
@@ -46,9 +49,10 @@ class Recorder:
     def record(
         self, call_id: str, output: str, exit_code: int, *, exact: bool = True, ran: str | None = None,
         rendering: str = "exact",
-    ) -> None:
+    ) -> Recorded:
         self.recorded.append((call_id, output, exit_code, exact))
         self.ran.append(ran)
+        return Recorded(len(self.recorded))
 
     def view(self) -> str:
         return ""

@@ -133,7 +133,7 @@ def _run_probe(args: argparse.Namespace) -> int:
 def _refusal_after_stop(args: argparse.Namespace, payload: Any) -> dict[str, Any] | None:
     """A tool call of a session whose task the guard stopped: refused before Ledger decides
     it (so no bracket is opened for a call that never runs). None: carry on as usual."""
-    if not isinstance(payload, dict) or payload.get("hook_event_name") != "PreToolUse":
+    if not isinstance(payload, dict) or payload.get("hook_event_name") != HOOKED[args.agent].before_tool:
         return None
     session_id = payload.get("session_id")
     if not isinstance(session_id, str):
@@ -150,14 +150,15 @@ def _refusal_after_stop(args: argparse.Namespace, payload: Any) -> dict[str, Any
 
 def _with_guard(args: argparse.Namespace, payload: dict[str, Any], reply: dict[str, Any] | None) -> dict[str, Any] | None:
     """Add the guard's verdict on this call to Ledger's reply. Ledger answers a finished call
-    with nothing but a note on an internal error, so the two never compete for one field."""
+    with a system message on an internal error, or (Gemini CLI, Qwen Code) with a Nudge's note
+    as context, which the guard's note joins."""
     hooks = HOOKED[args.agent]
     try:
         # Imported here: a hook without --economize pays nothing for the economizer.
         from economizer.hook_guard import observe_turn
         from economizer_spec.trajectory import Step
 
-        session_id, call_id = payload.get("session_id"), payload.get("tool_use_id")
+        session_id, call_id = payload.get("session_id"), hooks.turn_id(payload)
         state_dir = pathlib.Path(args.state_dir) if args.state_dir is not None else None
         turn = hooks.shell_turn(payload)
         if turn is None or not isinstance(session_id, str) or not isinstance(call_id, str):
@@ -170,8 +171,19 @@ def _with_guard(args: argparse.Namespace, payload: dict[str, Any], reply: dict[s
         earlier = (reply or {}).get("systemMessage")
         return {**(reply or {}), "systemMessage": f"{earlier}\n{note}" if earlier else note}
     if verdict.action == "redirect":
-        return {**(reply or {}), **hooks.replies.note(payload["hook_event_name"], f"[ledger economize] {verdict.text}")}
+        return _noted(reply, hooks.replies.note(payload["hook_event_name"], f"[ledger economize] {verdict.text}"))
     if verdict.action == "stop":
         from economizer.hook_guard import stop_text
         return {**(reply or {}), **hooks.replies.stop(stop_text(verdict.turn, verdict.reason))}
     return reply
+
+
+def _noted(reply: dict[str, Any] | None, note: dict[str, Any]) -> dict[str, Any]:
+    """`reply` with `note` added; when both carry `hookSpecificOutput.additionalContext`, the
+    texts are joined, so neither note is lost."""
+    merged = {**(reply or {}), **note}
+    earlier = ((reply or {}).get("hookSpecificOutput") or {}).get("additionalContext")
+    added = (note.get("hookSpecificOutput") or {}).get("additionalContext")
+    if isinstance(earlier, str) and isinstance(added, str):
+        merged["hookSpecificOutput"] = {**note["hookSpecificOutput"], "additionalContext": f"{earlier}\n\n{added}"}
+    return merged

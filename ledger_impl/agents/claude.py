@@ -93,7 +93,7 @@ def handle(payload: dict[str, Any], session: HookSession) -> Reply:
         return _pre_tool_use(tool, tool_input, call_id, payload.get("cwd"), owner, session)
     outcome = _finished(tool, tool_input, payload)
     if outcome is not None:
-        step = record_outcome(session, call_id, outcome, command_named(command_for, tool, tool_input))
+        step = record_outcome(session, call_id, outcome, command_named(command_for, tool, tool_input)).step
         if step is not None and tool == "Bash" and outcome.exact and session.reuse_answer == "reference":
             full = fits_inline(outcome.output) and not _moved_to_file(payload.get("tool_response"))
             session.context.deliver(owner, step, full=full)

@@ -23,6 +23,8 @@ import attrs
 
 from ledger_spec.texts import shown_step
 
+from ..session import Recorded
+
 
 class Verdict(Protocol):
     """The fields of `ledger_impl.session.Decision` that hooks read."""
@@ -62,7 +64,7 @@ class HookSession(Protocol):
     def record(
         self, call_id: str, output: str, exit_code: int, *, exact: bool = True, ran: str | None = None,
         rendering: str = "exact",
-    ) -> int | None: ...
+    ) -> Recorded: ...
 
     def view(self) -> str: ...
 
@@ -78,11 +80,17 @@ class Outcome:
     rendering: str = "exact"  # how the agent showed the output (ledger_impl.probe.rendering)
 
 
-def record_outcome(session: HookSession, call_id: str, outcome: Outcome, ran: str) -> int | None:
+def js_length(text: str) -> int:
+    """`text.length` in JavaScript (UTF-16 code units), how Node-based agents measure a result
+    against their truncation thresholds."""
+    return len(text.encode("utf-16-le", "surrogatepass")) // 2
+
+
+def record_outcome(session: HookSession, call_id: str, outcome: Outcome, ran: str) -> Recorded:
     """Close the call's bracket; its result is stored for reuse only when exact, and only if
     `ran`, the command the finished call's payload names, is the one decided (a hook that runs
     after Ledger's may rewrite the command: `updatedInput`). "" for a payload that names none.
-    Returns the ledger step of the result (None: the call was not in flight)."""
+    Returns the result's ledger step and the call's Nudge note (`DurableSession.record`)."""
     return session.record(call_id, outcome.output, outcome.exit_code, exact=outcome.exact, ran=ran,
                           rendering=outcome.rendering)
 
@@ -111,11 +119,17 @@ def reuse_text(decision: Verdict, *, with_status: bool = False) -> str:
     return f"{header}\n{decision.output or ''}"
 
 
+def unchanged_text(decision: Verdict) -> str:
+    """A Reuse verdict on a call that cannot be answered with the stored result (a file tool
+    whose result is the agent's own rendering): a note that nothing changed since."""
+    since = "an earlier step" if decision.served_step is None else f"step {shown_step(decision.served_step)}"
+    return f"[ledger] Unchanged since {since}: you already saw this result then."
+
+
 def unchanged_note(decision: Verdict) -> dict[str, Any]:
     """A Reuse verdict on a file read the agent must still run (its file tools refuse an edit
     of a file not read in the session): a note that the lines are unchanged."""
-    since = "an earlier step" if decision.served_step is None else f"step {shown_step(decision.served_step)}"
-    return {"additionalContext": f"[ledger] Unchanged since {since}: you already saw this result then."}
+    return {"additionalContext": unchanged_text(decision)}
 
 
 def reference_text(step: int) -> str:
@@ -124,7 +138,6 @@ def reference_text(step: int) -> str:
     return (f"[ledger] Not run again: unchanged since step {shown_step(step)} (nothing it depends on has "
             f"changed since). Its output is the result you received for step {shown_step(step)}, "
             "in full, earlier in this conversation.")
-
 
 def nudge_text(decision: Verdict) -> str:
     return decision.note or "[ledger] This command looks redundant: it was run recently and nothing has changed since."
@@ -143,6 +156,31 @@ def verdict_fields(decision: Verdict, reuse_fields: Callable[[Verdict], dict[str
     if decision.verdict == "reuse":
         return reuse_fields(decision) if servable else unchanged_note(decision)
     return nudge_fields(decision) if decision.verdict == "nudge" else {}
+
+
+def after_call_nudge(decision: Verdict) -> dict[str, Any]:
+    """A Nudge for an agent that reads no model context from its before-tool answer (Gemini
+    CLI, Qwen Code): nothing before the call; `record` returns the note, and the after-call
+    answer hands it to the model."""
+    return {}
+
+
+def context_note(event: str, text: str) -> dict[str, Any]:
+    """`text` as `additionalContext` of `event`'s answer, the field every hook agent so far reads."""
+    return {"hookSpecificOutput": {"hookEventName": event, "additionalContext": text}}
+
+
+def stop_fields(reason: str) -> dict[str, Any]:
+    """`continue: false` with `stopReason`: "end the agent loop", shown to the user."""
+    return {"continue": False, "stopReason": reason}
+
+
+def with_degraded(reply: dict[str, Any], decision: Verdict) -> dict[str, Any] | None:
+    """`reply` with the decision's degraded state added to its `systemMessage` (the user sees
+    it); None for an empty reply ("no opinion")."""
+    if decision.degraded:
+        reply["systemMessage"] = "\n".join(filter(None, (reply.get("systemMessage"), f"ledger: {decision.degraded}")))
+    return reply or None
 
 
 def pre_tool_use_reply(output: dict[str, Any], decision: Verdict) -> dict[str, Any] | None:

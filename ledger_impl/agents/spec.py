@@ -98,13 +98,20 @@ class Replies:
     stop_before: Callable[[str], dict[str, Any]]
 
 
+def tool_use_id(payload: Payload) -> str | None:
+    """The payload's `tool_use_id`, Claude's name for one tool call, which most agents send."""
+    call_id = payload.get("tool_use_id")
+    return call_id if isinstance(call_id, str) else None
+
+
 @attrs.frozen
 class Hooks:
     """An agent's hook protocol, translated to a durable session's decide/record."""
 
     tools: ToolRoles
-    #: The events Ledger's hooks are installed for, in install order, each with its matcher
-    #: (None: the event takes none, or it matches every tool).
+    #: The events Ledger's hooks are installed for, in install order, the event before a tool
+    #: call first (PreToolUse, BeforeTool), each with its matcher (None: the event takes none,
+    #: or it matches every tool).
     events: Mapping[str, str | None] = attrs.field(converter=lambda events: types.MappingProxyType(dict(events)))
     settings: SettingsFiles
     #: The events sent over HTTP to `ledger serve` by an install with `--transport service`;
@@ -126,6 +133,14 @@ class Hooks:
     #: `command_for(tool, tool_input)`: the shell command a governed tool call is decided as.
     command_for: Callable[[str, dict[str, Any]], str]
     replies: Replies
+    #: `turn_id(payload)`: a name for this finished call, unique within the session (the
+    #: economizer's guard counts turns by it; None: not a call it can count).
+    turn_id: Callable[[Payload], str | None] = tool_use_id
+
+    @property
+    def before_tool(self) -> str:
+        """The event sent before a tool call runs (the first of `events`)."""
+        return next(iter(self.events))
 
 
 @attrs.frozen

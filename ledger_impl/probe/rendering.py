@@ -7,7 +7,9 @@ Claude Code's Bash tool, which strips leading blank lines and trailing whitespac
 `CLAUDE_NO_OUTPUT` for an empty result, and "claude-bash-failure" for its failed call, whose
 text is "Exit code N" and the stripped output on the next line, and "copilot-bash" for Copilot
 CLI's shell tool, which cuts trailing whitespace and keeps one newline (whatever the exit
-status; the status is in a trailer the adapter takes off). A rendering that does not match what the agent did
+status; the status is in a trailer the adapter takes off), and "trimmed" for Gemini CLI's and
+Qwen Code's shell tools, which trim the surrounding whitespace and show `(empty)` for none. A
+rendering that does not match what the agent did
 only makes the outputs differ: the read is then not served, never served wrongly.
 """
 
@@ -21,6 +23,7 @@ EXACT: Final = "exact"
 CLAUDE_BASH: Final = "claude-bash"
 CLAUDE_BASH_FAILURE: Final = "claude-bash-failure"
 COPILOT_BASH: Final = "copilot-bash"
+TRIMMED: Final = "trimmed"
 _LEADING_BLANK_LINES: Final = re.compile(r"\A(?:[ \t]*\n)+")
 
 
@@ -41,7 +44,12 @@ def _copilot_bash(output: str, exit_status: int) -> str:
     return output.rstrip() + "\n"
 
 
+def _trimmed(output: str, exit_status: int) -> str:
+    return output.strip() or "(empty)"
+
+
 # Each takes the probe's output and exit status (None: the agent saw the bytes themselves).
 RENDERINGS: Final[dict[str, Callable[[str, int], str] | None]] = {
     EXACT: None, CLAUDE_BASH: _claude_bash, CLAUDE_BASH_FAILURE: _claude_bash_failure, COPILOT_BASH: _copilot_bash,
+    TRIMMED: _trimmed,
 }

@@ -1,8 +1,10 @@
-"""The real agent CLIs (Claude Code, Codex, Copilot CLI), pinned, installed from npm into a cache directory.
+"""The real agent CLIs (Claude Code, Codex, Copilot CLI, Gemini CLI, Qwen Code), pinned, installed
+from npm into a cache directory.
 
 `python3 tests/agents/agent_cli.py` installs them all (`.ci/run` does); the tests' fixtures call
 `ensure(agent)` and install when missing. Package install scripts are not run: each native
-binary comes in its platform's optional dependency and is found there.
+binary comes in its platform's optional dependency and is found there (Gemini CLI and Qwen
+Code are JavaScript bundles that `node` runs).
 """
 
 from __future__ import annotations
@@ -30,6 +32,8 @@ AGENTS: dict[str, AgentPackage] = {
                           "codex-cli 0.171.0"),
     "copilot": AgentPackage("@github/copilot", "1.0.102", ("@github/copilot-linux-*/copilot", ".bin/copilot"),
                             "GitHub Copilot CLI 1.0.102"),
+    "gemini": AgentPackage("@google/gemini-cli", "0.61.0", (".bin/gemini",), "0.61.0"),
+    "qwen": AgentPackage("@qwen-code/qwen-code", "0.24.4", (".bin/qwen",), "0.24.4"),
 }
 
 

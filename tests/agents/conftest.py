@@ -1,4 +1,4 @@
-"""Fixtures the hook tests of `tests/agents/` share: a small workspace and a real session on it."""
+"""Fixtures the agents' payload tests share: a small workspace and a real session on it."""
 
 from __future__ import annotations
 
@@ -12,10 +12,12 @@ from ledger_impl.session import DurableSession
 
 @pytest.fixture
 def workspace(tmp_path: pathlib.Path) -> pathlib.Path:
-    """`src/app.py` holding two lines, in a temporary directory."""
+    """`src/app.py` holding two lines and `notes.txt` ("alpha\\nbeta\\n"), in a temporary
+    directory; a test module may define its own."""
     root = tmp_path / "ws"
     (root / "src").mkdir(parents=True)
     (root / "src" / "app.py").write_text("x = 1\ny = 2\n")
+    (root / "notes.txt").write_text("alpha\nbeta\n")
     return root
 
 

@@ -1,5 +1,6 @@
 """Scripted model servers on 127.0.0.1 for driving real agent CLIs: the Anthropic Messages API
-(Claude Code) and the OpenAI Responses API (Codex).
+(Claude Code), the OpenAI Responses API (Codex), the Gemini API (Gemini CLI) and OpenAI Chat
+Completions (Qwen Code).
 
 Claude Code talks to `ANTHROPIC_BASE_URL` with streaming requests (`POST /v1/messages`). This
 server answers each main-loop request with the next scripted assistant turn (text or
@@ -15,6 +16,16 @@ Codex talks to a configured provider's `/v1/responses` with streaming requests w
 holds the whole conversation: `function_call` items (the script's, by `call_id`) and their
 `function_call_output` items. `ScriptedResponses` answers with the next turn's
 `function_call` items, or a final assistant message.
+
+Gemini CLI talks to `GOOGLE_GEMINI_BASE_URL`'s `/v1beta/models/M:streamGenerateContent?alt=sse`
+with the whole conversation in `contents`: the script's `functionCall` parts (by `id`) and their
+`functionResponse` parts (`response.output`, or `response.error` for a blocked or failed call).
+`ScriptedGemini` streams the next turn's `functionCall` parts, or a final text. Its side requests
+(`:generateContent`, `:countTokens`) get a short text and a token count.
+
+Qwen Code talks to `OPENAI_BASE_URL`'s `/chat/completions`, streamed, with the conversation in
+`messages`: assistant `tool_calls` (the script's, by `id`) and `tool` messages answering them
+(`tool_call_id`, `content`). `ScriptedChat` streams the next turn's `tool_calls`, or a text.
 
 `on_results(results)` is called with the tool results of a turn before the next turn is
 served: the CLI is waiting, so the workspace is exactly as those tools left it (an oracle
@@ -102,13 +113,7 @@ class ScriptedModel:
                             result = ToolResult(use_id, _text_of(block.get("content")), bool(block.get("is_error")))
                             self.results[use_id] = result
                             fresh.append(result)
-            if fresh and self.on_results is not None:
-                try:
-                    self.on_results(fresh)
-                except Exception as error:  # reported by the test, never a hung CLI
-                    self.errors.append(f"on_results: {error!r}")
-            index = self.turn_index(seen)
-            turn = self.turns[index] if index < len(self.turns) else "done"
+            turn = self._next_turn(seen, fresh)
             if isinstance(turn, str):
                 return self._stream_text(turn, len(self.requests))
             return self._stream_tools(turn, len(self.requests))
@@ -116,6 +121,17 @@ class ScriptedModel:
     def turn_index(self, seen: set[str]) -> int:
         """The next turn: how many turns' tool calls the request's assistant messages hold."""
         return sum(1 for turn in self.turns if not isinstance(turn, str) and all(u.id in seen for u in turn))
+
+    def _next_turn(self, seen: set[str], fresh: list[ToolResult]) -> Turn:
+        """Hand the new results to `on_results`, then the first turn whose calls the request
+        does not all carry yet (`turn_index`; "done" after the script)."""
+        if fresh and self.on_results is not None:
+            try:
+                self.on_results(fresh)
+            except Exception as error:  # reported by the test, never a hung CLI
+                self.errors.append(f"on_results: {error!r}")
+        index = self.turn_index(seen)
+        return self.turns[index] if index < len(self.turns) else "done"
 
     def _stream_text(self, text: str, number: int) -> list[bytes]:
         return [
@@ -174,13 +190,7 @@ class ScriptedResponses(ScriptedModel):
                     result = ToolResult(item["call_id"], output if isinstance(output, str) else _text_of(output), False)
                     self.results[item["call_id"]] = result
                     fresh.append(result)
-            if fresh and self.on_results is not None:
-                try:
-                    self.on_results(fresh)
-                except Exception as error:
-                    self.errors.append(f"on_results: {error!r}")
-            index = sum(1 for turn in self.turns if not isinstance(turn, str) and all(u.id in seen for u in turn))
-            turn = self.turns[index] if index < len(self.turns) else "done"
+            turn = self._next_turn(seen, fresh)
             response_id = f"resp_scripted_{len(self.requests)}"
             events = [_sse("response.created", {"type": "response.created", "response": {"id": response_id}})]
             if isinstance(turn, str):
@@ -198,6 +208,78 @@ class ScriptedResponses(ScriptedModel):
             return events
 
 
+class ScriptedGemini(ScriptedModel):
+    """The same script, served as the Gemini API's `streamGenerateContent` (server-sent events)."""
+
+    def respond(self, request: dict[str, Any]) -> list[bytes]:
+        with self._lock:
+            self.requests.append(request)
+            seen: set[str] = set()
+            fresh: list[ToolResult] = []
+            for content in request.get("contents") or []:
+                for part in content.get("parts") or [] if isinstance(content, dict) else []:
+                    call = part.get("functionCall") if isinstance(part, dict) else None
+                    answer = part.get("functionResponse") if isinstance(part, dict) else None
+                    if isinstance(call, dict) and call.get("id") in self._ids:
+                        seen.add(call["id"])
+                    elif isinstance(answer, dict) and answer.get("id") in self._ids and answer["id"] not in self.results:
+                        response = answer.get("response") or {}
+                        failed = "error" in response
+                        text = response.get("error" if failed else "output")
+                        result = ToolResult(answer["id"], text if isinstance(text, str) else json.dumps(text), failed)
+                        self.results[answer["id"]] = result
+                        fresh.append(result)
+            turn = self._next_turn(seen, fresh)
+            if isinstance(turn, str):
+                parts: list[dict[str, Any]] = [{"text": turn}]
+            else:
+                parts = [{"functionCall": {"id": use.id, "name": use.name, "args": use.input}} for use in turn]
+            return [f"data: {json.dumps(gemini_answer(parts))}\n\n".encode()]
+
+
+class ScriptedChat(ScriptedModel):
+    """The same script, served as OpenAI Chat Completions (streamed chunks, then `[DONE]`)."""
+
+    def respond(self, request: dict[str, Any]) -> list[bytes]:
+        with self._lock:
+            self.requests.append(request)
+            seen: set[str] = set()
+            fresh: list[ToolResult] = []
+            for message in request.get("messages") or []:
+                if not isinstance(message, dict):
+                    continue
+                for call in message.get("tool_calls") or [] if message.get("role") == "assistant" else []:
+                    if isinstance(call, dict) and call.get("id") in self._ids:
+                        seen.add(call["id"])
+                answered = message.get("tool_call_id")
+                if message.get("role") == "tool" and answered in self._ids and answered not in self.results:
+                    result = ToolResult(answered, _text_of(message.get("content")), False)
+                    self.results[answered] = result
+                    fresh.append(result)
+            turn = self._next_turn(seen, fresh)
+            number = len(self.requests)
+            if isinstance(turn, str):
+                delta: dict[str, Any] = {"role": "assistant", "content": turn}
+                finish = "stop"
+            else:
+                delta = {"role": "assistant", "tool_calls": [
+                    {"index": index, "id": use.id, "type": "function",
+                     "function": {"name": use.name, "arguments": json.dumps(use.input)}}
+                    for index, use in enumerate(turn)]}
+                finish = "tool_calls"
+            chunks = [{"choices": [{"index": 0, "delta": delta, "finish_reason": None}]},
+                      {"choices": [{"index": 0, "delta": {}, "finish_reason": finish}],
+                       "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}}]
+            header = {"id": f"chat_{number}", "object": "chat.completion.chunk", "created": 0, "model": "scripted"}
+            return [f"data: {json.dumps({**header, **chunk})}\n\n".encode() for chunk in chunks] + [b"data: [DONE]\n\n"]
+
+
+def gemini_answer(parts: list[dict[str, Any]]) -> dict[str, Any]:
+    """One complete `GenerateContentResponse` carrying `parts`."""
+    return {"candidates": [{"content": {"role": "model", "parts": parts}, "finishReason": "STOP", "index": 0}],
+            "usageMetadata": {"promptTokenCount": 1, "candidatesTokenCount": 1, "totalTokenCount": 2}}
+
+
 class _Handler(BaseHTTPRequestHandler):
     model: ScriptedModel  # set on a subclass per server
     # A client that keeps a connection open without sending (a CLI killed mid-request, a child
@@ -210,9 +292,11 @@ class _Handler(BaseHTTPRequestHandler):
             request = json.loads(self.rfile.read(length) or b"{}")
         except json.JSONDecodeError:
             request = {}
-        streamed = self.path.startswith(("/v1/messages", "/v1/responses"))
+        streamed = (self.path.startswith(("/v1/messages", "/v1/responses")) or ":streamGenerateContent" in self.path
+                    or self.path.endswith("/chat/completions"))
         if not streamed or self.path.startswith("/v1/messages/count_tokens"):
-            body = json.dumps({"input_tokens": 1}).encode()
+            side = gemini_answer([{"text": "ok"}]) if ":generateContent" in self.path else {"input_tokens": 1, "totalTokens": 1}
+            body = json.dumps(side).encode()
             self.send_response(200)
             self.send_header("Content-Type", "application/json")
             self.send_header("Content-Length", str(len(body)))

@@ -12,6 +12,7 @@ import json
 import pathlib
 import subprocess
 import sys
+from typing import Any
 
 import pytest
 
@@ -68,7 +69,8 @@ def test_the_hook_answers_each_agent_and_ignores_what_it_does_not_govern(name: s
     root = tmp_path / "work"
     root.mkdir()
     (root / "a.txt").write_text("alpha\n")
-    call = {"hook_event_name": "PreToolUse", "tool_name": "NotAGovernedTool", "tool_input": {"command": "cat a.txt"},
+    before_tool = HOOKED[name].before_tool
+    call = {"hook_event_name": before_tool, "tool_name": "NotAGovernedTool", "tool_input": {"command": "cat a.txt"},
             "tool_use_id": "t1", "cwd": str(root), "session_id": "s"}
     state = ["--state-dir", str(tmp_path / "state")]
     ignored = ledger("hook", name, *state, home=tmp_path, stdin=json.dumps(call))
@@ -104,3 +106,31 @@ def test_discovery_registers_records_by_module_name_and_refuses_a_misnamed_one(
     (package / "misnamed.py").write_text(record.format("other"))
     with pytest.raises(TypeError, match="misnamed"):
         discover("fake_agents", package)
+
+
+@pytest.mark.parametrize("name", sorted(HOOKED))
+def test_install_keeps_the_user_s_settings_and_hooks_and_uninstall_takes_out_exactly_ledger_s(
+        name: str, tmp_path: pathlib.Path) -> None:
+    home, project = tmp_path / "home", tmp_path / "project"
+    project.mkdir()
+    path = HOOKED[name].settings.path("project", project)
+    path.parent.mkdir(parents=True)
+    before_tool = HOOKED[name].before_tool
+    own = {"type": "command", "command": "/usr/local/bin/audit-hook"}
+    settings = {"model": {"name": "theirs"}, "hooks": {before_tool: [{"matcher": ".*", "hooks": [own]}]}}
+    path.write_text(json.dumps(settings))
+    where = ["--root", str(project), "--state-dir", str(tmp_path / "state"), "--transport", "command"]
+    for _ in range(2):  # twice is once
+        assert ledger("hooks", "install", name, *where, home=home).returncode == 0
+    installed = json.loads(path.read_text())
+    assert installed["model"] == {"name": "theirs"}
+    assert installed["hooks"][before_tool][0] == {"matcher": ".*", "hooks": [own]}
+    assert installed_groups_count(installed) == len(HOOKED[name].events) + 1
+    installed["hooks"]["SessionEnd"] = [{"hooks": [own]}]  # the user edits the file meanwhile
+    path.write_text(json.dumps(installed))
+    assert ledger("hooks", "uninstall", name, "--root", str(project), home=home).returncode == 0
+    assert json.loads(path.read_text()) == {**settings, "hooks": {**settings["hooks"], "SessionEnd": [{"hooks": [own]}]}}
+
+
+def installed_groups_count(settings: dict[str, Any]) -> int:
+    return sum(len(groups) for groups in settings["hooks"].values())

@@ -10,7 +10,6 @@ its result reaches the server and compares output and exit status. Codex's netwo
 
 from __future__ import annotations
 
-import json
 import os
 import pathlib
 import re
@@ -21,6 +20,7 @@ import pytest
 
 import agent_cli
 from probes_settled import settle
+from ledger_service import assert_served_only, run_then_stop
 from scripted_models import ScriptedResponses, ScriptedServer, ToolResult, ToolUse
 
 BLOCKED = "Command blocked by PreToolUse hook: "
@@ -130,16 +130,9 @@ def test_codex_with_ledger_hooks(codex: pathlib.Path, tmp_path: pathlib.Path, tr
         settle(workspace, state)  # the next turn comes after the probes of these results
 
     model = ScriptedResponses(turns, on_results=check)
-    try:
-        run = run_codex(codex, model, home, workspace, env, "Work on src/app.py.")
-        served = subprocess.run([sys.executable, "-m", "ledger_cli.main", "serve", "status", "--state-dir", str(state)],
-                                capture_output=True, text=True, timeout=60)
-    finally:
-        subprocess.run([sys.executable, "-m", "ledger_cli.main", "serve", "stop", "--state-dir", str(state)],
-                       capture_output=True, timeout=60)
-    if transport == "service":  # the calls went to the service; none fell back to the in-process hook
-        workspaces = json.loads(served.stdout)["workspaces"]
-        assert [w["root"] for w in workspaces] == [str(workspace.resolve())] and workspaces[0]["calls"] >= 12, workspaces
+    run, served = run_then_stop(lambda: run_codex(codex, model, home, workspace, env, "Work on src/app.py."), state)
+    if transport == "service":
+        assert_served_only(served, workspace, calls=12)
     assert run.returncode == 0, (run.stdout[-2000:], run.stderr[-3000:])
     assert model.errors == []
     results = model.results

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 import pathlib
-from typing import Any, Iterator
+from typing import Any
 
 import pytest
 

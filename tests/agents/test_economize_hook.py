@@ -1,7 +1,7 @@
-"""`ledger hook claude|codex --economize owner/name`: the failure-loop guard inside the hook.
+"""`ledger hook claude|codex|qwen|gemini --economize owner/name`: the failure-loop guard inside the hook.
 
-Real `ledger hook` processes are fed the JSON payloads Claude Code and Codex send after a shell
-call. The repository's history is fed first with `ledger economize feed` (8 passed tasks of 2
+Real `ledger hook` processes are fed the JSON payloads Claude Code, Codex, Qwen Code and Gemini
+CLI send after a shell call. The repository's history is fed first with `ledger economize feed` (8 passed tasks of 2
 turns, so B = 3: the forced redirect comes at turn ceil(2.5 * 3) = 8 and, after the 5-turn
 grace, the stop at turn 13, as `ledger economize guard` prints for the same loop).
 """
@@ -85,7 +85,25 @@ def codex_turn(root: pathlib.Path, n: int, command: str, output: str, status: in
             "tool_response": {"output": output, "exit_code": status}}
 
 
-TURNS = {"claude": claude_turn, "codex": codex_turn}
+def qwen_turn(root: pathlib.Path, n: int, command: str, output: str, status: int, session: str = "s1") -> dict[str, Any]:
+    base = {"session_id": session, "cwd": str(root), "tool_name": "run_shell_command", "tool_use_id": f"toolu_{n:03d}",
+            "tool_input": {"command": command}, "permission_mode": "yolo"}
+    text = (f"Command: {command}\nDirectory: (root)\nOutput: {output or '(empty)'}\nError: (none)\nExit Code: {status}\n"
+            "Signal: (none)\nProcess Group PGID: (none)")
+    if status:
+        return {**base, "hook_event_name": "PostToolUseFailure", "error": text, "is_interrupt": False}
+    return {**base, "hook_event_name": "PostToolUse", "tool_response": {"llmContent": text, "returnDisplay": output}}
+
+
+def gemini_turn(root: pathlib.Path, n: int, command: str, output: str, status: int, session: str = "s1") -> dict[str, Any]:
+    """An AfterTool: no call id; the `timestamp` tells two identical calls apart."""
+    text = f"Output: {output or '(empty)'}\n" + (f"Exit Code: {status}\n" if status else "") + "Process Group PGID: 7"
+    return {"session_id": session, "cwd": str(root), "hook_event_name": "AfterTool", "tool_name": "run_shell_command",
+            "tool_input": {"command": command}, "timestamp": f"2026-12-04T00:00:{n:02d}.000Z",
+            "tool_response": {"llmContent": f"<untrusted_context>\n{text}\n</untrusted_context>", "returnDisplay": output}}
+
+
+TURNS = {"claude": claude_turn, "codex": codex_turn, "qwen": qwen_turn, "gemini": gemini_turn}
 
 
 @pytest.fixture
@@ -104,7 +122,7 @@ def actions(reply: dict[str, Any] | None) -> str:
     return "redirect" if "[ledger economize]" in reply.get("hookSpecificOutput", {}).get("additionalContext", "") else "other"
 
 
-@pytest.mark.parametrize("agent", ["claude", "codex"])
+@pytest.mark.parametrize("agent", ["claude", "codex", "qwen"])
 def test_a_failure_loop_is_redirected_then_stopped(agent: str, setup: tuple[pathlib.Path, pathlib.Path]) -> None:
     root, state = setup
     seen = {}
@@ -127,7 +145,7 @@ def test_a_failure_loop_is_redirected_then_stopped(agent: str, setup: tuple[path
     assert "continue" not in (answer or {}) and "hookSpecificOutput" not in (answer or {})
 
 
-@pytest.mark.parametrize("agent", ["claude", "codex"])
+@pytest.mark.parametrize("agent", ["claude", "codex", "qwen"])
 def test_a_passing_run_gets_neither(agent: str, setup: tuple[pathlib.Path, pathlib.Path]) -> None:
     root, state = setup
     for n in range(1, 21):
@@ -184,3 +202,31 @@ def test_many_concurrent_writers_of_one_session_get_distinct_consecutive_turns(s
     with concurrent.futures.ThreadPoolExecutor(max_workers=8) as pool:
         turns = [t for chunk in pool.map(writer, range(8)) for t in chunk]
     assert sorted(turns) == list(range(1, 201))
+
+
+def test_the_guard_s_note_joins_a_nudge_note_already_in_the_after_call_reply() -> None:
+    """Gemini CLI and Qwen Code get a Nudge's note in the after-call answer; a redirect there
+    must not replace it."""
+    from ledger_cli.commands.hook import _noted
+    from ledger_impl.agents import HOOKED
+
+    note = HOOKED["qwen"].replies.note
+    joined = _noted(note("PostToolUse", "nudge"), note("PostToolUse", "[ledger economize] redirect"))
+    assert joined["hookSpecificOutput"]["additionalContext"] == "nudge\n\n[ledger economize] redirect"
+    assert _noted({"systemMessage": "m"}, note("PostToolUse", "r")) == {"systemMessage": "m", **note("PostToolUse", "r")}
+
+
+def test_gemini_s_failure_loop_is_redirected_stopped_and_its_next_call_refused(
+        setup: tuple[pathlib.Path, pathlib.Path]) -> None:
+    """Gemini sends no call id: each AfterTool's turn is named by the call and its timestamp,
+    so the repeated identical call counts every time; the refusal is Gemini's BeforeTool deny."""
+    root, state = setup
+    seen = [actions(hook("gemini", gemini_turn(root, n, LOOP_COMMAND, LOOP_ERROR, 1), state, "--economize",
+                         REPOSITORY)[0]) for n in range(1, 15)]
+    assert [n for n, action in enumerate(seen, 1) if action != "continue"] == [8, 13, 14]
+    assert seen[7] == "redirect" and seen[12] == "stop"
+    before = {**gemini_turn(root, 15, "ls", "", 0), "hook_event_name": "BeforeTool"}
+    del before["tool_response"]
+    refused, err = hook("gemini", before, state, "--economize", REPOSITORY)
+    assert err == "" and refused is not None and refused["continue"] is False and refused["decision"] == "deny"
+    assert "stopped this task at turn 13" in refused["reason"]
