@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from stored_databases import install_stored_database
 
 from ledger_impl import state_codec
 from ledger_impl.session import DurableSession
@@ -21,7 +22,6 @@ from ledger_spec import Policy
 from ledger_spec.errors import UnreadableState
 from ledger_spec.values import Category, Command
 
-DATA = Path(__file__).parent / "data"
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -44,12 +44,7 @@ def _call(root: Path, state: Path, command: str, call_id: str, output: str | Non
 
 def test_a_database_of_the_pickled_format_is_migrated_with_a_note(workspace: Path, tmp_path: Path) -> None:
     state = tmp_path / "state"
-    path = database_path(workspace, state)
-    path.parent.mkdir(parents=True)
-    shutil.copy(DATA / "session-format-2.sqlite", path)
-    with sqlite3.connect(path) as db:
-        assert db.execute("PRAGMA user_version").fetchone()[0] == 2
-        db.execute("UPDATE meta SET value = ? WHERE key = 'root'", (str(workspace.resolve()),))
+    path = install_stored_database(2, workspace, state)
     decision = _call(workspace, state, "cat a.txt", "n1", "alpha\n")
     assert decision.verdict == "allow", "the pickled observation is never trusted"
     assert "format 2" in (decision.degraded or "") and "starting a new ledger" in (decision.degraded or "")

@@ -15,12 +15,12 @@ import time
 from pathlib import Path
 
 import pytest
+from stored_databases import install_stored_database
 
 from ledger_impl.store import (
     SCHEMA_VERSION, PendingRow, StateRow, Store, checksum, database_path, discarded_databases, list_sessions,
     read_state, summarize,
 )
-
 
 @pytest.fixture
 def root(tmp_path: Path) -> Path:
@@ -57,6 +57,44 @@ def test_a_database_of_an_unknown_format_is_set_aside_with_a_note(root: Path, tm
         assert any(f"schema version {version}" in note for note in store.opening_notes), store.opening_notes
         assert len(discarded_databases(state)) == 1
         assert sqlite3.connect(store.path).execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
+    finally:
+        store.close()
+
+
+def test_a_database_of_format_4_is_opened_with_its_ledger(root: Path, tmp_path: Path) -> None:
+    """A store this Ledger wrote (format 4, kept as `tests/data/session-format-4.sqlite`: one
+    read recorded and probed) opens with its ledger and nothing set aside, today as after any
+    later format's migration: a format number moved without a migration from 4 would set every
+    existing session aside."""
+    state = tmp_path / "state"
+    install_stored_database(4, root, state)
+    store = Store.open(root, state)
+    try:
+        assert store.opening_notes == [] and discarded_databases(state) == []
+        assert store.load_state() is not None
+    finally:
+        store.close()
+
+
+def test_a_database_with_a_damaged_page_is_set_aside_with_a_note(root: Path, tmp_path: Path) -> None:
+    """The file opens and its header reads, but `PRAGMA quick_check` finds a damaged table:
+    nothing in it is trusted."""
+    state = tmp_path / "state"
+    store = Store.open(root, state)
+    store.close()
+    path = database_path(root, state)
+    with sqlite3.connect(path) as db:
+        # An index's page: SQLite reads a damaged table page as "malformed" at once, but
+        # reports a damaged index only through the check.
+        page = db.execute("SELECT rootpage FROM sqlite_master WHERE name = 'probes_by_command'").fetchone()[0]
+        page_size = db.execute("PRAGMA page_size").fetchone()[0]
+    damaged = bytearray(path.read_bytes())
+    damaged[(page - 1) * page_size:page * page_size] = b"\xff" * page_size
+    path.write_bytes(bytes(damaged))
+    store = Store.open(root, state)
+    try:
+        assert any("integrity check failed" in note for note in store.opening_notes), store.opening_notes
+        assert len(discarded_databases(state)) == 1
     finally:
         store.close()
 
