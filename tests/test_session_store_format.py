@@ -3,6 +3,8 @@ Ledger keeps the sessions, and state from an older format is migrated or refused
 
 from __future__ import annotations
 
+import enum
+import json
 import os
 import shutil
 import sqlite3
@@ -11,13 +13,15 @@ import sys
 from pathlib import Path
 
 import pytest
+from stored_databases import install_stored_database
 
 from ledger_impl import state_codec
 from ledger_impl.session import DurableSession
 from ledger_impl.store import SCHEMA_VERSION, checksum, database_path
 from ledger_spec import Policy
+from ledger_spec.errors import UnreadableState
+from ledger_spec.values import Category, Command
 
-DATA = Path(__file__).parent / "data"
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -40,12 +44,7 @@ def _call(root: Path, state: Path, command: str, call_id: str, output: str | Non
 
 def test_a_database_of_the_pickled_format_is_migrated_with_a_note(workspace: Path, tmp_path: Path) -> None:
     state = tmp_path / "state"
-    path = database_path(workspace, state)
-    path.parent.mkdir(parents=True)
-    shutil.copy(DATA / "session-format-2.sqlite", path)
-    with sqlite3.connect(path) as db:
-        assert db.execute("PRAGMA user_version").fetchone()[0] == 2
-        db.execute("UPDATE meta SET value = ? WHERE key = 'root'", (str(workspace.resolve()),))
+    path = install_stored_database(2, workspace, state)
     decision = _call(workspace, state, "cat a.txt", "n1", "alpha\n")
     assert decision.verdict == "allow", "the pickled observation is never trusted"
     assert "format 2" in (decision.degraded or "") and "starting a new ledger" in (decision.degraded or "")
@@ -130,6 +129,75 @@ def test_the_codec_refuses_what_it_cannot_write_exactly(value: object) -> None:
 def test_the_codec_refuses_text_that_is_not_an_encoding(text: str) -> None:
     with pytest.raises(state_codec.CodecError):
         state_codec.loads(text)
+
+
+def _stored(value: object, shared: list[object] | None = None) -> str:
+    """A stored document whose value is the encoded tree `value`: the envelope is right, so a
+    refusal can only come from decoding the value itself (the texts above stop at the envelope)."""
+    return json.dumps({"shared": shared or [], "value": value})
+
+
+@pytest.mark.parametrize(
+    "tree",
+    [
+        {}, {"t": [], "s": []}, [1], [1, 2],  # not a one-key object
+        {"a": ["NoSuchClass", {}]}, {"e": ["Category", "no_such_member"]},  # KeyError
+        {"a": ["LineRange", {"no_such_field": 1}]}, {"a": ["LineRange", []]},  # TypeError; fields not an object
+        {"b": "zz"}, {"e": ["Category"]}, {"a": ["LineRange", {"start": 0}]},  # ValueError
+    ],
+    ids=["empty", "two-keys", "list-of-one", "list", "class", "member", "field", "fields", "hex", "enum-pair", "validator"],
+)
+def test_a_malformed_stored_value_is_unreadable_state_never_another_error(tree: object) -> None:
+    """Only an `UnreadableState` lets the session discard a stored ledger with a note
+    (`trusted_ledger`); any other error out of decoding stops the session from opening at all."""
+    with pytest.raises(UnreadableState):
+        state_codec.loads(_stored(tree))
+    with pytest.raises(UnreadableState):
+        state_codec.loads(_stored({"t": [tree]}))  # nested: the inner refusal is passed on as it is
+
+
+def test_a_value_that_is_not_an_encoding_is_quoted_by_its_first_80_characters() -> None:
+    tree = ["x" * 200]
+    with pytest.raises(state_codec.CodecError) as refused:
+        state_codec.loads(_stored(tree))
+    assert str(refused.value) == f"not an encoded value: {str(tree)[:80]}"
+
+
+@pytest.mark.parametrize("kind", ["x", "A", "", "tt"])
+@pytest.mark.parametrize("body", [0, [], ["Category", "READ"], ["LineRange", {"start": 1}]], ids=["int", "list", "enum", "class"])
+def test_an_unknown_kind_is_refused_whatever_its_body(kind: str, body: object) -> None:
+    """A kind is matched exactly: a tag that sorts near a known one is not read as that one."""
+    with pytest.raises(state_codec.CodecError, match="unknown kind"):
+        state_codec.loads(_stored({kind: body}, shared=["first"]))
+
+
+@pytest.mark.parametrize("index", [-1, 2, 3, True, False, "0", 0.0, None])
+def test_a_reference_to_no_shared_value_is_refused(index: object) -> None:
+    """`{"r": i}` names one of the values written before it; a negative, out-of-range, boolean
+    or non-integer index would otherwise read some other value, or escape as an IndexError."""
+    with pytest.raises(state_codec.CodecError, match="no shared value"):
+        state_codec.loads(_stored({"r": index}, shared=["first", "second"]))
+    with pytest.raises(state_codec.CodecError, match="no shared value"):
+        state_codec.decode({"r": 0})  # decoded with no shared values at all
+    assert state_codec.loads(_stored({"t": [{"r": 1}, {"r": 0}]}, shared=["first", "second"])) == ("second", "first")
+
+
+def test_a_command_that_occurs_twice_is_written_once_and_named_by_its_index() -> None:
+    command = Command(text="cat a.txt", normalized="cat a.txt", category=Category.READ)
+    other = Command(text="ls", normalized="ls", category=Category.SEARCH)
+    value = (command, other, (command,))
+    document = json.loads(state_codec.dumps(value))
+    assert document["value"] == {"t": [{"r": 0}, {"r": 1}, {"t": [{"r": 0}]}]}
+    assert [item["a"][1]["text"] for item in document["shared"]] == ["cat a.txt", "ls"]
+    assert state_codec.loads(state_codec.dumps(value)) == value
+
+
+def test_an_enum_other_than_the_stored_ones_is_refused_even_under_their_name() -> None:
+    """Written as `{"e": ["Category", "READ"]}`, a foreign enum would read back as the spec's own."""
+    foreign = enum.Enum("Category", {"READ": "read"})
+    with pytest.raises(state_codec.CodecError, match="cannot store"):
+        state_codec.dumps(foreign.READ)
+    assert state_codec.loads(state_codec.dumps(Category.READ)) is Category.READ
 
 
 def test_the_codec_round_trips_the_values_a_session_holds(workspace: Path, tmp_path: Path) -> None:
