@@ -193,7 +193,7 @@ class Tree:
                                            (after[2] + after[3] - before[2] - before[3]) * 1000))
         for name, call in self.transports.items():
             wall, cpu, reply = call(self.bench.payload("PreToolUse", f"{name}-r{index}", self.read, name))
-            assert verdict(reply) == "reuse", (name, reply)
+            assert verdict(reply) == "reuse", (self.size, index, name, reply)
             self.samples[f"{name} pre (reuse)"].append((wall, cpu))
             command = f"echo {index}"
             wall, cpu, reply = call(self.bench.payload("PreToolUse", f"{name}-a{index}", command, name))
