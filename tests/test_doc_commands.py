@@ -33,7 +33,7 @@ NOT_RUN: tuple[tuple[str, str], ...] = (
     (r"^\.venv/bin/pip install", "installs packages from the network (the mini extra)"),
     (r"^pip install", "installs into the environment that runs the tests (it would repoint its editable install at the copy)"),
     (r"^dask (scheduler|worker)\b", "starts a long-running cluster process; tests/test_dask_hunt.py runs the hunts on a distributed.LocalCluster"),
-    (r"^(claude|codex|copilot)\b", "starts the real agent CLI, interactive and needing a model; tests/agents/ run each end to end against a scripted model server"),
+    (r"^(claude|codex|copilot|gemini|qwen)\b", "starts the real agent CLI, interactive and needing a model; tests/agents/ run each end to end against a scripted model server"),
     (r"^mini\b", "starts mini-swe-agent with a model; tests/test_minisweagent_adapter.py runs it with a scripted model"),
     (r"^ledger check-detector examples\.append_blind_detector:make",
      "a hunt (20-40 s on 2 cores); tests/test_cli_hunt.py runs this command and replays what it writes"),
