@@ -199,6 +199,12 @@ def table_row(name: str, steps: int, verbatim: dict[str, float], reference: dict
     )
 
 
+def run_name(trajectory: Trajectory) -> str:
+    """The run's instance and its line in the corpus (an instance may have several runs)."""
+    line = trajectory.name.rpartition("#")[2]
+    return f"{trajectory.instance_id} (line {line})" if trajectory.instance_id else trajectory.name
+
+
 def chosen_runs(trajectories: Sequence[Trajectory]) -> Iterator[Trajectory]:
     """The corpus's runs of `PROJECTS`, one of each project in turn, in corpus order."""
     by_repo: dict[str, list[Trajectory]] = collections.defaultdict(list)
@@ -235,7 +241,7 @@ def main(argv: Sequence[str] | None = None, results: pathlib.Path = record.RESUL
                           max_steps=args.max_steps)
             shutil.rmtree(workspace, ignore_errors=True)
             by_mode = {mode: figures(sent[mode]) for mode in REUSE_ANSWERS}
-            name = trajectory.instance_id or trajectory.name
+            name = run_name(trajectory)
             names.append(name)
             row = table_row(name, len(sent["verbatim"]), by_mode["verbatim"], by_mode["reference"])
             if by_mode["verbatim"]["reuses"] or by_mode["verbatim"]["sliced"]:
