@@ -33,7 +33,7 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))
 
 from ledger_impl import Runtime  # noqa: E402
 from ledger_properties.audit.filter import OutsideWrite, skip_reason, to_command  # noqa: E402
-from ledger_properties.audit.formats import Skipped, load  # noqa: E402
+from ledger_properties.audit.formats import Item, Skipped, load  # noqa: E402
 
 CORPUS = pathlib.Path("/work/shared/corpus/mini-swe-agent-deepseek.jsonl")
 WHEELS = pathlib.Path("/opt/pypi/files")
@@ -58,6 +58,29 @@ def workspace_from_wheel(wheel: pathlib.Path, into: str, target: pathlib.Path) -
     subprocess.run("git init -q && git add -A && git commit -qm base", shell=True, cwd=target, env=env, check=True)
 
 
+def mapped_command(item: Item, recorded_root: str, workspace: pathlib.Path) -> str | None:
+    """The trajectory's item as a command to run in `workspace`; None when the audit skips it
+    (not a string, writes outside the workspace, ...: `ledger_properties.audit.filter`)."""
+    try:
+        command = "" if isinstance(item, Skipped) else to_command(item, recorded_root, workspace)
+        reason = skip_reason(item, command, workspace)
+    except OutsideWrite:
+        return None
+    return command if reason is None else None
+
+
+def wheel_template(repo: str, scratch: pathlib.Path) -> pathlib.Path | None:
+    """A workspace (a git repository) made from the wheel of `repo`, one of `PROJECTS`; None
+    when the local package mirror has no such wheel."""
+    prefix, into = PROJECTS[repo]
+    wheel = next(iter(sorted(WHEELS.glob(prefix + "*.whl"))), None)
+    if wheel is None:
+        return None
+    template = scratch / f"template-{repo.replace('/', '-')}"
+    workspace_from_wheel(wheel, into, template)
+    return template
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--per-project", type=int, default=3)
@@ -73,14 +96,12 @@ def main() -> None:
     lost: list[dict[str, object]] = []
     reasons = collections.Counter()
     with tempfile.TemporaryDirectory(prefix="ledger-probe-corpus-") as scratch:
-        for repo, (prefix, into) in PROJECTS.items():
+        for repo in PROJECTS:
             if args.only and repo != args.only:
                 continue
-            wheel = next(iter(sorted(WHEELS.glob(prefix + "*.whl"))), None)
-            if wheel is None:
+            template = wheel_template(repo, pathlib.Path(scratch))
+            if template is None:
                 continue
-            template = pathlib.Path(scratch) / f"template-{repo.replace('/', '-')}"
-            workspace_from_wheel(wheel, into, template)
             for number, trajectory in enumerate(by_repo.get(repo, [])[: args.per_project]):
                 copies = {}
                 for side in ("off", "on"):
@@ -95,12 +116,8 @@ def main() -> None:
                     for item in trajectory.items:
                         steps = {}
                         for side, runtime in runtimes.items():
-                            try:
-                                command = "" if isinstance(item, Skipped) else to_command(item, trajectory.recorded_root, copies[side])
-                                reason = skip_reason(item, command, copies[side])
-                            except OutsideWrite:
-                                reason = "writes outside workspace"
-                            if reason is not None:
+                            command = mapped_command(item, trajectory.recorded_root, copies[side])
+                            if command is None:
                                 break
                             steps[side] = runtime.step(command)
                         if len(steps) != 2:

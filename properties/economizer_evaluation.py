@@ -68,16 +68,23 @@ def load_streams(path: pathlib.Path) -> dict[str, list[tuple[Trajectory, float]]
     return dict(sorted(streams.items(), key=lambda item: (-len(item[1]), item[0])))
 
 
+def context_weights(steps: Sequence[Step]) -> list[int]:
+    """The characters each turn re-bills: `PROMPT_CHARS` and every earlier command and output
+    (so a step's command and output count once for each later turn)."""
+    weights, context = [], PROMPT_CHARS
+    for step in steps:
+        weights.append(context)
+        context += len(step.command) + len(step.output)
+    return weights
+
+
 def cost_after(trajectory: Trajectory, cost: float, turn: int) -> tuple[float, float]:
     """(even, context-weighted) estimate of the cost spent after `turn` (1-based)."""
     n = trajectory.turns
     if n == 0 or turn >= n:
         return 0.0, 0.0
     even = cost * (n - turn) / n
-    weights, context = [], PROMPT_CHARS
-    for step in trajectory.steps:
-        weights.append(context)
-        context += len(step.command) + len(step.output)
+    weights = context_weights(trajectory.steps)
     weighted = cost * sum(weights[turn:]) / sum(weights)
     return even, weighted
 
