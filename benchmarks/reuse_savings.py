@@ -50,7 +50,7 @@ from ledger_impl.agents.hook_session import REUSE_ANSWERS  # noqa: E402
 from ledger_impl.context_journal import ContextJournal  # noqa: E402
 from ledger_impl.probe import rendering  # noqa: E402
 from ledger_impl.runtime import Step  # noqa: E402
-from ledger_impl.session import Decision  # noqa: E402
+from ledger_impl.session import Decision, Recorded  # noqa: E402
 from ledger_impl.store import Store  # noqa: E402
 from ledger_properties.audit.formats import Trajectory, load  # noqa: E402
 from ledger_properties.economizer_evaluation import PROMPT_CHARS, context_weights  # noqa: E402
@@ -99,8 +99,8 @@ class ReplaySession:
         return self.pending
 
     def record(self, call_id: str, output: str, exit_code: int, *, exact: bool = True, ran: str | None = None,
-               rendering: str = "exact") -> int | None:
-        return self.step
+               rendering: str = "exact") -> Recorded:
+        return Recorded(self.step)
 
     def view(self) -> str:
         return ""
