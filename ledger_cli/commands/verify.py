@@ -127,11 +127,11 @@ def _overlap_hunt(profile: Profile, seed: int | None) -> CheckResult:
 
 
 def _hook_path_hunt(profile: Profile, seed: int | None) -> list[CheckResult]:
-    from ledger_properties.hook_hunt import run_hook_hunt
+    from ledger_properties.hook_hunt import AGENTS, run_hook_hunt
 
     report = run_hook_hunt(profile, seed)
     detail = (
-        f"{report.examples} runs, {report.steps} tool calls through `ledger hook claude|codex` processes, "
+        f"{report.examples} runs, {report.steps} tool calls through `ledger hook {'|'.join(AGENTS)}` processes, "
         f"{report.reuses} reuses re-run and compared, seed {report.seed}"
     )
     for violation, _ in report.violations:
