@@ -22,7 +22,10 @@ def workspace(tmp_path: pathlib.Path) -> pathlib.Path:
 
 
 @pytest.fixture
-def session(workspace: pathlib.Path, tmp_path: pathlib.Path) -> Iterator[DurableSession]:
-    """A DurableSession on `workspace`, its state outside it."""
-    with DurableSession.open(workspace, state_dir=tmp_path / "state") as opened:
+def session(workspace: pathlib.Path, tmp_path: pathlib.Path, request: pytest.FixtureRequest) -> Iterator[DurableSession]:
+    """A DurableSession on `workspace`, its state outside it. A test module that feeds an
+    agent's payloads with outputs made up for them sets `SESSION_PROBE = False`: a probe would
+    (rightly) refuse those outputs; the agent's real-CLI test runs with the probe."""
+    probe = getattr(request.module, "SESSION_PROBE", True)
+    with DurableSession.open(workspace, state_dir=tmp_path / "state", probe=probe) as opened:
         yield opened

@@ -54,12 +54,8 @@ def workspace(tmp_path: pathlib.Path) -> pathlib.Path:
     return root
 
 
-@pytest.fixture
-def session(workspace: pathlib.Path, tmp_path: pathlib.Path) -> Iterator[DurableSession]:
-    # Probe off: these check the adapter's translation with outputs and statuses made up for
-    # it, which a probe would (rightly) refuse; the probe's own path: tests/test_probe_hook_path.py.
-    with DurableSession.open(workspace, state_dir=tmp_path / "state", probe=False) as opened:
-        yield opened
+#: Outputs made up for the adapter's translation: no probe (see conftest's `session`).
+SESSION_PROBE = False
 
 
 def test_a_first_call_gets_no_opinion(workspace: pathlib.Path, session: DurableSession) -> None:

@@ -8,7 +8,7 @@ import json
 import pathlib
 import subprocess
 import sys
-from typing import Any, Iterator
+from typing import Any
 
 import pytest
 
@@ -35,12 +35,8 @@ def workspace(tmp_path: pathlib.Path) -> pathlib.Path:
     return root
 
 
-@pytest.fixture
-def session(workspace: pathlib.Path, tmp_path: pathlib.Path) -> Iterator[DurableSession]:
-    # Probe off: these check the adapter's translation with outputs made up for it, which a
-    # probe would (rightly) refuse; the real CLI's run (test_copilot_e2e.py) probes.
-    with DurableSession.open(workspace, state_dir=tmp_path / "state", probe=False) as opened:
-        yield opened
+#: Outputs made up for the adapter's translation: no probe (see conftest's `session`).
+SESSION_PROBE = False
 
 
 def denied(reply: dict[str, Any] | None) -> bool:

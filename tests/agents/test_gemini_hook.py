@@ -5,7 +5,7 @@ which shell results are recorded exactly enough to be served again."""
 from __future__ import annotations
 
 import pathlib
-from typing import Any, Iterator
+from typing import Any
 
 import pytest
 
@@ -14,12 +14,8 @@ from ledger_impl.agents.hook_session import Outcome
 from ledger_impl.session import DurableSession
 
 
-@pytest.fixture
-def session(workspace: pathlib.Path, tmp_path: pathlib.Path) -> Iterator[DurableSession]:
-    # Probe off: these check the adapter's translation with outputs and statuses made up for
-    # it, which a probe would (rightly) refuse; the real CLI's run (the e2e test) probes.
-    with DurableSession.open(workspace, state_dir=tmp_path / "state", probe=False) as opened:
-        yield opened
+#: Outputs made up for the adapter's translation: no probe (see conftest's `session`).
+SESSION_PROBE = False
 
 
 COMMON = {"session_id": "7f3c4462", "transcript_path": "/nowhere/session.jsonl", "timestamp": "2026-12-04T19:36:09Z"}

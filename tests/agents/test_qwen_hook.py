@@ -4,7 +4,7 @@ test_qwen_code_e2e.py), and which shell results are recorded exactly enough to b
 from __future__ import annotations
 
 import pathlib
-from typing import Any, Iterator
+from typing import Any
 
 import pytest
 
@@ -13,12 +13,8 @@ from ledger_impl.agents.hook_session import Outcome
 from ledger_impl.session import DurableSession
 
 
-@pytest.fixture
-def session(workspace: pathlib.Path, tmp_path: pathlib.Path) -> Iterator[DurableSession]:
-    # Probe off: these check the adapter's translation with outputs and statuses made up for
-    # it, which a probe would (rightly) refuse; the real CLI's run (the e2e test) probes.
-    with DurableSession.open(workspace, state_dir=tmp_path / "state", probe=False) as opened:
-        yield opened
+#: Outputs made up for the adapter's translation: no probe (see conftest's `session`).
+SESSION_PROBE = False
 
 
 COMMON = {"session_id": "d63acf5b", "transcript_path": "/nowhere/chat.jsonl", "permission_mode": "yolo"}
