@@ -23,6 +23,8 @@ from pathlib import Path
 
 import pytest
 
+from ledger_impl.agents import HOOKED
+
 ROOT = Path(__file__).resolve().parent.parent
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
 FENCE = re.compile(r"^(`{3,})(.*)$")
@@ -33,7 +35,9 @@ NOT_RUN: tuple[tuple[str, str], ...] = (
     (r"^\.venv/bin/pip install", "installs packages from the network (the mini extra)"),
     (r"^pip install", "installs into the environment that runs the tests (it would repoint its editable install at the copy)"),
     (r"^dask (scheduler|worker)\b", "starts a long-running cluster process; tests/test_dask_hunt.py runs the hunts on a distributed.LocalCluster"),
-    (r"^(claude|codex|copilot|gemini|qwen)\b", "starts the real agent CLI, interactive and needing a model; tests/agents/ run each end to end against a scripted model server"),
+    # Each hooked agent's CLI is named as its plugin is (`ledger_impl.agents`).
+    (rf"^({'|'.join(map(re.escape, HOOKED))})\b",
+     "starts the real agent CLI, interactive and needing a model; tests/agents/ run each end to end against a scripted model server"),
     (r"^mini\b", "starts mini-swe-agent with a model; tests/test_minisweagent_adapter.py runs it with a scripted model"),
     (r"^ledger check-detector examples\.append_blind_detector:make",
      "a hunt (20-40 s on 2 cores); tests/test_cli_hunt.py runs this command and replays what it writes"),

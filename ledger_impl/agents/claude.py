@@ -45,8 +45,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..probe import rendering
-from .hook_session import (HookSession, Outcome, Verdict, command_named, nudge_fields, pre_tool_use_reply,
-                           record_outcome, reference_text, reuse_text, verdict_fields)
+from .hook_session import (HookSession, Outcome, Verdict, command_named, context_note, js_length, nudge_fields,
+                           pre_tool_use_reply, record_outcome, reference_text, reuse_text, stop_fields, verdict_fields)
 from .spec import Agent, Hooks, Replies, Reply, SettingsFiles, ToolRoles
 
 NO_OUTPUT = rendering.CLAUDE_NO_OUTPUT
@@ -111,7 +111,7 @@ def context_owner(payload: dict[str, Any]) -> str | None:
 
 def fits_inline(text: str) -> bool:
     """`text` reaches the model whole whatever the user's inline limit (`FULL_DELIVERY_MAX_UNITS`)."""
-    return len(text.encode("utf-16-le", "surrogatepass")) // 2 <= FULL_DELIVERY_MAX_UNITS
+    return js_length(text) <= FULL_DELIVERY_MAX_UNITS
 
 
 def _moved_to_file(response: Any) -> bool:
@@ -138,19 +138,9 @@ def _finished(tool: str, tool_input: dict[str, Any], payload: dict[str, Any]) ->
     return None
 
 
-def note_reply(event: str, text: str) -> dict[str, Any]:
-    """A note the model reads after a tool result (how Ledger delivers a Nudge)."""
-    return {"hookSpecificOutput": {"hookEventName": event, "additionalContext": text}}
-
-
-def stop_reply(reason: str) -> dict[str, Any]:
-    """Claude Code's documented "stop the agent" answer, valid for every hook event."""
-    return {"continue": False, "stopReason": reason}
-
-
 def stop_before_reply(reason: str) -> dict[str, Any]:
     """A tool call after the task was stopped: refused with the reason, and "stop" again."""
-    return {**stop_reply(reason), "hookSpecificOutput": {
+    return {**stop_fields(reason), "hookSpecificOutput": {
         "hookEventName": "PreToolUse", "permissionDecision": "deny", "permissionDecisionReason": reason}}
 
 
@@ -229,7 +219,7 @@ def _failure(tool: str, error: Any, interrupted: Any) -> Outcome:
 
 
 def _context(event: str, text: str) -> Reply:
-    return note_reply(event, text) if text else None
+    return context_note(event, text) if text else None
 
 
 def tool_mask(names: Sequence[str]) -> str:
@@ -259,7 +249,7 @@ AGENT = Agent(
         handle=handle,
         shell_turn=shell_turn,
         command_for=command_for,
-        replies=Replies(reuse=reuse_fields, nudge=nudge_fields, note=note_reply, stop=stop_reply,
+        replies=Replies(reuse=reuse_fields, nudge=nudge_fields, note=context_note, stop=stop_fields,
                         stop_before=stop_before_reply),
     ),
 )

@@ -36,8 +36,8 @@ import shlex
 from collections.abc import Sequence
 from typing import Any
 
-from .hook_session import (HookSession, Outcome, Verdict, command_named, nudge_fields, pre_tool_use_reply,
-                           record_outcome, reuse_text)
+from .hook_session import (HookSession, Outcome, Verdict, command_named, context_note, nudge_fields, pre_tool_use_reply,
+                           record_outcome, reuse_text, stop_fields)
 from .spec import Agent, Hooks, Replies, Reply, SettingsFiles, ToolRoles
 
 ROLES = ToolRoles(shell=("Bash", "exec_command", "local_shell", "shell"), patch=("apply_patch",))
@@ -51,7 +51,7 @@ def handle(payload: dict[str, Any], session: HookSession) -> Reply:
     event = payload.get("hook_event_name")
     if event in ("SessionStart", "UserPromptSubmit"):
         view = session.view()
-        return note_reply(event, view) if view else None
+        return context_note(event, view) if view else None
     tool = payload.get("tool_name")
     call_id = payload.get("tool_use_id")
     if tool not in SHELL_TOOLS | PATCH_TOOLS or not isinstance(call_id, str):
@@ -85,17 +85,6 @@ def _finished(tool: str, call_id: str | None, payload: dict[str, Any]) -> Outcom
         if status is not None:
             return Outcome(outcome.output, status)
     return outcome
-
-
-def note_reply(event: str, text: str) -> dict[str, Any]:
-    """A note for the model after a tool result: PostToolUse's `additionalContext`."""
-    return {"hookSpecificOutput": {"hookEventName": event, "additionalContext": text}}
-
-
-def stop_reply(reason: str) -> dict[str, Any]:
-    """Codex's hook output schema (codex-rs/hooks, post-tool-use.command.output) carries the
-    common `continue: false` with `stopReason`, which ends the turn after this tool call."""
-    return {"continue": False, "stopReason": reason}
 
 
 def stop_before_reply(reason: str) -> dict[str, Any]:
@@ -198,7 +187,7 @@ AGENT = Agent(
         handle=handle,
         shell_turn=shell_turn,
         command_for=command_for,
-        replies=Replies(reuse=reuse_fields, nudge=nudge_fields, note=note_reply, stop=stop_reply,
+        replies=Replies(reuse=reuse_fields, nudge=nudge_fields, note=context_note, stop=stop_fields,
                         stop_before=stop_before_reply),
     ),
 )

@@ -139,6 +139,7 @@ def reference_text(step: int) -> str:
             f"changed since). Its output is the result you received for step {shown_step(step)}, "
             "in full, earlier in this conversation.")
 
+
 def nudge_text(decision: Verdict) -> str:
     return decision.note or "[ledger] This command looks redundant: it was run recently and nothing has changed since."
 
@@ -186,9 +187,4 @@ def with_degraded(reply: dict[str, Any], decision: Verdict) -> dict[str, Any] | 
 def pre_tool_use_reply(output: dict[str, Any], decision: Verdict) -> dict[str, Any] | None:
     """The PreToolUse reply both agents read: `hookSpecificOutput` when a verdict added anything
     to `output` (which holds the event name), and the degraded state as a visible message."""
-    reply: dict[str, Any] = {}
-    if len(output) > 1:
-        reply["hookSpecificOutput"] = output
-    if decision.degraded:
-        reply["systemMessage"] = f"ledger: {decision.degraded}"
-    return reply or None
+    return with_degraded({"hookSpecificOutput": output} if len(output) > 1 else {}, decision)

@@ -17,13 +17,6 @@ from ledger_impl.session import DurableSession
 DENY = "deny"
 
 
-@pytest.fixture
-def workspace(tmp_path: pathlib.Path) -> pathlib.Path:
-    root = tmp_path / "ws"
-    (root / "src").mkdir(parents=True)
-    (root / "src" / "app.py").write_text("x = 1\ny = 2\n")
-    return root
-
 
 class Agent:
     """Plays Claude Code's side: hook payloads, and tools run for real in the workspace."""

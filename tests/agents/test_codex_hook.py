@@ -46,13 +46,6 @@ def accepted_by_codex(reply: dict[str, Any] | None) -> dict[str, Any]:
     return output
 
 
-@pytest.fixture
-def workspace(tmp_path: pathlib.Path) -> pathlib.Path:
-    root = tmp_path / "ws"
-    root.mkdir()
-    (root / "notes.txt").write_text("alpha\nbeta\n")
-    return root
-
 
 #: Outputs made up for the adapter's translation: no probe (see conftest's `session`).
 SESSION_PROBE = False

@@ -27,13 +27,6 @@ def shell_result(text: str, result_type: str = "success") -> dict[str, Any]:
     return {"tool_result": {"result_type": result_type, "text_result_for_llm": text}}
 
 
-@pytest.fixture
-def workspace(tmp_path: pathlib.Path) -> pathlib.Path:
-    root = tmp_path / "ws"
-    root.mkdir()
-    (root / "notes.txt").write_text("alpha\nbeta\n")
-    return root
-
 
 #: Outputs made up for the adapter's translation: no probe (see conftest's `session`).
 SESSION_PROBE = False
