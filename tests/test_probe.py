@@ -174,6 +174,37 @@ def test_the_trace_parser_joins_resumed_calls_and_follows_the_working_directory(
     assert parsed.executed == ("/usr/bin/bash",) and parsed.incomplete is None
 
 
+def test_a_resumed_call_is_kept_when_strace_pads_its_result() -> None:
+    """strace aligns a resumed call's result at column 40 (`<... openat resumed>)      = 4`).
+    Such calls were dropped whole: a pipeline's `head -c 4 /dev/zero` lost its open of
+    /dev/zero in about one probe of four, and the read was served (CI, 2026-12-04)."""
+    h = _hexed
+    text = "\n".join([
+        f'7 execve("{h("/usr/bin/head")}", ["{h("head")}"], 0x1 /* 3 vars */) = 0',
+        f'7 openat(AT_FDCWD<{h("/r")}>, "{h("/dev/zero")}", O_RDONLY <unfinished ...>',
+        f'8 newfstatat(AT_FDCWD<{h("/r")}>, "{h(".")}",  <unfinished ...>',
+        "7 <... openat resumed>)             = 4<" + h("/dev/zero") + ">",
+        "8 <... newfstatat resumed>{st_mode=S_IFDIR|0700, st_size=4096, ...}, 0) = 0",
+    ])
+    parsed = trace.parse(text, "/r")
+    assert [(a.path, a.ok) for a in parsed.accesses] == [
+        ("/usr/bin/head", True), ("/dev/zero", True), ("/r/.", True),
+    ]
+    assert parsed.incomplete is None
+
+
+def test_a_call_left_unfinished_when_its_process_died_keeps_its_path() -> None:
+    h = _hexed
+    text = f'7 openat(AT_FDCWD<{h("/r")}>, "{h("conf")}", O_RDONLY <unfinished ...>'
+    assert [(a.path, a.ok, a.error) for a in trace.parse(text, "/r").accesses] == [("/r/conf", False, None)]
+
+
+def test_a_call_whose_result_cannot_be_read_leaves_the_trace_incomplete() -> None:
+    h = _hexed
+    text = f'7 openat(AT_FDCWD<{h("/r")}>, "{h("a.txt")}", O_RDONLY) ~ garbled'
+    assert trace.parse(text, "/r").incomplete is not None
+
+
 def test_a_relative_lookup_whose_directory_cannot_be_known_leaves_the_trace_incomplete() -> None:
     h = _hexed
     text = "\n".join([

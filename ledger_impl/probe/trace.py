@@ -31,6 +31,9 @@ TRACED_CALLS: Final = "%file,%process,getdents64,getdents,fchdir"
 STRACE_OPTIONS: Final = ("-f", "-qq", "--seccomp-bpf", "-xx", "-y", "-e", f"trace={TRACED_CALLS}", "-e", "signal=none")
 
 _LINE = re.compile(r"^(\d+)\s+(.*)$")
+# The ") = " before a call's result: strace pads it to a column after a resumed call, and the
+# arguments cannot hold it (`-xx` prints every string in hex).
+_RESULT = re.compile(r"\)\s+= ")
 _TOKEN = re.compile(r'(?:(AT_FDCWD|-?\d+)<((?:\\x[0-9a-f]{2})*)>, )?"((?:\\x[0-9a-f]{2})*)"|(\d+)<((?:\\x[0-9a-f]{2})*)>')
 _CLONES: Final = frozenset({"clone", "clone3", "fork", "vfork"})
 _TWO_PATHS: Final = frozenset({"rename", "renameat", "renameat2", "link", "linkat", "mount"})
@@ -84,6 +87,10 @@ def _calls(lines: Iterable[str]) -> Iterable[tuple[int, str]]:
                 continue
             rest = head + rest[marker + len("resumed>") :]
         yield pid, rest
+    # A call still unfinished when the trace ends (its process died in it) may have looked its
+    # path up: kept, with a result that says nothing about success.
+    for pid, head in pending.items():
+        yield pid, head + ") = ?"
 
 
 def parse(text: str, root: str) -> Trace:
@@ -97,10 +104,11 @@ def parse(text: str, root: str) -> Trace:
         name, paren, args_and_result = call.partition("(")
         if not paren or not name.isidentifier():
             continue
-        split = args_and_result.rfind(") = ")
-        if split < 0:
-            continue  # exit_group and calls that never return print no result
-        args, result = args_and_result[:split], args_and_result[split + 4 :]
+        separators = list(_RESULT.finditer(args_and_result))
+        if not separators:
+            incomplete = f"a call of process {pid} has no result to read: {call[:80]}"
+            continue
+        args, result = args_and_result[: separators[-1].start()], args_and_result[separators[-1].end() :]
         ok = not result.startswith(("-1", "?"))
         error = result.split()[1] if result.startswith("-1 ") and len(result.split()) > 1 else None
         if pid not in cwd:
