@@ -131,6 +131,20 @@ def _files(field: str) -> Callable[[object, attrs.Attribute, object], None]:
     return validate
 
 
+_VARIABLE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+def _variables(field: str) -> Callable[[object, attrs.Attribute, object], None]:
+    def validate(_instance: object, _attribute: attrs.Attribute, value: object) -> None:
+        _check(isinstance(value, Mapping), field, "must be an object of variable name -> text")
+        assert isinstance(value, Mapping)
+        for name, text in value.items():
+            _check(isinstance(name, str) and bool(_VARIABLE.match(name)), field, f"key {name!r} is not a variable name")
+            _check(isinstance(text, str) and "\0" not in text, f"{field}[{name!r}]", "must be text without a NUL byte")
+
+    return validate
+
+
 def _optional_int(field: str) -> Callable[[object, attrs.Attribute, object], None]:
     def validate(_instance: object, _attribute: attrs.Attribute, value: object) -> None:
         _check(value is None or _is_int(value), field, f"must be an integer, got {value!r}")
@@ -155,24 +169,28 @@ def _frozen_mapping(value: Mapping[str, Any]) -> Mapping[str, Any]:
 
 @attrs.frozen
 class Setup:
-    """The starting workspace: files in the root, files in a directory next to it, git or not."""
+    """The starting workspace: files in the root, files in a directory next to it, git or not,
+    and variables the commands run with (a start file, a PATH entry, a time zone, ...)."""
 
     files: Mapping[str, str] = attrs.field(converter=_frozen_mapping, validator=_files("setup.files"))
     outside: Mapping[str, str] = attrs.field(
         factory=dict, converter=_frozen_mapping, validator=_files("setup.outside")
     )
     git: bool = attrs.field(default=True)
+    environment: Mapping[str, str] = attrs.field(
+        factory=dict, converter=_frozen_mapping, validator=_variables("setup.environment")
+    )
 
     @git.validator
     def _git(self, _attribute: attrs.Attribute, value: object) -> None:
         _check(isinstance(value, bool), "setup.git", "must be true or false")
 
     def workspace(self) -> WorkspaceSetup:
-        return WorkspaceSetup(dict(self.files), dict(self.outside), self.git)
+        return WorkspaceSetup(dict(self.files), dict(self.outside), self.git, dict(self.environment))
 
     @classmethod
     def of(cls, workspace: WorkspaceSetup) -> "Setup":
-        return cls(dict(workspace.files), dict(workspace.outside), workspace.git)
+        return cls(dict(workspace.files), dict(workspace.outside), workspace.git, dict(workspace.environment))
 
 
 @attrs.frozen
@@ -394,7 +412,7 @@ def from_json(document: object) -> Counterexample:
     _check(document.get("schema") in FIRST_STEP, "schema", f"must be {SCHEMA!r}, got {document.get('schema')!r}")
     first_step = FIRST_STEP[document["schema"]]
     data = _object(document, "the document", _TOP, _REQUIRED)
-    setup = _object(data["setup"], "setup", ("files", "outside", "git"), ("files",))
+    setup = _object(data["setup"], "setup", ("files", "outside", "git", "environment"), ("files",))
     _check(isinstance(data["steps"], list), "steps", f"must be a list, got {type(data['steps']).__name__}")
     violation = _object(data["violation"], "violation", ("step", "command", "expected", "observed"), ("step", "expected", "observed"))
     _check(_is_int(violation["step"]), "violation.step", "must be an integer")
@@ -407,7 +425,7 @@ def from_json(document: object) -> Counterexample:
         property=data["property"],
         explanation=data["explanation"],
         detector=data["detector"],
-        setup=Setup(setup["files"], setup.get("outside", {}), setup.get("git", True)),
+        setup=Setup(setup["files"], setup.get("outside", {}), setup.get("git", True), setup.get("environment", {})),
         steps=tuple(_step(step, index) for index, step in enumerate(data["steps"])),
         violation=Violation(
             violation["step"] - first_step,
@@ -427,6 +445,8 @@ def to_json(counterexample: Counterexample) -> dict[str, Any]:
     if ce.setup.outside:
         setup["outside"] = dict(ce.setup.outside)
     setup["git"] = ce.setup.git
+    if ce.setup.environment:
+        setup["environment"] = dict(ce.setup.environment)
     violation: dict[str, Any] = {"step": ce.violation.step + FIRST_STEP[SCHEMA]}
     if ce.violation.command is not None:
         violation["command"] = ce.violation.command

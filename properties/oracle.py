@@ -135,15 +135,21 @@ class Placement:
         return text.replace(str(self.root), ROOT_PLACEHOLDER).replace(str(self.outside), OUTSIDE_PLACEHOLDER)
 
 
-def session_environment(placement: "Placement") -> dict[str, str]:
+def session_environment(placement: "Placement", extra: Mapping[str, str] | None = None) -> dict[str, str]:
     """The environment a checked session's commands run with: the hunt's, plus a HOME and a
     directory first on PATH of its own, both outside the root, so that the grammar can edit
-    git's global configuration and shadow a program on PATH without touching the machine's."""
+    git's global configuration and shadow a program on PATH without touching the machine's.
+
+    `extra` (a setup's `environment`) is set on top, its placeholders rendered; an extra PATH
+    goes in front of the session's, which keeps the programs the commands need findable."""
     environment = dict(os.environ)
     environment.pop("GIT_CONFIG_GLOBAL", None)
     environment.pop("XDG_CONFIG_HOME", None)
     environment["HOME"] = str(placement.outside / "home")
     environment["PATH"] = f"{placement.outside / 'bin'}{os.pathsep}{environment.get('PATH', '')}"
+    for name, value in (extra or {}).items():
+        rendered = placement.render(value)
+        environment[name] = f"{rendered}{os.pathsep}{environment['PATH']}" if name == "PATH" else rendered
     return environment
 
 
@@ -202,10 +208,12 @@ class StepRecord:
 class CheckedSession:
     """A Runtime over a materialized workspace, with every step checked against the oracle."""
 
-    def __init__(self, placement: Placement, detector: object, policy: Policy | None = None) -> None:
+    def __init__(
+        self, placement: Placement, detector: object, policy: Policy | None = None, environment: Mapping[str, str] | None = None
+    ) -> None:
         self.placement = placement
         self.policy = policy if policy is not None else Policy()
-        self.environment = session_environment(placement)
+        self.environment = session_environment(placement, environment)
         self.runtime = Runtime(
             placement.root, detector, self.policy, timeout=STEP_TIMEOUT, output_limit=OUTPUT_LIMIT,
             environment=self.environment, fingerprint=FINGERPRINT_LINE.get(), probe=PROBE_LINE.get(),
@@ -406,7 +414,7 @@ def checked_session(setup: WorkspaceSetup, detector: object, policy: Policy | No
     session: CheckedSession | None = None
     try:
         placement = materialize(setup, parent)
-        session = CheckedSession(placement, detector, policy)
+        session = CheckedSession(placement, detector, policy, setup.environment)
         yield session
     finally:
         # In the background during a hunt: nothing looks at the session or its workspace again.

@@ -135,14 +135,19 @@ OPEN_CLASSIFIER_FAULTS: dict[str, str] = {}
 
 @attrs.frozen
 class WorkspaceSetup:
-    """The starting state of a hunt: files in the root (a git repository) and outside it."""
+    """The starting state of a hunt: files in the root (a git repository) and outside it, and
+    variables the session's commands run with besides the hunt's (`session_environment`)."""
 
     files: Mapping[str, str]
     outside: Mapping[str, str]
     git: bool = True
+    environment: Mapping[str, str] = attrs.field(factory=dict)
 
     def to_json(self) -> dict[str, object]:
-        return {"files": dict(self.files), "outside": dict(self.outside), "git": self.git}
+        document: dict[str, object] = {"files": dict(self.files), "outside": dict(self.outside), "git": self.git}
+        if self.environment:  # absent when empty: the ids of hunt files made before it stay the same
+            document["environment"] = dict(self.environment)
+        return document
 
     @classmethod
     def from_json(cls, data: Mapping[str, object]) -> "WorkspaceSetup":
@@ -150,6 +155,7 @@ class WorkspaceSetup:
             files=dict(data.get("files", {})),  # type: ignore[arg-type]
             outside=dict(data.get("outside", {})),  # type: ignore[arg-type]
             git=bool(data.get("git", True)),
+            environment=dict(data.get("environment", {})),  # type: ignore[arg-type]
         )
 
 
