@@ -11,12 +11,18 @@ from __future__ import annotations
 
 import pathlib
 import re
+import shutil
+import subprocess
+import tempfile
+from typing import Iterator
 
 import attrs
 import pytest
 
+from ledger_impl import probe
 from ledger_impl.detectors import watchman
-from ledger_properties.counterexample import Outcome, load, outcomes
+from ledger_properties.counterexample import Counterexample, Outcome, load, outcomes
+from ledger_properties.oracle import REUSE_IS_FRESH
 from ledger_properties.replay import load_factory, replay
 
 COUNTEREXAMPLES = sorted((pathlib.Path(__file__).parent.parent / "counterexamples").glob("*.json"))
@@ -24,6 +30,44 @@ COUNTEREXAMPLES = sorted((pathlib.Path(__file__).parent.parent / "counterexample
 # regression check is that the default detector does not.
 REPRODUCIBLE = [path for path in COUNTEREXAMPLES if load(path).status != "fixed"]
 DEFAULT_DETECTOR = "ledger_impl.detectors:default_detector"
+# Files that show what the probe closes: recorded with it off (issue 19).
+PROBE_CASES = [path for path in COUNTEREXAMPLES if load(path).found_by.get("probe") is False]
+PROBE_MISSING = probe.unavailable()
+
+
+@pytest.fixture(autouse=True)
+def workspaces_the_probe_sees(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """Replays make their workspace (the root and @OUTSIDE@) under /var/tmp: the probe's /tmp is
+    private, so under /tmp every outside file is hidden from it and a read that depends on one
+    is never served for that reason alone, not because its traced dependency changed."""
+    with tempfile.TemporaryDirectory(dir="/var/tmp", prefix="ledger-counterexamples-") as directory:
+        monkeypatch.setattr(tempfile, "tempdir", directory)
+        yield
+
+
+def _chattr_works() -> bool:
+    with tempfile.NamedTemporaryFile(dir="/var/tmp") as handle:
+        return subprocess.run(["chattr", "+d", handle.name], capture_output=True).returncode == 0
+
+
+def _lacking(counterexample: Counterexample) -> str | None:
+    """What this machine lacks to replay the file's steps as recorded, or None."""
+    commands = " ".join(counterexample.commands)
+    preload = counterexample.setup.environment.get("LD_PRELOAD", "")
+    if preload and "cannot be preloaded" in subprocess.run(["env", f"LD_PRELOAD={preload}", "true"], capture_output=True, text=True).stderr:
+        return f"no {preload} to preload (libnss_wrapper: Debian's libnss-wrapper)"
+    if "localedef" in commands and not (shutil.which("localedef") and pathlib.Path("/usr/share/i18n/locales/fr_FR").is_file()):
+        return "no localedef or locale sources"
+    if "chattr" in commands and not (shutil.which("chattr") and _chattr_works()):
+        return "chattr is not supported on this filesystem"
+    missing = [path for path in re.findall(r"/usr/share/\S+", commands) if not pathlib.Path(path).exists()]
+    return f"no {missing[0]}" if missing else None
+
+
+def _skip_if_lacking(counterexample: Counterexample) -> None:
+    lacking = _lacking(counterexample)
+    if lacking is not None:
+        pytest.skip(lacking)
 
 
 def test_there_are_counterexamples_to_replay() -> None:
@@ -43,6 +87,7 @@ def test_reproduces_exactly_against_its_recorded_detector(path: pathlib.Path) ->
     counterexample = load(path)
     if "watchman" in counterexample.detector and not watchman.available():
         pytest.skip("no watchman binary on PATH: its detector cannot run (.ci/run installs it)")
+    _skip_if_lacking(counterexample)
     result = replay(counterexample, load_factory(counterexample.detector))
     assert result.reproduced, f"{path.name} no longer shows {counterexample.property} with {counterexample.detector}: {result.mismatch}"
 
@@ -63,6 +108,7 @@ def test_a_different_recorded_output_is_not_a_reproduction() -> None:
 @pytest.mark.parametrize("path", COUNTEREXAMPLES, ids=lambda p: p.stem)
 def test_does_not_reproduce_against_the_default_detector(path: pathlib.Path) -> None:
     counterexample = load(path)
+    _skip_if_lacking(counterexample)
     result = replay(counterexample, load_factory(DEFAULT_DETECTOR), fingerprint=True, probe=True)  # as shipped
     if counterexample.status == "open":
         # A real fault of Ledger itself (not of the recorded detector), kept until fixed: when
@@ -71,6 +117,25 @@ def test_does_not_reproduce_against_the_default_detector(path: pathlib.Path) -> 
         return
     assert not result.reproduced, f"{path.name}: the default detector shows {result.violation}"
     assert all(record.violation is None for record in result.records), [r.violation for r in result.records if r.violation]
+
+
+@pytest.mark.skipif(PROBE_MISSING is not None, reason=f"{PROBE_MISSING} (.ci/run installs them)")
+@pytest.mark.parametrize("path", PROBE_CASES, ids=lambda p: p.stem)
+def test_a_probe_case_is_stale_without_the_probe_and_fresh_with_it(path: pathlib.Path) -> None:
+    """Both ways, whatever property the file records (an open detector fault may come first):
+    with the probe off a Reuse is stale; with it on none is, and every repeat the file records
+    as served before the stale one is still served, so the probe closes it by what it traced,
+    not by refusing every read."""
+    counterexample = load(path)
+    _skip_if_lacking(counterexample)
+    factory = load_factory(counterexample.detector)
+    off = replay(counterexample, factory, probe=False)
+    stale = [r.index for r in off.records if r.violation is not None and r.violation.property == REUSE_IS_FRESH]
+    assert stale, f"{path.name}: no stale Reuse with the probe off"
+    on = replay(counterexample, factory, probe=True)
+    assert not [r for r in on.records if r.violation is not None and r.violation.property == REUSE_IS_FRESH]
+    served = [i for i, step in enumerate(counterexample.steps[: stale[0]]) if step.verdict == "reuse"]
+    assert [on.records[i].verdict for i in served] == ["reuse"] * len(served), f"{path.name}: a control repeat is no longer served"
 
 
 def _ls_long_counterexample() -> "tuple[object, Outcome, Outcome]":
@@ -103,3 +168,14 @@ def test_a_listing_replayed_at_another_minute_still_reproduces() -> None:
     assert grown != expected
     other = attrs.evolve(earlier, violation=attrs.evolve(earlier.violation, expected=grown))
     assert "expected output differ" in str(replay(other, load_factory(other.detector)).mismatch)
+
+
+def test_a_setup_environment_round_trips_and_files_without_one_still_load() -> None:
+    from ledger_properties.counterexample import loads, to_json
+    import json
+
+    stored = load(next(p for p in PROBE_CASES if p.stem == "probe-start-file-sources-another"))
+    assert stored.setup.environment == {"BASH_ENV": "@OUTSIDE@/start/env.sh"}
+    assert loads(json.dumps(to_json(stored)).encode()) == stored
+    older = load(next(p for p in COUNTEREXAMPLES if p.stem == "probe-file-time-near-now"))
+    assert older.setup.environment == {} and "environment" not in to_json(older)["setup"]
