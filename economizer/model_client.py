@@ -71,6 +71,10 @@ class ModelClient(Protocol):
 
     def complete(self, request: Request) -> Reply: ...
 
+    def close(self) -> None:
+        """The run is over: release what the client holds (the SDK's HTTP connections, a
+        recording's file); a replay also checks that every recorded call was asked."""
+
 
 class Truncated(DetectorFailure):
     """The answer stopped at the token limit."""
@@ -137,6 +141,10 @@ class SdkClient:
                 if attempt > self.policy.retries or not _retryable(error):
                     return Reply(None, NO_USAGE, f"{type(error).__name__}: {str(error)[:300]}", attempt)
                 self.sleep(self.policy.delay(attempt, _retry_after(error)))
+
+    def close(self) -> None:
+        """Closes the SDK's HTTP client (its pooled connections); the client is unusable after."""
+        self.client.close()
 
 
 class AnthropicClient(SdkClient):

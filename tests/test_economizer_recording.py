@@ -34,7 +34,7 @@ def answer(body: dict[str, Any]) -> Answer:
     if "micro-skill" in system:
         skill = {"id": "pytest", "claim": "pytest runs the tests", "injection": "Run the tests with `python -m pytest`.",
                  "detector": {"scope": "ran_tests", "confirm": {"command": "python -m pytest", "exit_zero": True}},
-                 "cite": ["o__r-1", "o__r-2", "o__r-3"]}
+                 "cite": ["o__r-1", "o__r-2", "o__r-3", "owner__repo-1", "owner__repo-2"]}  # the in-process and the CLI streams
         return Answer(json.dumps({"skills": [skill]}), usage=(900, 0, 0, 200))
     if "unproductive loop" in system:
         return Answer(json.dumps({"stuck": True, "confidence": 0.9, "reason": "the same assertion fails after each edit"}))
@@ -151,3 +151,64 @@ def test_guard_with_a_model_redirects_in_its_words_and_replays(tmp_path: pathlib
     assert json.loads(capsys.readouterr().out) == live
     assert main(["economize", "guard", "owner/repo", str(partial), "--state-dir", str(state), "--replay", str(recording),
                  "--model", "anthropic:scripted"]) == 2  # the recording is of another model
+
+
+def _serve_provider(monkeypatch, api: ScriptedApi, provider: str) -> None:
+    variable = "ANTHROPIC" if provider == "anthropic" else "OPENAI"
+    monkeypatch.setenv(f"{variable}_API_KEY", "test-key")
+    monkeypatch.setenv(f"{variable}_BASE_URL", api.base_url + ("" if provider == "anthropic" else "/v1"))
+
+
+@pytest.mark.parametrize("stream_answers", [False, True])
+@pytest.mark.parametrize("provider", ["anthropic", "openai"])
+def test_feed_with_a_model_and_no_recording_stores_the_models_skills(tmp_path: pathlib.Path, monkeypatch, capsys, provider: str, stream_answers: bool) -> None:
+    """The plain SDK client (neither --record nor --replay) through a whole feed: the model's
+    skill is admitted, its judge redirects, and the state is stored."""
+    from ledger_cli.main import main
+    from tests.test_economizer_cli import snapshot, write
+
+    runs = write(tmp_path / "runs.jsonl", _rows())
+    state = tmp_path / "state"
+    with ScriptedApi(responder=answer) as api:
+        _serve_provider(monkeypatch, api, provider)
+        assert main(["economize", "feed", str(runs), "--state-dir", str(state), "--json", "--model", f"{provider}:scripted"]
+                    + (["--stream"] if stream_answers else [])) == 0
+        served = [json.dumps(body) for _, body in api.requests]
+    out = json.loads(capsys.readouterr().out)
+    assert any("micro-skill" in body for body in served) and any("unproductive loop" in body for body in served)
+    assert any(d["action"] == "redirect" for item in out for d in item["decisions"])
+    assert any(call["kind"] == "proposer" and call["uncached_input"] == 900 for item in out for call in item["calls"])
+    stored = snapshot(state)
+    assert len(stored["owner__repo.sqlite3"][1]) == 5  # every task's row committed
+    assert main(["economize", "show", "owner/repo", "--state-dir", str(state), "--json"]) == 0
+    assert "pytest" in json.loads(capsys.readouterr().out)["skills"]  # the model's proposed skill, admitted
+
+
+@pytest.mark.parametrize("provider", ["anthropic", "openai"])
+def test_guard_with_a_model_and_no_recording_redirects_in_its_words(tmp_path: pathlib.Path, monkeypatch, capsys, provider: str) -> None:
+    from ledger_cli.main import main
+    from tests.test_economizer_cli import row, snapshot, write
+
+    state = tmp_path / "state"
+    assert main(["economize", "feed", str(write(tmp_path / "runs.jsonl", _rows()[:4])), "--state-dir", str(state)]) == 0
+    before = snapshot(state)
+    partial = write(tmp_path / "partial.jsonl", [row("owner__repo-9", [(LOOP.command, LOOP.output, 1)] * 3, resolved=False)])
+    capsys.readouterr()
+    with ScriptedApi(responder=answer) as api:
+        _serve_provider(monkeypatch, api, provider)
+        assert main(["economize", "guard", "owner/repo", str(partial), "--state-dir", str(state), "--model", f"{provider}:scripted"]) == 0
+        assert len(api.requests) == 2  # the trace judge, then the redirect writer
+    signal = json.loads(capsys.readouterr().out)
+    assert signal["action"] == "redirect" and "Print both sides of the assertion" in signal["nudge"]
+    assert snapshot(state) == before  # the guard reads the state, never writes it
+
+
+@pytest.mark.parametrize("provider", ["anthropic", "openai"])
+def test_closing_a_client_or_its_recorder_closes_the_sdks_connections(tmp_path: pathlib.Path, provider: str) -> None:
+    with ScriptedApi(responder=answer) as api:
+        plain, recorded = client_for(api, provider, False), client_for(api, provider, False)
+        recorder = Recorder(recorded, tmp_path / "calls.jsonl")
+        assert not plain.client.is_closed() and not recorded.client.is_closed()
+        plain.close()
+        recorder.close()
+        assert plain.client.is_closed() and recorded.client.is_closed()

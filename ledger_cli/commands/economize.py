@@ -32,7 +32,7 @@ from economizer.harness import HARNESSES, mask_option, prompt_with_manual
 from economizer.protocols import default_controllers
 from economizer.bounded import DEFAULT_TIMEOUT, BoundedMatcher, TimedOut
 from economizer.store import AlreadyFed, StateUnreadable, Store, StoreBusy, database_path, fed_budget, transact_all
-from economizer.model_client import ModelSetupError
+from economizer.model_client import ModelClient, ModelSetupError
 from economizer.model_recording import ReplayDiverged
 from economizer_spec.cost import Prices
 from economizer_spec.params import GUARD_RULES, Params
@@ -118,7 +118,7 @@ def _read(path: pathlib.Path) -> str:
         raise BadInput(f"cannot read {path}: {error}") from None
 
 
-def _model_client(args: argparse.Namespace) -> Any:
+def _model_client(args: argparse.Namespace) -> ModelClient | None:
     """The model calls' client for this run (a replay, a recorded or a plain SDK client), or None."""
     from economizer.model_client import ModelSpec, RetryPolicy, connect
     from economizer.model_recording import Recorder, Replayer
@@ -148,7 +148,7 @@ def _model_client(args: argparse.Namespace) -> Any:
     return Recorder(client, args.record, prices)
 
 
-def _controllers(proposals: pathlib.Path | None, client: Any = None, tool_judge: bool = False) -> Controllers:
+def _controllers(proposals: pathlib.Path | None, client: ModelClient | None = None, tool_judge: bool = False) -> Controllers:
     defaults = default_controllers()
     if client is not None:
         from economizer.model_calls import ModelCalls
@@ -185,7 +185,7 @@ def _feed(args: argparse.Namespace) -> int:
     return _feed_with(args, rows, controllers, adjust, client)
 
 
-def _feed_with(args: argparse.Namespace, rows: list, controllers: Controllers, adjust: Callable[[Params], Params], client: Any) -> int:
+def _feed_with(args: argparse.Namespace, rows: list, controllers: Controllers, adjust: Callable[[Params], Params], client: ModelClient | None) -> int:
     if not args.detector_timeout_s > 0:
         raise BadInput(f"--detector-timeout-s must be positive, got {args.detector_timeout_s}")
     by_repository: dict[str, list] = {}
