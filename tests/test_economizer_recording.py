@@ -14,7 +14,7 @@ from economizer.model_calls import ModelCalls
 from economizer.model_recording import Recorder, Replayer, ReplayDiverged
 from economizer_spec.cost import Prices
 from economizer_spec.trajectory import Step, Trajectory
-from tests.economizer_scripted_api import Answer, ScriptedApi
+from tests.economizer_scripted_api import Answer, Malformed, ScriptedApi, Status
 from tests.test_economizer_models import WIRES, client_for
 
 pytest.importorskip("anthropic")
@@ -212,3 +212,49 @@ def test_closing_a_client_or_its_recorder_closes_the_sdks_connections(tmp_path: 
         plain.close()
         recorder.close()
         assert plain.client.is_closed() and recorded.client.is_closed()
+
+
+def _warnings(err: str) -> list[str]:
+    return [line for line in err.splitlines() if "warning" in line]
+
+
+@pytest.mark.parametrize("provider, refusal", [
+    ("openai", Status(400)),  # a model that refuses temperature or max_tokens: every request is a bad request
+    ("openai", Malformed("{}", ("choices",), ("choices",))),  # "choices": null in every 200
+    ("anthropic", Malformed("{}", ("content",), ("message", "content"))),
+])
+def test_feed_whose_model_calls_all_fail_says_so_in_one_line(tmp_path: pathlib.Path, monkeypatch, capsys, provider: str, refusal) -> None:
+    """The feed completes as the failed-call rules say (stored, exit 0), and stderr says that
+    every model call failed, how many, and the first error."""
+    from ledger_cli.main import main
+    from tests.test_economizer_cli import snapshot, write
+
+    runs = write(tmp_path / "runs.jsonl", _rows())
+    with ScriptedApi(responder=lambda body: refusal) as api:
+        _serve_provider(monkeypatch, api, provider)
+        assert main(["economize", "feed", str(runs), "--state-dir", str(tmp_path / "state"), "--model", f"{provider}:scripted",
+                     "--model-retries", "0"]) == 0
+        asked = len(api.requests)
+    warnings = _warnings(capsys.readouterr().err)
+    assert asked >= 2 and len(warnings) == 1, warnings
+    expected = "BadRequestError" if isinstance(refusal, Status) else "malformed answer"
+    assert f"all {asked} model calls to {provider}:scripted failed" in warnings[0] and expected in warnings[0]
+    assert len(snapshot(tmp_path / "state")["owner__repo.sqlite3"][1]) == 5
+
+
+def test_feed_and_guard_whose_model_calls_succeed_warn_of_nothing_and_a_partial_failure_counts(tmp_path: pathlib.Path, monkeypatch, capsys) -> None:
+    from ledger_cli.main import main
+    from tests.test_economizer_cli import row, write
+
+    runs = write(tmp_path / "runs.jsonl", _rows())
+    state = tmp_path / "state"
+    with ScriptedApi(responder=answer) as api:
+        _serve_provider(monkeypatch, api, "openai")
+        assert main(["economize", "feed", str(runs), "--state-dir", str(state), "--model", "openai:scripted"]) == 0
+    assert _warnings(capsys.readouterr().err) == []
+    partial = write(tmp_path / "partial.jsonl", [row("owner__repo-9", [(LOOP.command, LOOP.output, 1)] * 3, resolved=False)])
+    with ScriptedApi([Answer(json.dumps({"stuck": True, "confidence": 0.9, "reason": "loop"})), Answer("not a redirect")]) as api:
+        _serve_provider(monkeypatch, api, "openai")
+        assert main(["economize", "guard", "owner/repo", str(partial), "--state-dir", str(state), "--model", "openai:scripted"]) == 0
+    warnings = _warnings(capsys.readouterr().err)
+    assert len(warnings) == 1 and "1 of 2 model calls to openai:scripted failed" in warnings[0] and "not JSON" in warnings[0], warnings
