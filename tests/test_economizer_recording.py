@@ -258,3 +258,22 @@ def test_feed_and_guard_whose_model_calls_succeed_warn_of_nothing_and_a_partial_
         assert main(["economize", "guard", "owner/repo", str(partial), "--state-dir", str(state), "--model", "openai:scripted"]) == 0
     warnings = _warnings(capsys.readouterr().err)
     assert len(warnings) == 1 and "1 of 2 model calls to openai:scripted failed" in warnings[0] and "not JSON" in warnings[0], warnings
+
+
+def test_a_recorded_failed_call_replays_as_the_same_failure(tmp_path: pathlib.Path) -> None:
+    """A call that failed live (here every trace judge call: a 500, then a 200 with a null
+    content list) is recorded with its error and fails the same way in the replay."""
+    failures = iter([Status(500), Malformed("{}", ("content",), ("message", "content"))] * 10)
+    served = lambda body: next(failures) if "unproductive loop" in json.dumps(body) else answer(body)
+    recording = tmp_path / "calls.jsonl"
+    with ScriptedApi(responder=served) as api:
+        recorder = Recorder(client_for(api, "anthropic", False), recording)
+        live = run(recorder)
+        recorder.close()
+    errors = [json.loads(line)["reply"]["error"] for line in recording.read_text().splitlines()]
+    assert any("InternalServerError" in e for e in errors) and any("malformed" in e for e in errors)
+    replayer = Replayer(recording)
+    replayed = run(replayer)
+    replayer.close()
+    assert [record_to_json(r) for r in replayed.records] == [record_to_json(r) for r in live.records]
+    assert to_json(replayed) == to_json(live)
