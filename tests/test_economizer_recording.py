@@ -277,3 +277,23 @@ def test_a_recorded_failed_call_replays_as_the_same_failure(tmp_path: pathlib.Pa
     replayer.close()
     assert [record_to_json(r) for r in replayed.records] == [record_to_json(r) for r in live.records]
     assert to_json(replayed) == to_json(live)
+
+
+def test_a_refused_feed_with_a_model_still_closes_its_client(tmp_path: pathlib.Path, monkeypatch, capsys) -> None:
+    """Bad input found after the client was made (here: tasks already fed) exits 2 and still
+    releases the SDK's connections."""
+    from economizer.model_client import SdkClient
+    from ledger_cli.main import main
+    from tests.test_economizer_cli import write
+
+    runs = write(tmp_path / "runs.jsonl", _rows()[:2])
+    state = tmp_path / "state"
+    assert main(["economize", "feed", str(runs), "--state-dir", str(state)]) == 0
+    closed: list[SdkClient] = []
+    real_close = SdkClient.close
+    monkeypatch.setattr(SdkClient, "close", lambda self: (closed.append(self), real_close(self)))
+    with ScriptedApi(responder=answer) as api:
+        _serve_provider(monkeypatch, api, "openai")
+        assert main(["economize", "feed", str(runs), "--state-dir", str(state), "--model", "openai:scripted"]) == 2
+    assert "already fed" in capsys.readouterr().err
+    assert len(closed) == 1 and closed[0].client.is_closed()

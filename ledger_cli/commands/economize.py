@@ -24,7 +24,7 @@ import json
 import pathlib
 import sys
 from fractions import Fraction
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 import attrs
 
@@ -198,10 +198,24 @@ def _feed(args: argparse.Namespace) -> int:
     client = _model_client(args)
     calls = _model_calls(client)
     optional_tools = bool(set(_split(args.catalog)) - set(_split(args.core)))
-    controllers = _controllers(args.proposals, calls, optional_tools)  # validated in full before any write
-    status = _feed_with(args, rows, controllers, adjust, client)
+    with _released_on_failure(client):
+        controllers = _controllers(args.proposals, calls, optional_tools)  # validated in full before any write
+        status = _feed_with(args, rows, controllers, adjust, client)
     _warn_of_failed_calls(calls)
     return status
+
+
+@contextlib.contextmanager
+def _released_on_failure(client: ModelClient | None) -> Iterator[None]:
+    """A run that fails still releases the client's connections and its recording's file. Its
+    close may raise too (a replay that stopped early): the run's own error is the one to report."""
+    try:
+        yield
+    except BaseException:
+        if client is not None:
+            with contextlib.suppress(Exception):
+                client.close()
+        raise
 
 
 def _feed_with(args: argparse.Namespace, rows: list, controllers: Controllers, adjust: Callable[[Params], Params], client: ModelClient | None) -> int:
@@ -329,13 +343,14 @@ def _guard(args: argparse.Namespace) -> int:
         raise BadInput(f"{args.file}: expected one partial trajectory, got {len(rows)}")
     client = _model_client(args)
     calls = _model_calls(client)
-    controllers = _controllers(None, calls)
-    guard = Guard(params, budget, controllers.trace_judge, controllers.redirect_writer)
-    decision = None
-    for step in rows[0][1].steps:
-        decision = guard.observe(step)
-    if client is not None:
-        client.close()
+    with _released_on_failure(client):
+        controllers = _controllers(None, calls)
+        guard = Guard(params, budget, controllers.trace_judge, controllers.redirect_writer)
+        decision = None
+        for step in rows[0][1].steps:
+            decision = guard.observe(step)
+        if client is not None:
+            client.close()
     _warn_of_failed_calls(calls)
     signal = guard_signal(decision) if decision is not None else None
     if signal is None:
