@@ -216,10 +216,8 @@ class ScriptedApi:
             return
         answer = action if isinstance(action, Answer) else Answer(action.text)
         if body.get("stream"):
-            if anthropic:
-                data = [(name, event) for name, event in _anthropic_events(model, answer)]
-            else:
-                data = [(None, chunk) for chunk in _openai_chunks(model, answer)]
+            data: list[tuple[str | None, Any]] = (list(_anthropic_events(model, answer)) if anthropic
+                                                  else [(None, chunk) for chunk in _openai_chunks(model, answer)])
             if isinstance(action, Malformed):
                 self._break_stream(data, action)
             events = [(f"event: {name}\n" if name else "") + f"data: {event if isinstance(event, str) else json.dumps(event)}\n\n" for name, event in data]
