@@ -14,7 +14,9 @@ the call failed (timeout, retries exhausted, refused, cut at the token limit), t
   redirect still says something concrete.
 
 The tokens of every call, failed or not, are charged to the task that triggered it (the
-controller records each answer's `usage`).
+controller records each answer's `usage`). `ModelCalls.tally` counts the calls and the failed
+ones, with the first error, so that a run whose calls all fail (a bad model name, a model
+that refuses the request's settings) says so instead of passing for a run without a model.
 """
 
 from __future__ import annotations
@@ -95,30 +97,58 @@ def _dumps(value: Any) -> str:
     return json.dumps(value, sort_keys=True, ensure_ascii=False)
 
 
+@attrs.define
+class Tally:
+    """The calls asked so far, how many failed, and the first failure (`kind: error`)."""
+
+    asked: int = 0
+    failed: int = 0
+    first_error: str = ""
+
+    def count(self, kind: str, error: str | None) -> None:
+        self.asked += 1
+        if error is not None:
+            self.failed += 1
+            self.first_error = self.first_error or f"{kind}: {error}"
+
+    def warning(self, model: str) -> str | None:
+        """One line for a run with failed calls, or None."""
+        if not self.failed:
+            return None
+        share = f"all {self.asked}" if self.failed == self.asked else f"{self.failed} of {self.asked}"
+        first = " ".join(self.first_error.split())[:300]
+        return f"{share} model calls to {model} failed; the failed-call rules applied (first: {first})"
+
+
 @attrs.frozen
 class ModelCalls:
     """The four calls through one client. `max_tokens` per call kind bounds each answer."""
 
     client: ModelClient
     max_tokens: Mapping[str, int] = attrs.field(factory=lambda: {"proposer": 2000, "tool_judge": 400, "trace_judge": 300, "redirect_writer": 400})
+    tally: Tally = attrs.field(factory=Tally)
 
     def _ask(self, kind: str, system: str, schema: Mapping[str, Any], payload: Any) -> tuple[Any, Reply, str | None]:
         request = Request(kind, system + _JSON_RULE + _dumps(schema), _dumps(payload), self.max_tokens[kind])  # type: ignore[arg-type]
         reply = self.client.complete(request)
         if reply.text is None:
-            return None, reply, reply.error or "the call failed"
-        value, error = model_schema.parse_answer(reply.text, schema)
+            value, error = None, reply.error or "the call failed"
+        else:
+            value, error = model_schema.parse_answer(reply.text, schema)
+        if kind != "proposer":  # the proposer's answer can still fail as skills (counted there)
+            self.tally.count(kind, error)
         return value, reply, error
 
     def propose(self, repository: str, existing_ids: tuple[str, ...], digests: tuple[Digest, ...]) -> ProposerAnswer:
         payload = {"repository": repository, "existing_skill_ids": list(existing_ids), "tasks": [_digest_json(d) for d in digests]}
         value, reply, error = self._ask("proposer", PROPOSER_SYSTEM, model_schema.PROPOSER, payload)
-        if error is not None:
-            return ProposerAnswer((), reply.usage)
-        try:  # not strict: an inadmissible regex is the controller's to reject, with its reason
-            skills = tuple(definition_from_json(item, "proposer answer", strict=False) for item in value["skills"])
-        except BadInput:
-            return ProposerAnswer((), reply.usage)
+        skills: tuple = ()
+        if error is None:
+            try:  # not strict: an inadmissible regex is the controller's to reject, with its reason
+                skills = tuple(definition_from_json(item, "proposer answer", strict=False) for item in value["skills"])
+            except BadInput as bad:
+                error = str(bad)
+        self.tally.count("proposer", error)
         return ProposerAnswer(skills, reply.usage)
 
     def judge_tools(self, task_text: str, candidates: tuple[str, ...]) -> ToolJudgeAnswer:

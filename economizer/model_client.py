@@ -11,14 +11,25 @@ at once. A call that still fails is a `Reply` with `text=None` and the error: th
 treats it as the failed call its rule defines, and nothing raises into the controller.
 
 A reply cut at the token limit (`stop_reason` max_tokens, `finish_reason` length) is a
-failed call too, whatever it contains: a truncated judgement is not a judgement.
+failed call too, whatever it contains: a truncated judgement is not a judgement. So is a 200
+whose body does not have the wire format's shape (not JSON, `choices` or `content` null, no
+`usage`): the answer is read in one narrow function per wire format, and a TypeError or
+AttributeError raised while reading it is the answer's fault, not ours, so it becomes a
+`MalformedAnswer` there; the same errors anywhere else (a wrong argument to the SDK) still
+raise. A malformed answer is not retried (the server answered; asking again is not known to
+help) and charges no tokens (its usage cannot be trusted).
+
+An error event in the middle of a stream (Anthropic's `event: error`, an OpenAI-compatible
+`data: {"error": ...}`) is retried when its type is a transient one (overloaded, an internal
+error, a rate limit), exactly as the HTTP status of that error would be.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import time
-from typing import Any, Callable, Literal, Protocol
+from typing import Any, Callable, Literal, Protocol, TypeVar
 
 import attrs
 
@@ -71,9 +82,29 @@ class ModelClient(Protocol):
 
     def complete(self, request: Request) -> Reply: ...
 
+    def close(self) -> None:
+        """The run is over: release what the client holds (the SDK's HTTP connections, a
+        recording's file); a replay also checks that every recorded call was asked."""
+
 
 class Truncated(DetectorFailure):
     """The answer stopped at the token limit."""
+
+
+class MalformedAnswer(DetectorFailure):
+    """A 200 whose body does not have the provider's wire format."""
+
+
+T = TypeVar("T")
+
+
+def read_answer(read: Callable[[], T]) -> T:
+    """`read()`, which only reads a received answer (or the stream delivering it): a TypeError,
+    AttributeError, KeyError or IndexError there is a field of the wrong shape in the answer."""
+    try:
+        return read()
+    except (TypeError, AttributeError, KeyError, IndexError) as error:
+        raise MalformedAnswer(f"{type(error).__name__}: {error}") from error
 
 
 @attrs.frozen
@@ -96,11 +127,32 @@ def _retry_after(error: Exception) -> float | None:
         return None
 
 
+TRANSIENT_ERROR_TYPES = frozenset({"overloaded_error", "api_error", "rate_limit_error", "server_error", "rate_limit_exceeded"})
+"""Error types (Anthropic's, then OpenAI's) whose HTTP statuses (529, 500, 429, 5xx) are retried."""
+
+
+def _error_kinds(error: Exception) -> set[str]:
+    """The `type` and `code` of the error object in an SDK error's body, if it has one."""
+    body = getattr(error, "body", None)
+    inner = body.get("error", body) if isinstance(body, dict) else None
+    return {v for v in (inner.get("type"), inner.get("code")) if isinstance(v, str)} if isinstance(inner, dict) else set()
+
+
+def _transport(error: Exception) -> bool:
+    """A timeout or a broken connection while a stream is read: the SDKs wrap the request's
+    own transport errors (APIConnectionError, APITimeoutError) but not those raised later by
+    their HTTP library (httpx, or httpx2 in newer SDKs), so these are recognised by class."""
+    return any(k.__name__ == "TransportError" and k.__module__.split(".")[0] in ("httpx", "httpx2") for k in type(error).__mro__)
+
+
 def _retryable(error: Exception) -> bool:
     status = getattr(error, "status_code", None)
-    if status is not None:
+    if status is not None and status != 200:
         return status in (408, 409, 429) or status >= 500
-    return type(error).__name__ in ("APIConnectionError", "APITimeoutError") or isinstance(error, (TimeoutError, ConnectionError))
+    if _error_kinds(error) & TRANSIENT_ERROR_TYPES:  # an error event mid-stream: the stream's own status was 200
+        return True
+    return (type(error).__name__ in ("APIConnectionError", "APITimeoutError") or _transport(error)
+            or isinstance(error, (TimeoutError, ConnectionError)))
 
 
 class SdkClient:
@@ -131,12 +183,18 @@ class SdkClient:
                 return Reply(text, usage, attempts=attempt)
             except Truncated as cut:
                 return Reply(None, cut.args[0], "truncated at the token limit", attempt)
+            except (MalformedAnswer, json.JSONDecodeError) as bad:  # the SDK decodes a non-streamed body itself
+                return Reply(None, NO_USAGE, f"malformed answer: {type(bad).__name__}: {str(bad)[:300]}", attempt)
             except (TypeError, AttributeError, NameError):
                 raise  # our own bug (a wrong argument to the SDK), not a failed call
             except Exception as error:  # any SDK or transport failure is a failed call, never a crash
                 if attempt > self.policy.retries or not _retryable(error):
                     return Reply(None, NO_USAGE, f"{type(error).__name__}: {str(error)[:300]}", attempt)
                 self.sleep(self.policy.delay(attempt, _retry_after(error)))
+
+    def close(self) -> None:
+        """Closes the SDK's HTTP client (its pooled connections); the client is unusable after."""
+        self.client.close()
 
 
 class AnthropicClient(SdkClient):
@@ -152,17 +210,20 @@ class AnthropicClient(SdkClient):
         )  # no temperature: this SDK's Messages API no longer takes one
         if self.stream:
             with self.client.messages.stream(**arguments) as events:
-                message = events.get_final_message()
-        else:
-            message = self.client.messages.create(**arguments)
-        u = message.usage
-        usage = Usage(u.input_tokens or 0, getattr(u, "cache_read_input_tokens", 0) or 0,
-                      getattr(u, "cache_creation_input_tokens", 0) or 0, u.output_tokens or 0)
-        if message.stop_reason == "max_tokens":
-            raise Truncated(usage)
-        if message.stop_reason is None:
-            raise ConnectionError("the answer ended before the model finished it")
-        return "".join(block.text for block in message.content if getattr(block, "type", "") == "text"), usage
+                return read_answer(lambda: _anthropic_answer(events.get_final_message()))
+        message = self.client.messages.create(**arguments)
+        return read_answer(lambda: _anthropic_answer(message))
+
+
+def _anthropic_answer(message: Any) -> tuple[str, Usage]:
+    u = message.usage
+    usage = Usage(u.input_tokens or 0, getattr(u, "cache_read_input_tokens", 0) or 0,
+                  getattr(u, "cache_creation_input_tokens", 0) or 0, u.output_tokens or 0)
+    if message.stop_reason == "max_tokens":
+        raise Truncated(usage)
+    if message.stop_reason is None:
+        raise ConnectionError("the answer ended before the model finished it")
+    return "".join(block.text for block in message.content if getattr(block, "type", "") == "text"), usage
 
 
 class OpenAIClient(SdkClient):
@@ -177,22 +238,29 @@ class OpenAIClient(SdkClient):
             messages=[{"role": "system", "content": request.system}, {"role": "user", "content": request.user}],
         )
         if self.stream:
-            parts, finish, raw = [], None, None
-            for chunk in self.client.chat.completions.create(**arguments, stream=True, stream_options={"include_usage": True}):
-                raw = chunk.usage or raw
-                for choice in chunk.choices:
-                    parts.append(choice.delta.content or "")
-                    finish = choice.finish_reason or finish
-            text = "".join(parts)
-        else:
-            response = self.client.chat.completions.create(**arguments)
-            text, finish, raw = response.choices[0].message.content or "", response.choices[0].finish_reason, response.usage
-        if finish is None:
-            raise ConnectionError("the stream ended before the answer finished")
-        usage = _openai_usage(raw)
-        if finish == "length":
-            raise Truncated(usage)
-        return text, usage
+            chunks = self.client.chat.completions.create(**arguments, stream=True, stream_options={"include_usage": True})
+            return read_answer(lambda: _openai_answer(*_openai_streamed(chunks)))
+        response = self.client.chat.completions.create(**arguments)
+        return read_answer(lambda: _openai_answer(response.choices[0].message.content or "", response.choices[0].finish_reason, response.usage))
+
+
+def _openai_streamed(chunks: Any) -> tuple[str, str | None, Any]:
+    parts, finish, raw = [], None, None
+    for chunk in chunks:
+        raw = chunk.usage or raw
+        for choice in chunk.choices:
+            parts.append(choice.delta.content or "")
+            finish = choice.finish_reason or finish
+    return "".join(parts), finish, raw
+
+
+def _openai_answer(text: str, finish: str | None, raw: Any) -> tuple[str, Usage]:
+    if finish is None:
+        raise ConnectionError("the stream ended before the answer finished")
+    usage = _openai_usage(raw)
+    if finish == "length":
+        raise Truncated(usage)
+    return text, usage
 
 
 def _openai_usage(raw: Any) -> Usage:

@@ -53,6 +53,7 @@ class Recorder:
 
     def close(self) -> None:
         self._file.close()
+        self.client.close()
 
 
 class Replayer:

@@ -24,15 +24,17 @@ def _rate(value: float | None) -> str:
 
 
 HEADER = ("| setting | passed runs the guard can act on | false stops | pooled false-stop rate (bound) "
-          "| failed runs stopped | $ after the stop (failed runs) | failed runs redirected |\n"
-          "|---|---:|---:|---:|---:|---:|---:|")
+          "| failed runs stopped | $ after the stop (failed runs) | failed runs redirected | orderings above alpha |\n"
+          "|---|---:|---:|---:|---:|---:|---:|---:|")
 
 
-def _row(name: str, figures: Mapping[str, Any], alpha: str | None) -> str:
+def _row(name: str, figures: Mapping[str, Any], alpha: str | None, orderings: int) -> str:
     bound = f" (<= {float(Fraction(alpha)):.0%})" if alpha else ""
+    above = figures["orderings_with_rate_above_alpha"]
     return (f"| {name} | {_cell(figures['passed_actable'])} of {figures['passed']} | {_cell(figures['false_stops'])} "
             f"| {_rate(figures['pooled_false_stop_rate'])}{bound} | {_cell(figures['failed_stopped'])} of {figures['failed']} "
-            f"| {_cell(figures['cost_after_stop'], 2)} | {_cell(figures['failed_redirected'])} |")
+            f"| {_cell(figures['cost_after_stop'], 2)} | {_cell(figures['failed_redirected'])} "
+            f"| {'-' if above is None else f'{above} of {orderings}'} |")
 
 
 def render(report: Mapping[str, Any]) -> str:
@@ -65,20 +67,22 @@ def render(report: Mapping[str, Any]) -> str:
         "",
         "A false stop is a passed run that the guard stopped; a failed run stopped is a saving, and the spend "
         "after the stop is the context-weighted estimate of what it cut (a stop ends the run; the corpus gives "
-        "each run's total cost only). The recorded agent never saw a redirect, so redirects are exposures.",
+        "each run's total cost only). The recorded agent never saw a redirect, so redirects are exposures. "
+        "*Orderings above alpha* counts the orderings whose false-stop rate (that ordering's false stops over its "
+        "passed runs the guard could act on) exceeded alpha; the kappa rule has no alpha.",
         "",
         "## The whole corpus",
         "",
         HEADER,
     ]
     for name, setting in settings.items():
-        lines.append(_row(name, setting["corpus"], setting["alpha"]))
+        lines.append(_row(name, setting["corpus"], setting["alpha"], report["orderings"]))
     lines += ["", "## Per repository", ""]
     for repository in repositories:
         figures = first["repositories"][repository]
         lines += [f"### {repository} ({figures['passed']} passed, {figures['failed']} failed)", "", HEADER]
         for name, setting in settings.items():
-            lines.append(_row(name, setting["repositories"][repository], setting["alpha"]))
+            lines.append(_row(name, setting["repositories"][repository], setting["alpha"], report["orderings"]))
         lines.append("")
     lines += ["## Where the conformal guard cannot act", ""]
     for name, setting in settings.items():
@@ -93,6 +97,8 @@ def render(report: Mapping[str, Any]) -> str:
             f"{setting['min_passed']}th passed one."
         )
     above = {name: s["corpus"]["orderings_with_rate_above_alpha"] for name, s in settings.items() if s["rule"] == "conformal"}
+    worst = max((figures["orderings_with_rate_above_alpha"], name, f"`{repository}`")
+                for name, s in settings.items() if s["rule"] == "conformal" for repository, figures in s["repositories"].items())
     lines += [
         "",
         "## Reading it",
@@ -100,11 +106,18 @@ def render(report: Mapping[str, Any]) -> str:
         "- The bound is on the expected rate: over orderings, the pooled false-stop rate is what it constrains. "
         "A single ordering may exceed alpha by chance (orderings of the whole corpus above alpha: "
         + ", ".join(f"{name}: {count} of {report['orderings']}" for name, count in above.items())
-        + "). Per repository with few actable runs the per-ordering rate jumps in steps of one run.",
+        + f"; per repository at most {worst[0]} of {report['orderings']}, {worst[2]} at {worst[1]}). "
+        "Per repository with few actable runs the per-ordering rate jumps in steps of one run.",
         "- The kappa rule has no bound: its false-stop rate is whatever the corpus gives, and on the other "
         "repositories the issue quotes it stopped passed runs where it looked safe here.",
-        "- The 178-run corpus of six other repositories that issue 24 quotes is not available in this "
-        "workspace, so only the shared corpus is evaluated; the script takes any corpus in the same format.",
+        "- **Only the shared corpus is evaluated.** The 178-run corpus of six other repositories that issue 24 "
+        "quotes (where the kappa settings that looked best here did nothing or stopped passed runs) is not in "
+        "`../shared/corpus`, the only corpus this workspace has, so whether the conformal guard keeps its bound "
+        "there is not shown; `benchmarks/economizer_guard.py --corpus PATH` evaluates any corpus in the same format.",
+        "- **No model took part.** Every figure uses the no-model judge and redirect. There is no "
+        "live-provider recording of the model calls (`--model ... --record`): no provider key is available "
+        "here, so the model calls are tested only against the scripted local server, and what a real judge "
+        "or redirect writer would change is not measured.",
         "",
     ]
     return "\n".join(lines)

@@ -3,8 +3,11 @@
 One server answers `POST /v1/messages` (Anthropic Messages) and `POST /v1/chat/completions`
 (OpenAI chat completions), streaming (server-sent events) or not, as the request asks. Each
 request takes the next scripted `Action`: an answer (text, stop reason, token counts), an
-HTTP error (status, headers), a hang longer than the client's timeout, or an answer cut off
-mid-body. Every request body is kept, so a test can see what the client really sent.
+HTTP error (status, headers), a hang longer than the client's timeout before the headers, an
+answer cut off mid-body, an answer that stalls mid-body after its headers, an error event in
+the middle of a stream, or a 200 whose body breaks the wire format. Every request body is
+kept, so a test can see what the client really sent. It listens on 127.0.0.1 only, and every
+wait ends when the server closes, so no handler thread outlives a test by more than its sleep.
 """
 
 from __future__ import annotations
@@ -45,7 +48,65 @@ class Cut:
     text: str
 
 
-Action = Answer | Status | Hang | Cut
+@attrs.frozen
+class Stall:
+    """Headers and the first half of the body (or of the stream's events), then silence for
+    `seconds` (longer than the client's timeout), then the connection closes."""
+
+    text: str
+    seconds: float
+
+
+@attrs.frozen
+class ErrorEvent:
+    """Streaming: the first half of the events, then the provider's error event of `kind`
+    (Anthropic `event: error`, OpenAI a `data:` line with an `error` object). Not streaming:
+    the HTTP status that error comes with."""
+
+    text: str
+    kind: str = "overloaded_error"
+
+
+ANTHROPIC_ERROR_TYPES = {400: "invalid_request_error", 401: "authentication_error", 403: "permission_error",
+                         404: "not_found_error", 429: "rate_limit_error", 529: "overloaded_error"}
+OPENAI_ERROR_TYPES = {400: "invalid_request_error", 401: "invalid_request_error", 404: "invalid_request_error", 429: "requests"}
+"""The error object's type each provider sends with a status (5xx: api_error, server_error)."""
+ERROR_STATUS = {"overloaded_error": 529, "api_error": 500, "invalid_request_error": 400, "server_error": 503}
+
+
+@attrs.frozen
+class Malformed:
+    """A 200 whose JSON breaks the wire format: at `path` in the message (streaming: at
+    `stream_path` in the first event or chunk where that path exists) the value is set to
+    null, or deleted with `delete`. `path=None`: the body (or the first event's data) is not JSON."""
+
+    text: str
+    path: tuple[str | int, ...] | None
+    stream_path: tuple[str | int, ...] = ()
+    delete: bool = False
+
+
+Action = Answer | Status | Hang | Cut | Stall | ErrorEvent | Malformed
+
+
+def _break(value: Any, path: tuple[str | int, ...], delete: bool) -> bool:
+    """Set `value` at `path` to null (or delete it); False when the path is not there."""
+    *parents, last = path
+    for key in parents:
+        try:
+            value = value[key]
+        except (KeyError, IndexError, TypeError):
+            return False
+    if not isinstance(value, (dict, list)) or (isinstance(value, dict) and last not in value) or (isinstance(value, list) and not isinstance(last, int)):
+        return False
+    if delete:
+        del value[last]
+    else:
+        value[last] = None
+    return True
+
+
+NOT_JSON = "<html><body>502 Bad Gateway</body></html>"
 
 
 def _anthropic_message(model: str, answer: Answer, with_text: bool = True) -> dict[str, Any]:
@@ -104,6 +165,7 @@ class ScriptedApi:
         """Answers each request once the script is used up (else: a 500)."""
         self.requests: list[tuple[str, dict[str, Any]]] = []
         self._lock = threading.Lock()
+        self._closing = threading.Event()
         api = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -128,6 +190,7 @@ class ScriptedApi:
         return f"http://{host}:{port}"
 
     def close(self) -> None:
+        self._closing.set()  # ends every Hang and Stall now
         self._server.shutdown()
         self._server.server_close()
 
@@ -141,27 +204,62 @@ class ScriptedApi:
         anthropic = handler.path.endswith("/messages")
         model = body.get("model", "scripted")
         if isinstance(action, Hang):
-            time.sleep(action.seconds)
+            self._closing.wait(action.seconds)
             action = Status(500)
+        if isinstance(action, ErrorEvent) and not body.get("stream"):
+            action = Status(ERROR_STATUS[action.kind])
         if isinstance(action, Status):
-            error = ({"type": "error", "error": {"type": "api_error", "message": f"scripted {action.code}"}} if anthropic
-                     else {"error": {"message": f"scripted {action.code}", "type": "server_error"}})
+            kind = (ANTHROPIC_ERROR_TYPES if anthropic else OPENAI_ERROR_TYPES).get(action.code, "api_error" if anthropic else "server_error")
+            error = ({"type": "error", "error": {"type": kind, "message": f"scripted {action.code}"}} if anthropic
+                     else {"error": {"message": f"scripted {action.code}", "type": kind}})
             self._send(handler, action.code, json.dumps(error).encode(), "application/json", dict(action.headers))
             return
         answer = action if isinstance(action, Answer) else Answer(action.text)
         if body.get("stream"):
-            if anthropic:
-                events = [f"event: {name}\ndata: {json.dumps(data)}\n\n" for name, data in _anthropic_events(model, answer)]
-            else:
-                events = [f"data: {json.dumps(chunk)}\n\n" for chunk in _openai_chunks(model, answer)] + ["data: [DONE]\n\n"]
-            payload = "".join(events[: len(events) // 2] if isinstance(action, Cut) else events).encode()  # cut before the finish
-            self._send(handler, 200, payload, "text/event-stream", {}, close=isinstance(action, Cut))
+            data: list[tuple[str | None, Any]] = (list(_anthropic_events(model, answer)) if anthropic
+                                                  else [(None, chunk) for chunk in _openai_chunks(model, answer)])
+            if isinstance(action, Malformed):
+                self._break_stream(data, action)
+            events = [(f"event: {name}\n" if name else "") + f"data: {event if isinstance(event, str) else json.dumps(event)}\n\n" for name, event in data]
+            events += [] if anthropic else ["data: [DONE]\n\n"]
+            whole = len("".join(events).encode())
+            if isinstance(action, (Cut, Stall, ErrorEvent)):
+                events = events[: len(events) // 2]  # before the finish
+            if isinstance(action, ErrorEvent):
+                error = {"type": "error", "error": {"type": action.kind, "message": f"scripted {action.kind}"}}
+                events.append(f"event: error\ndata: {json.dumps(error)}\n\n" if anthropic else f"data: {json.dumps({'error': error['error']})}\n\n")
+            payload = "".join(events).encode()
+            if isinstance(action, Stall):
+                self._stall(handler, payload, "text/event-stream", {"content-length": str(whole)}, action.seconds)
+                return
+            self._send(handler, 200, payload, "text/event-stream", {}, close=isinstance(action, (Cut, ErrorEvent)))
             return
-        payload = json.dumps(_anthropic_message(model, answer) if anthropic else _openai_completion(model, answer)).encode()
+        message = _anthropic_message(model, answer) if anthropic else _openai_completion(model, answer)
+        if isinstance(action, Malformed):
+            if action.path is None:
+                self._send(handler, 200, NOT_JSON.encode(), "application/json", {})
+                return
+            assert _break(message, action.path, action.delete), action
+        payload = json.dumps(message).encode()
+        if isinstance(action, Stall):
+            self._stall(handler, payload[: len(payload) // 2], "application/json", {"content-length": str(len(payload))}, action.seconds)
+            return
         if isinstance(action, Cut):
             self._send(handler, 200, payload[: len(payload) // 2], "application/json", {"content-length": str(len(payload))}, close=True)
             return
         self._send(handler, 200, payload, "application/json", {})
+
+    @staticmethod
+    def _break_stream(data: list[tuple[str | None, Any]], action: Malformed) -> None:
+        if action.path is None:
+            data[0] = (data[0][0], NOT_JSON)
+            return
+        assert any(_break(event, action.stream_path, action.delete) for _, event in data), action  # the first that has it
+
+    def _stall(self, handler: BaseHTTPRequestHandler, payload: bytes, kind: str, headers: dict[str, str], seconds: float) -> None:
+        self._send(handler, 200, payload, kind, headers)
+        self._closing.wait(seconds)
+        handler.close_connection = True
 
     @staticmethod
     def _send(handler: BaseHTTPRequestHandler, code: int, payload: bytes, kind: str, headers: dict[str, str], close: bool = False) -> None:

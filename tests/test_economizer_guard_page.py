@@ -53,3 +53,26 @@ def test_pooled_rate_counts_only_runs_the_guard_could_act_on() -> None:
     summary = summarize(orderings, Fraction(1, 10))
     assert summary["pooled_false_stop_rate"] == 0.125 and summary["pooled_false_stop_rate_all_passed"] == 0.05
     assert summary["orderings_with_rate_above_alpha"] == 1 and summary["false_stops"]["max"] == 1
+
+
+def _section(page: str, heading: str) -> str:
+    start = page.index(heading)
+    end = page.find("\n#", start + len(heading))
+    return page[start:end if end != -1 else len(page)]
+
+
+def test_each_repository_shows_its_orderings_above_alpha() -> None:
+    """The per-ordering spread of the bound, per repository: a conformal row says in how many of
+    the orderings that repository's false-stop rate exceeded alpha; a kappa row has no alpha."""
+    page = render(REPORT)
+    for setting in SETTINGS:
+        for repository, figures in REPORT["settings"][setting.name]["repositories"].items():
+            row = next(line for line in _section(page, f"### {repository} ").splitlines() if line.startswith(f"| {setting.name} |"))
+            last = row.rstrip(" |").rsplit("|", 1)[1].strip()
+            above = figures["orderings_with_rate_above_alpha"]
+            assert last == ("-" if above is None else f"{above} of {REPORT['orderings']}"), row
+
+
+def test_the_page_says_what_was_not_evaluated() -> None:
+    page = render(REPORT)
+    assert "no live-provider recording" in page and "../shared/corpus" in page

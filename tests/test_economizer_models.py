@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from fractions import Fraction
 
+import attrs
 import pytest
 
 from economizer.codec import record_to_json
@@ -16,7 +17,7 @@ from economizer.protocols import template_redirect
 from economizer_spec.cost import Usage
 from economizer_spec.guard import Counters, GuardDigest
 from economizer_spec.trajectory import Step, Trajectory
-from tests.economizer_scripted_api import Answer, Cut, Hang, ScriptedApi, Status
+from tests.economizer_scripted_api import Action, Answer, Cut, ErrorEvent, Hang, Malformed, ScriptedApi, Stall, Status
 
 pytest.importorskip("anthropic")
 pytest.importorskip("openai")
@@ -66,39 +67,85 @@ def test_each_call_answers_through_the_sdk(provider: str, stream: bool) -> None:
         assert '\\"stuck\\"' in sent and "a.py" in sent  # the schema and the digest were sent
 
 
-def _failures(provider: str) -> list[tuple[str, list, int, str]]:
-    """(name, script, retries, expected error fragment): each ends in a failed call."""
+@attrs.frozen
+class Failure:
+    """A way for one call to fail: `script` is served, in a cycle, to every request of that call."""
+
+    name: str
+    script: tuple[Action, ...]
+    retries: int = 0
+    fragment: str = ""
+    """In the failed call's error text."""
+    charged: bool = False
+    """The failed answer's tokens are charged (the model answered, the answer was refused)."""
+
+
+def transport_failures(provider: str, valid: str) -> list[Failure]:
+    """Every way the exchange itself fails, each carrying `valid` (an answer the call would
+    accept) wherever the wire shows text: only the failure can make the call fail."""
+    anthropic = provider == "anthropic"
+    null_list = Malformed(valid, ("content",), ("message", "content")) if anthropic else Malformed(valid, ("choices",), ("choices",))
+    missing = (Malformed(valid, ("usage",), ("message", "usage"), delete=True) if anthropic
+               else Malformed(valid, ("choices", 0, "message"), ("choices", 0, "delta"), delete=True))
     return [
-        ("rate limited past the retries", [Status(429, (("retry-after", "0"),))] * 3, 2, "RateLimitError"),
-        ("server error", [Status(500)], 0, "InternalServerError"),
-        ("bad key, not retried", [Status(401), Answer("{}")], 3, "AuthenticationError"),
-        ("timeout", [Hang(0.8)], 0, "Timeout"),
-        ("not JSON", [Answer("I think it is stuck.")], 0, "not JSON"),
-        ("wrong shape", [Answer(json.dumps({"stuck": "yes", "confidence": 0.9, "reason": ""}))], 0, "expected boolean"),
-        ("out of range", [Answer(json.dumps({"stuck": True, "confidence": 1.5, "reason": "r"}))], 0, "> 1"),
-        ("cut at the token limit", [Answer(json.dumps({"stuck": True, "confidence": 0.9, "reason": "r"}), truncated=True)], 0, "truncated"),
-        ("connection dropped mid-answer", [Cut(json.dumps({"stuck": True, "confidence": 0.9, "reason": "loop"}))], 0, ""),
+        Failure("rate limited past the retries", (Status(429, (("retry-after", "0"),)),), 2, "RateLimitError"),
+        Failure("server error", (Status(500),), 0, "InternalServerError"),
+        Failure("bad key, not retried", (Status(401),), 3, "AuthenticationError"),
+        Failure("timeout before the headers", (Hang(0.8),), 0, "Timeout"),
+        Failure("connection dropped mid-answer", (Cut(valid),), 0),
+        Failure("stall mid-answer after the headers", (Stall(valid, 0.8),), 0, "Timeout"),
+        Failure("error event mid-stream", (ErrorEvent(valid, "overloaded_error" if anthropic else "server_error"),), 0, "scripted"),
+        Failure("200 body with a null answer list", (null_list,), 0, "malformed"),
+        Failure("200 body missing a required field", (missing,), 0, "malformed"),
+        Failure("200 body that is not JSON", (Malformed(valid, None),), 0, "malformed"),
+        Failure("cut at the token limit", (Answer(valid, truncated=True),), 0, "truncated", charged=True),
     ]
 
 
-FAILURE_NAMES = [name for name, *_ in _failures("anthropic")]
+def content_failures(answers: dict[str, str]) -> list[Failure]:
+    """Answers that arrive whole but are not an answer the call accepts: `answers` by name."""
+    return [Failure(name, (Answer(text),), 0, fragment, charged=True) for name, (text, fragment) in answers.items()]
+
+
+STUCK = json.dumps({"stuck": True, "confidence": 0.9, "reason": "the same assertion fails after each edit"})
+TRACE_JUDGE_CONTENT = {
+    "not JSON": ("I think it is stuck.", "not JSON"),
+    "wrong shape": (json.dumps({"stuck": "yes", "confidence": 0.9, "reason": ""}), "expected boolean"),
+    "out of range": (json.dumps({"stuck": True, "confidence": 1.5, "reason": "r"}), "> 1"),
+}
+
+
+def trace_judge_failures(provider: str) -> list[Failure]:
+    return transport_failures(provider, STUCK) + content_failures(TRACE_JUDGE_CONTENT)
+
+
+def failure_names(table) -> list[str]:
+    return [f.name for f in table("anthropic")]
+
+
+def failure(table, provider: str, name: str) -> Failure:
+    return next(f for f in table(provider) if f.name == name)
+
+
+def scripted(failure: Failure) -> list[Action]:
+    """Enough of the failure's script for one call and all its retries."""
+    return list(failure.script) * (failure.retries + 1)
 
 
 @pytest.mark.parametrize("provider, stream", WIRES)
-@pytest.mark.parametrize("failure", FAILURE_NAMES)
-def test_a_failed_trace_judge_is_not_stuck(provider: str, stream: bool, failure: str) -> None:
-    name, script, retries, fragment = next(f for f in _failures(provider) if f[0] == failure)
+@pytest.mark.parametrize("name", failure_names(trace_judge_failures))
+def test_a_failed_trace_judge_is_not_stuck(provider: str, stream: bool, name: str) -> None:
+    broken = failure(trace_judge_failures, provider, name)
     sleeps: list[float] = []
-    with ScriptedApi(script) as api:
-        verdict = ModelCalls(client_for(api, provider, stream, retries, timeout_s=0.3, sleeps=sleeps)).judge_trace(DIGEST)
+    with ScriptedApi(scripted(broken)) as api:
+        verdict = ModelCalls(client_for(api, provider, stream, broken.retries, timeout_s=0.3, sleeps=sleeps)).judge_trace(DIGEST)
         assert not verdict.stuck and verdict.confidence == 0, name
-        assert verdict.reason.startswith("judge call failed") and fragment in verdict.reason, verdict.reason
-        if failure == "rate limited past the retries":
+        assert verdict.reason.startswith("judge call failed") and broken.fragment in verdict.reason, verdict.reason
+        if name == "rate limited past the retries":
             assert len(api.requests) == 3 and sleeps == [0.0, 0.0]  # retry-after honoured, bounded
-        if failure == "bad key, not retried":
+        if name == "bad key, not retried":
             assert len(api.requests) == 1
-        charged = verdict.usage != Usage()
-        assert charged == (failure in ("not JSON", "wrong shape", "out of range", "cut at the token limit")), verdict.usage
+        assert (verdict.usage != Usage()) == broken.charged, verdict.usage
 
 
 @pytest.mark.parametrize("provider, stream", WIRES)
@@ -111,43 +158,34 @@ def test_a_rate_limit_then_an_answer_is_retried_with_backoff(provider: str, stre
         assert reply.text is not None and reply.attempts == 3 and sleeps == [0.01, 0.02]
 
 
-# --- the state after a failed call -------------------------------------------------------------
+TRANSIENT = ["timeout before the headers", "stall mid-answer after the headers", "connection dropped mid-answer", "error event mid-stream"]
+
+
+@pytest.mark.parametrize("provider, stream", WIRES)
+@pytest.mark.parametrize("name", TRANSIENT)
+def test_a_transient_failure_then_an_answer_is_retried(provider: str, stream: bool, name: str) -> None:
+    """A timeout (before or after the headers), a dropped connection and a provider's overload
+    reported mid-stream are transient: the next attempt answers."""
+    broken = failure(trace_judge_failures, provider, name)
+    sleeps: list[float] = []
+    with ScriptedApi([*broken.script, Answer(STUCK)]) as api:
+        verdict = ModelCalls(client_for(api, provider, stream, retries=1, timeout_s=0.3, sleeps=sleeps)).judge_trace(DIGEST)
+        assert verdict.stuck and verdict.usage == usage_of(provider), verdict.reason
+        assert len(api.requests) == 2 and sleeps == [0.01]
+
+
+@pytest.mark.parametrize("provider, stream", WIRES)
+def test_an_invalid_request_error_mid_stream_is_not_retried(provider: str, stream: bool) -> None:
+    with ScriptedApi([ErrorEvent(STUCK, "invalid_request_error"), Answer(STUCK)]) as api:
+        verdict = ModelCalls(client_for(api, provider, stream, retries=3)).judge_trace(DIGEST)
+        assert not verdict.stuck and len(api.requests) == 1, verdict.reason
+
 
 PASSING = (Step("python -m pytest tests", "3 passed", 0), Step("ls", "", 0))
 
 
 def _stream() -> list[Trajectory]:
     return [Trajectory(f"o__r-{i}", PASSING, True) for i in range(1, 5)]
-
-
-@pytest.mark.parametrize("provider, stream", WIRES)
-@pytest.mark.parametrize("failure", ["server error", "not JSON", "cut at the token limit", "wrong skill shape"])
-def test_a_failed_proposer_leaves_the_state_as_no_proposal_would(provider: str, stream: bool, failure: str) -> None:
-    """Task 4 is the proposer's first call: it fails, and the controller's state is exactly that
-    of a controller whose proposer proposed nothing, but for the tokens charged to task 4."""
-    bad_skill = {"skills": [{"id": "x", "injection": "y", "detector": {"scope": "ran_tests"}, "cite": []}]}  # no confirm
-    action = {"server error": Status(500), "not JSON": Answer("here are my skills"),
-              "cut at the token limit": Answer(json.dumps({"skills": []}), truncated=True),
-              "wrong skill shape": Answer(json.dumps(bad_skill))}[failure]
-    with ScriptedApi([action]) as api:
-        calls = ModelCalls(client_for(api, provider, stream))
-        controller = Controller("o/r")
-        for trajectory in _stream():
-            controller.feed(trajectory, calls.controllers(tool_judge=False))
-        assert len(api.requests) == 1
-    reference = Controller("o/r")
-    silent = calls.controllers(tool_judge=False)
-    from economizer_spec.stream import Controllers, ProposerAnswer
-
-    for trajectory in _stream():
-        reference.feed(trajectory, Controllers(lambda r, i, d: ProposerAnswer(()), silent.trace_judge, silent.redirect_writer, None))
-    ours, theirs = to_json(controller), to_json(reference)
-    assert [c.kind for c in controller.records[-1].calls] == ["proposer"]
-    charged = controller.records[-1].calls[0].usage
-    assert (charged != Usage()) == (failure != "server error")
-    assert ours == theirs and controller.skills == {}
-    strip = lambda records: [{**record_to_json(r), "calls": [c["kind"] for c in record_to_json(r)["calls"]]} for r in records]
-    assert strip(controller.records) == strip(reference.records)
 
 
 @pytest.mark.parametrize("provider, stream", WIRES)
@@ -164,12 +202,16 @@ def test_a_proposed_skill_is_admitted_through_the_controller(provider: str, stre
     assert "contradict" in record.rejections[0].reason or "regex" in record.rejections[0].reason
 
 
-def test_a_failed_redirect_writer_falls_back_to_the_template() -> None:
-    with ScriptedApi([Status(500)]) as api:
-        written = ModelCalls(client_for(api, "anthropic", False)).write_redirect(DIGEST)
-    assert written.text == template_redirect(DIGEST).text
-
-
-def test_a_failed_tool_judge_loads_every_candidate() -> None:
-    with ScriptedApi([Answer("{\"load\": []}")]) as api:
-        assert ModelCalls(client_for(api, "openai", True)).judge_tools("task", ("a", "b")).answer is None
+@pytest.mark.parametrize("provider, stream", WIRES)
+def test_a_wrong_argument_to_the_sdk_still_raises(provider: str, stream: bool, monkeypatch) -> None:
+    """A TypeError while reading an answer is the answer's fault (a failed call); the same error
+    from our own call into the SDK is our bug, and must not pass for a failed call."""
+    with ScriptedApi([Answer(STUCK)]) as api:
+        client = client_for(api, provider, stream)
+        resource = client.client.messages if provider == "anthropic" else client.client.chat.completions
+        method = "stream" if provider == "anthropic" and stream else "create"
+        real = getattr(resource, method)
+        monkeypatch.setattr(resource, method, lambda **arguments: real(**arguments, temprature=0))  # a misspelt argument
+        with pytest.raises(TypeError, match="temprature"):
+            client.complete(Request("trace_judge", "s", "u", 100))
+        assert api.requests == []

@@ -11,7 +11,9 @@
 Exit codes: 0 done, 1 a theorem failed (prove), 2 bad input. Bad input (a malformed
 trajectory, a proposer answer with an inadmissible regex or one whose detector does not
 finish in --detector-timeout-s, a locked, unreadable or already-fed state) is reported in one
-line and leaves every stored database as it was.
+line and leaves every stored database as it was. A model call that fails (see
+economizer.model_calls) is not bad input: its rule applies, and one warning line on stderr
+says how many of the run's model calls failed and the first error.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ import json
 import pathlib
 import sys
 from fractions import Fraction
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 import attrs
 
@@ -32,7 +34,7 @@ from economizer.harness import HARNESSES, mask_option, prompt_with_manual
 from economizer.protocols import default_controllers
 from economizer.bounded import DEFAULT_TIMEOUT, BoundedMatcher, TimedOut
 from economizer.store import AlreadyFed, StateUnreadable, Store, StoreBusy, database_path, fed_budget, transact_all
-from economizer.model_client import ModelSetupError
+from economizer.model_client import ModelClient, ModelSetupError
 from economizer.model_recording import ReplayDiverged
 from economizer_spec.cost import Prices
 from economizer_spec.params import GUARD_RULES, Params
@@ -118,7 +120,7 @@ def _read(path: pathlib.Path) -> str:
         raise BadInput(f"cannot read {path}: {error}") from None
 
 
-def _model_client(args: argparse.Namespace) -> Any:
+def _model_client(args: argparse.Namespace) -> ModelClient | None:
     """The model calls' client for this run (a replay, a recorded or a plain SDK client), or None."""
     from economizer.model_client import ModelSpec, RetryPolicy, connect
     from economizer.model_recording import Recorder, Replayer
@@ -148,18 +150,32 @@ def _model_client(args: argparse.Namespace) -> Any:
     return Recorder(client, args.record, prices)
 
 
-def _controllers(proposals: pathlib.Path | None, client: Any = None, tool_judge: bool = False) -> Controllers:
-    defaults = default_controllers()
-    if client is not None:
-        from economizer.model_calls import ModelCalls
+def _model_calls(client: ModelClient | None) -> Any:
+    """The four model calls through `client` (they count their failures), or None."""
+    if client is None:
+        return None
+    from economizer.model_calls import ModelCalls
 
+    return ModelCalls(client)
+
+
+def _controllers(proposals: pathlib.Path | None, calls: Any = None, tool_judge: bool = False) -> Controllers:
+    defaults = default_controllers()
+    if calls is not None:
         if proposals is not None:
             raise BadInput("--proposals and a model (--model/--replay) exclude each other")
-        return ModelCalls(client).controllers(tool_judge)
+        return calls.controllers(tool_judge)
     if proposals is None:
         return defaults
     answer = ProposerAnswer(proposals_from_json(_read(proposals), str(proposals)))
     return Controllers(lambda repository, ids, digests: answer, defaults.trace_judge, defaults.redirect_writer, None)
+
+
+def _warn_of_failed_calls(calls: Any) -> None:
+    """A run whose model calls failed must not pass silently for a run with a model."""
+    warning = calls.tally.warning(calls.client.model) if calls is not None else None
+    if warning is not None:
+        print(f"ledger economize: warning: {warning}", file=sys.stderr)
 
 
 def _guard_setting(args: argparse.Namespace) -> Callable[[Params], Params]:
@@ -180,12 +196,29 @@ def _feed(args: argparse.Namespace) -> int:
     rows = read_jsonl(_read(args.file), str(args.file))
     adjust = _guard_setting(args)
     client = _model_client(args)
+    calls = _model_calls(client)
     optional_tools = bool(set(_split(args.catalog)) - set(_split(args.core)))
-    controllers = _controllers(args.proposals, client, optional_tools)  # validated in full before any write
-    return _feed_with(args, rows, controllers, adjust, client)
+    with _released_on_failure(client):
+        controllers = _controllers(args.proposals, calls, optional_tools)  # validated in full before any write
+        status = _feed_with(args, rows, controllers, adjust, client)
+    _warn_of_failed_calls(calls)
+    return status
 
 
-def _feed_with(args: argparse.Namespace, rows: list, controllers: Controllers, adjust: Callable[[Params], Params], client: Any) -> int:
+@contextlib.contextmanager
+def _released_on_failure(client: ModelClient | None) -> Iterator[None]:
+    """A run that fails still releases the client's connections and its recording's file. Its
+    close may raise too (a replay that stopped early): the run's own error is the one to report."""
+    try:
+        yield
+    except BaseException:
+        if client is not None:
+            with contextlib.suppress(Exception):
+                client.close()
+        raise
+
+
+def _feed_with(args: argparse.Namespace, rows: list, controllers: Controllers, adjust: Callable[[Params], Params], client: ModelClient | None) -> int:
     if not args.detector_timeout_s > 0:
         raise BadInput(f"--detector-timeout-s must be positive, got {args.detector_timeout_s}")
     by_repository: dict[str, list] = {}
@@ -309,13 +342,16 @@ def _guard(args: argparse.Namespace) -> int:
     if len(rows) != 1:
         raise BadInput(f"{args.file}: expected one partial trajectory, got {len(rows)}")
     client = _model_client(args)
-    controllers = _controllers(None, client)
-    guard = Guard(params, budget, controllers.trace_judge, controllers.redirect_writer)
-    decision = None
-    for step in rows[0][1].steps:
-        decision = guard.observe(step)
-    if client is not None:
-        client.close()
+    calls = _model_calls(client)
+    with _released_on_failure(client):
+        controllers = _controllers(None, calls)
+        guard = Guard(params, budget, controllers.trace_judge, controllers.redirect_writer)
+        decision = None
+        for step in rows[0][1].steps:
+            decision = guard.observe(step)
+        if client is not None:
+            client.close()
+    _warn_of_failed_calls(calls)
     signal = guard_signal(decision) if decision is not None else None
     if signal is None:
         print(json.dumps({"action": "continue", "turn": guard.turns}))
