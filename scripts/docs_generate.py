@@ -6,7 +6,8 @@
 Generated: the CLI reference (from the argparse parsers), the counterexample catalog (from
 `counterexamples/`), `mutation-survivors.md`, and every table between markers in the pages
 under `docs/` (from `benchmarks/results/`, `scripts/mutation_survivors.json` and, for the
-agent plugins, the registry `ledger_impl.agents`).
+agent plugins, the registry `ledger_impl.agents`; for the error hierarchy, the exception classes
+in the code).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import docs_agents  # noqa: E402
 import docs_catalog  # noqa: E402
+import docs_errors  # noqa: E402
 import docs_cli  # noqa: E402
 import docs_mutation  # noqa: E402
 import docs_tables  # noqa: E402
@@ -32,6 +34,7 @@ def expected() -> dict[Path, str]:
     survivors = docs_mutation.load()
     tables = docs_tables.series_tables(docs_tables.load_series()) | docs_mutation.survivor_tables(survivors)
     tables["agent-plugins"] = docs_agents.render()
+    tables["error-hierarchy"] = docs_errors.render()
     pages = {
         DOCS / "reference" / "cli.md": docs_cli.render(),
         DOCS / "counterexamples" / "catalog.md": docs_catalog.render(),
