@@ -6,6 +6,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -91,3 +92,24 @@ def test_the_strict_build_fails_on_a_page_missing_from_the_nav_and_on_a_broken_l
     warnings = [line for line in result.stderr.splitlines() if line.startswith("WARNING")]
     missed = [complaint for _, _, complaint in BREAKAGES if not any(complaint in line for line in warnings)]
     assert missed == [], result.stderr
+
+
+README = ROOT / "README.md"
+
+
+def test_the_readme_is_short_and_shows_the_claude_code_install_on_its_first_screen() -> None:
+    lines = README.read_text(encoding="utf-8").splitlines()
+    assert len(lines) <= 250, f"README.md has {len(lines)} lines; the front door keeps to 250 (details go under docs/)"
+    install = [number for number, line in enumerate(lines, 1) if line.startswith("ledger hooks install claude")]
+    assert install and install[0] <= 60, f"the Claude Code install line is at {install or 'no line'}; keep it in the first 60"
+
+
+def test_the_readmes_verify_excerpt_shows_times_as_verify_prints_them() -> None:
+    """The excerpt is a real run's output: its time cells carry a unit, as `ledger verify` prints
+    them now (`shown_seconds`: ms below a second), not the unitless `0.0` of every Z3 row before."""
+    text = README.read_text(encoding="utf-8")
+    excerpt = text[text.index("## The main job: `ledger verify`"):text.index("## The safety claim")]
+    cells = [row.split("│")[3].strip() for row in excerpt.splitlines() if row.startswith("│ ") and row.count("│") == 5]
+    times = [cell for cell in cells if cell]
+    assert times, "no time cells found in the README's ledger verify excerpt"
+    assert [cell for cell in times if not re.fullmatch(r"\d+(\.\d)? (ms|s)", cell)] == []
