@@ -25,6 +25,9 @@ needs_mkdocs = pytest.mark.skipif(
     reason="mkdocs-material is not installed (it is in the test extra: pip install -e '.[test]')",
 )
 PROVENANCE = ("id", "title", "command", "machine", "load", "date", "commit", "source", "columns", "rows")
+#: What every results file states, series or not: a figure never travels without where and when
+#: it was taken (an unknown stays, written as "not stated ...", but the key is always there).
+WHERE_AND_WHEN = ("machine", "load", "date", "commit")
 
 
 def test_every_generated_page_is_current() -> None:
@@ -47,7 +50,7 @@ def test_every_series_records_where_and_when_and_is_shown_on_a_page() -> None:
         if not docs_tables.is_series(series):
             # A measurement with a page generator of its own: it still says where it was taken,
             # and a page names the file it comes from.
-            assert series.get("machine"), path.name
+            assert [field for field in WHERE_AND_WHEN if not series.get(field)] == [], path.name
             assert f"benchmarks/results/{path.name}" in pages, f"{path.name} is named on no page"
             continue
         assert [field for field in PROVENANCE if not series.get(field)] == [], path.name
@@ -113,3 +116,20 @@ def test_the_readmes_verify_excerpt_shows_times_as_verify_prints_them() -> None:
     times = [cell for cell in cells if cell]
     assert times, "no time cells found in the README's ledger verify excerpt"
     assert [cell for cell in times if not re.fullmatch(r"\d+(\.\d)? (ms|s)", cell)] == []
+
+
+@pytest.mark.parametrize("page, table, results", [
+    ("docs/safety/probe.md", "probe-cost", "probe-cost.json"),
+    ("docs/agents/service.md", "service-latency", "service-latency.json"),
+])
+def test_a_benchmarks_own_table_is_drawn_from_its_json(page: str, table: str, results: str) -> None:
+    """These measurements are not in the series format; their benchmark renders them, and the
+    page's table changes with the JSON (so test_every_generated_page_is_current covers it)."""
+    text = (ROOT / page).read_text(encoding="utf-8")
+    assert f"<!-- table: {table} -->" in text
+    document = json.loads((ROOT / "benchmarks" / "results" / results).read_text(encoding="utf-8"))
+    tables = docs_generate.expected()
+    assert tables[ROOT / page] == text
+    document["commit"] = "0000000"
+    renderer = docs_generate.probe_cost if table == "probe-cost" else docs_generate.service_latency
+    assert docs_tables.fill(text, docs_generate.all_tables() | {table: renderer.render(document)}) != text
