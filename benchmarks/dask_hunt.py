@@ -28,6 +28,7 @@ import attrs
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
+from benchmarks import record  # noqa: E402
 from ledger_properties.hunt import run_verify_hunt  # noqa: E402
 from ledger_properties.profiles import PROFILES  # noqa: E402
 
@@ -74,6 +75,8 @@ def main() -> None:
         "command": f"python benchmarks/dask_hunt.py --runs {args.runs} --seed {args.seed}",
         "commit": _commit(),
         "machine": {"cores": os.cpu_count(), "python": platform.python_version(), "system": platform.platform()},
+        "load": record.load_text(rows[0]["load_average_before"][0], rows[-1]["load_average_after"][0]),  # type: ignore[index]
+        "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
         "measured_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "series": rows,
         "ratio_steps_per_second_2_over_1": round(rows[1]["steps_per_second"] / rows[0]["steps_per_second"], 2)  # type: ignore[operator]

@@ -14,6 +14,7 @@ import argparse
 import json
 import pathlib
 import sys
+import time
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -35,6 +36,10 @@ def main() -> int:
     args = parser.parse_args()
     if not args.page_only:
         report = evaluate(args.corpus, args.orderings, args.seed)
+        # Every results file states its load, date and commit at the top level (tests/test_docs.py).
+        machine = report["machine"]
+        report = {**report, "load": f"1-minute load average {machine['load_1min']:.1f} at the start",
+                  "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "commit": machine["commit"][:7]}
         RESULTS.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
         print(f"wrote {RESULTS}")
     PAGE.parent.mkdir(parents=True, exist_ok=True)

@@ -31,6 +31,7 @@ import zipfile
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))
 
+from benchmarks import record  # noqa: E402
 from ledger_impl import Runtime  # noqa: E402
 from ledger_properties.audit.filter import OutsideWrite, skip_reason, to_command  # noqa: E402
 from ledger_properties.audit.formats import Item, Skipped, load  # noqa: E402
@@ -152,6 +153,7 @@ def main() -> None:
         "what": "Reuses with the probe off (enumerated fingerprint only) that the probe (as shipped) keeps, "
                 "on real corpus commands replayed in workspaces made from the projects' wheels",
         "machine": f"{os.cpu_count()} cores, {platform.system()} {platform.release()}, Python {platform.python_version()}",
+        "load": record.load_text(load_before[0], os.getloadavg()[0]),
         "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
         "commit": subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip(),
         "corpus": str(CORPUS.name), "per_project": args.per_project, "projects": list(PROJECTS),

@@ -25,9 +25,11 @@ import subprocess
 import sys
 import tempfile
 import time
+from typing import Any
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))
 
+from benchmarks import record  # noqa: E402
 from benchmarks.detection import generate_tree, pick_file  # noqa: E402
 from ledger_impl.execution import command_environment, run_command  # noqa: E402
 from ledger_impl.probe import dependencies, probe  # noqa: E402
@@ -43,6 +45,17 @@ def commands(root: pathlib.Path) -> dict[str, str]:
         "git log": "git log --oneline",
         "ls -R": "ls -R",
     }
+
+
+def render(document: dict[str, Any]) -> str:
+    """The JSON as the Markdown table of docs/safety/probe.md (`scripts/docs_generate.py` draws it)."""
+    lines = ["| command | own run (ms) | probe (ms) | probe / run | revalidation at Reuse (ms) | inside keys | outside paths |",
+             "|---|---:|---:|---:|---:|---:|---:|"]
+    lines += [f"| `{row['text']}` | {row['run_ms']['median']} | {row['probe_ms']['median']} | {row['probe_over_run']} "
+              f"| {row['revalidate_ms']['median']} | {row['inside_keys']} | {row['outside_paths']} |" for row in document["rows"]]
+    lines += ["", f"<small>Data: `benchmarks/results/probe-cost.json`, medians. Commit {document['commit']}; "
+                  f"{document['machine']}; {document['load']}; {document['date']}.</small>"]
+    return "\n".join(lines)
 
 
 def main() -> None:
@@ -94,6 +107,7 @@ def main() -> None:
         "what": f"the probe's cost next to each command's own run on a {args.files}-file tree (benchmarks/detection.py), "
                 f"{args.runs} interleaved rounds, wall milliseconds",
         "machine": f"{os.cpu_count()} cores, {platform.system()} {platform.release()}, Python {platform.python_version()}",
+        "load": record.load_text(load_before[0], os.getloadavg()[0]),
         "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
         "commit": subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip(),
         "cores": os.cpu_count(), "load_average_before": load_before, "load_average_after": os.getloadavg(),

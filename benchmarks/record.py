@@ -28,6 +28,11 @@ def load_average() -> float:
     return os.getloadavg()[0]
 
 
+def load_text(before: float, after: float) -> str:
+    """The `load` every results file states: the 1-minute load average at a run's start and end."""
+    return f"1-minute load average {before:.1f} at the start, {after:.1f} at the end"
+
+
 def _commit() -> str:
     """The checkout's commit, marked `-dirty` when the tree differs from it."""
     def git(*args: str) -> str:
@@ -68,7 +73,7 @@ def measured(
         "title": title,
         "command": command,
         "machine": f"{os.cpu_count()} cores, {platform.system()} {platform.release()}, Python {platform.python_version()}",
-        "load": f"1-minute load average {load_before:.1f} at the start, {load_average():.1f} at the end",
+        "load": load_text(load_before, load_average()),
         "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
         "commit": _commit(),
         "notes": notes,

@@ -44,6 +44,7 @@ from typing import Any, Callable
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))
 
+from benchmarks import record  # noqa: E402
 from benchmarks.detection import GIT_ENV, generate_tree  # noqa: E402
 from ledger_client import thin  # noqa: E402
 from ledger_impl.detectors.watchman import Daemon  # noqa: E402
@@ -300,6 +301,8 @@ def main() -> int:
         "what": "hook latency in milliseconds: HTTP and thin client through ledger serve, and the in-process hook",
         "commit": commit, "runs": args.runs, "cpus": os.cpu_count(),
         "machine": {"platform": platform.platform(), "python": platform.python_version(), "cpus": os.cpu_count()},
+        "load": record.load_text(load_before[0], os.getloadavg()[0]),
+        "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
         "load_average_1_5_15": {"before": [round(x, 2) for x in load_before], "after": [round(x, 2) for x in os.getloadavg()]},
         "results": results,
     }

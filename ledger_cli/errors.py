@@ -2,7 +2,8 @@
 
 0 everything checked holds; 1 a property does not hold (a finding); 2 the request cannot be
 served (bad usage or input, unreadable state, a failing detector, a missing component), found
-before or instead of the work; 3 the harness's own failure; 130 interrupted (Ctrl-C).
+before or instead of the work; 3 the harness's own failure; 130 interrupted (Ctrl-C). A status
+query answers "not running" with 1.
 """
 
 from __future__ import annotations
@@ -23,6 +24,9 @@ EXIT_VIOLATION = 1
 EXIT_USAGE = 2
 EXIT_HARNESS_ERROR = 3
 EXIT_INTERRUPTED = 130
+#: A status query's "no" (`ledger serve status` when no service runs): not a finding, but the
+#: same code, as `test -e` and `systemctl is-active` answer no with 1.
+EXIT_NOT_RUNNING = 1
 
 EXIT_CODES: dict[type[LedgerError], int] = {
     UsageError: EXIT_USAGE,

@@ -32,6 +32,7 @@ from typing import Callable, Mapping
 import attrs
 
 from ledger_spec import STEADY, Allow, Changes, Command, Decision, Fingerprint, Policy, Reuse
+from ledger_spec.degraded import Degraded, reported
 
 from . import fingerprint as fingerprints
 from .classifier import classify
@@ -69,7 +70,7 @@ class Step:
     # False when the output is not the whole truth: the command timed out, its output was
     # truncated, or it left a job running. Such a result is never recorded as an observation.
     complete: bool = True
-    degraded: str | None = None  # why the detector is running degraded (costs reuse), if it is
+    degraded: Degraded | None = None  # why the detector or the probe runs degraded (costs reuse), if so
     fingerprint: Fingerprint | None = STEADY  # the fingerprint govern decided with
     recorded_fingerprint: Fingerprint | None = STEADY  # the one an observation of this step holds
     recorded: Command | None = None  # the command as the ledger recorded it (no target: unobservable)
@@ -194,8 +195,8 @@ class Runtime:
                 index, recorded, completed.output, completed.exit_code, recorded_fingerprint, environment,
                 started_ns, self.output_limit, self.ledger,
             )
-            if probed is not None and probed.degraded:
-                probe_degraded = f"probe: {probed.reason}"
+            if probed is not None:
+                probe_degraded = probed.degraded
         elif self.probe is not None:
             recorded_fingerprint = None
         self.ledger.advance(recorded, decision, completed.output, completed.exit_code, changes, recorded_fingerprint)
@@ -247,11 +248,11 @@ class Runtime:
                 return decision, now
         return self.ledger.govern(command, candidates[-1]), candidates[-1]
 
-    def _degraded(self) -> str | None:
+    def _degraded(self) -> Degraded | None:
         """The detector's own account of a degraded mode (watch limit, queue overflow, root
-        replaced), if it gives one."""
-        degraded = getattr(self.detector, "degraded", None)
-        if isinstance(degraded, str) and degraded:
+        replaced), if it gives one; else the probe's, when it cannot run here."""
+        degraded = reported(getattr(self.detector, "degraded", None))
+        if degraded is not None:
             return degraded
         return self.probe.degraded if self.probe is not None else None
 
@@ -277,7 +278,7 @@ class Runtime:
         text = self.ledger.render(self.task)
         degraded = self._degraded()
         if degraded:
-            text += f"\ndetector degraded: {degraded} (reads are re-run, not reused)"
+            text += f"\ndetector degraded: {degraded.text()} (reads are re-run, not reused)"
         return printable(text)
 
     def _detect(self, command: str, run: Callable[[], int] | None, errors: list[str]) -> Changes:

@@ -40,6 +40,7 @@ from typing import Mapping, Protocol
 import attrs
 
 from ledger_spec import Changes, Command, Policy, Reuse, State
+from ledger_spec.degraded import Degraded, from_notes
 from ledger_spec.values import Allow, FileTarget, Nudge
 
 from . import fingerprint as fingerprints
@@ -85,7 +86,7 @@ class Decision:
     exit_code: int | None = None  # the stored exit status, if reuse
     note: str | None = None  # the nudge or reuse note for the agent
     served_step: int | None = None  # the step whose result is reused
-    degraded: str | None = None  # any degraded or unknown state the user should see
+    degraded: Degraded | None = None  # any degraded or unknown state the user should see
 
 
 @attrs.frozen
@@ -224,7 +225,7 @@ class DurableSession:
                     decision.exit_status,
                     decision.note,
                     decision.observation.step,
-                    _joined(state.notes),
+                    from_notes(state.notes),
                 )
             else:
                 ambiguous = earlier is not None or state.ledger.running(call_id) is not None
@@ -244,7 +245,7 @@ class DurableSession:
                     state.notes.extend(self._store.take_unshown_notes())
                 if probed is not None:
                     state.notes.append(probed)
-                result = Decision(decision.verdict.value, note=getattr(decision, "note", None), degraded=_joined(state.notes))
+                result = Decision(decision.verdict.value, note=getattr(decision, "note", None), degraded=from_notes(state.notes))
             self._save(state)
         return result
 
@@ -464,7 +465,7 @@ class DurableSession:
 
     def _govern(
         self, state: "_State", classified: Command, started_with: Fingerprint | None, serve_slices: bool
-    ) -> tuple[object, str | None]:
+    ) -> tuple[object, Degraded | None]:
         """The ledger's decision, and why the probe costs reuse here (None: it does not). With
         the probe on, govern is given, in turn, a fingerprint naming each confirmed probe that
         could answer and whose traced dependencies all hold (newest first), as the Runtime does
@@ -530,7 +531,7 @@ def trusted_ledger(row: StateRow, policy: Policy | None) -> tuple[Ledger | None,
 class _State:
     ledger: Ledger
     index: bytes | None
-    notes: list[str] = attrs.Factory(list)
+    notes: list[str | Degraded] = attrs.Factory(list)  # shown once, in the next Decision's `degraded`
 
 
 def _storable(text: str) -> str:
@@ -544,5 +545,3 @@ def _check_call_id(call_id: object) -> None:
         raise ValueError(f"call_id must be a non-empty string, got {call_id!r}")
 
 
-def _joined(notes: list[str]) -> str | None:
-    return "; ".join(notes) or None

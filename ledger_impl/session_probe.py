@@ -36,6 +36,7 @@ import attrs
 
 from ledger_spec import Command, Fingerprint, Observation
 from ledger_spec import dependencies as spec_dependencies
+from ledger_spec.degraded import Degraded
 
 from . import probe as probes
 from . import state_codec
@@ -62,10 +63,9 @@ def enumerated(fingerprint: Fingerprint | None) -> Fingerprint | None:
     return fingerprint.enumerated if isinstance(fingerprint, TracedFingerprint) else fingerprint
 
 
-def unavailable() -> str | None:
+def unavailable() -> Degraded | None:
     """The fallback rule in force when the probe cannot run on this machine, or None."""
-    missing = probes.unavailable()
-    return None if missing is None else f"{missing}: reads are not reused (Nudge only)"
+    return probes.unavailable()
 
 
 def candidates(

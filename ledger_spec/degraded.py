@@ -1,14 +1,18 @@
-"""Why a detector runs degraded: a typed value, rendered to text in one place.
+"""Why Ledger runs degraded: a typed value, rendered to text in one place.
 
 A detector that cannot trust its fast path still reports every change, by a slower way (a full
-snapshot diff) or by saying "unknown scope"; either costs reuse, never correctness. What it
-tells the user is a `Degraded`: a `Cause` from a fixed list, the details its wording needs, and
-the `Effect`. `text()` is the only place the sentence is made.
+snapshot diff) or by saying "unknown scope"; a probe that cannot run leaves reads unserved;
+either costs reuse, never correctness. What the user is told is a `Degraded`: a `Cause` from a
+fixed list, the details its wording needs, and the `Effect`. `text()` is the only place the
+sentence is made (`str()` is the same text); the runtime, the session, the hooks and the service
+carry the value and render it only where a user reads it (the state view, a hook's reply, the
+service's status). `tests/test_degraded.py` fails on a degraded reason assembled elsewhere.
 """
 
 from __future__ import annotations
 
 import enum
+from collections.abc import Sequence
 
 import attrs
 
@@ -30,6 +34,16 @@ class Cause(enum.Enum):
     ROOT_WATCH_GONE = "the root's watch is gone (the root was deleted or moved)"
     ROOT_CHANGED = "the root itself changed (metadata, deleted or moved)"
     ROOT_REPLACED = "the root or one of its ancestors was replaced"
+    # The probe (ledger_impl.probe): it could not do its job, so the read it judges is not served.
+    PROBE_UNAVAILABLE = "the probe needs {0}"
+    PROBE_NO_TRACE_DIRECTORY = "the probe has no place for its trace: {0}"
+    PROBE_FAILED_TO_START = "the probe failed to start: {0}"
+    PROBE_EXECUTABLE_UNREADABLE = "cannot read the executable {0}"
+    PROBE_STATIC_EXECUTABLE = "statically linked executable {0}: the moved clock cannot reach it"
+    # Accounts given in their own words, which say their effect themselves. (The two spellings
+    # render alike; they differ only so that the members stay distinct.)
+    SESSION_NOTES = "{0}"  # the durable session's notes (lost state, refused probes, ...), joined
+    DETECTOR_REPORTED = "{0!s}"  # a user's detector whose `degraded` is a string
 
 
 class Effect(enum.Enum):
@@ -38,6 +52,9 @@ class Effect(enum.Enum):
     EVERY_COMMAND_FULL_DIFF = "every command runs a full snapshot diff"  # from now on
     ONE_FULL_DIFF = "full snapshot diff"  # this report only
     UNKNOWN_SCOPE = "watches rebuilt, scope unknown"  # this report says "something may have changed"
+    NUDGE_ONLY = "reads are not reused (Nudge only)"  # no probe here: no read is ever served
+    NOT_SERVED = "its output is not served"  # this read only
+    AS_STATED = ""  # the cause's own words say it
 
 
 @attrs.frozen
@@ -50,7 +67,26 @@ class Degraded:
         self.cause.value.format(*self.details)  # every placeholder has its detail, now rather than when shown
 
     def text(self) -> str:
-        return f"{self.cause.value.format(*self.details)}: {self.effect.value}"
+        cause = self.cause.value.format(*self.details)
+        return f"{cause}: {self.effect.value}" if self.effect.value else cause
+
+    __str__ = text
 
 
-__all__ = ["Cause", "Degraded", "Effect"]
+def from_notes(notes: Sequence[str | Degraded]) -> Degraded | None:
+    """The session's notes as one degraded reason (None when there are none)."""
+    texts = [str(note) for note in notes]
+    return Degraded(Cause.SESSION_NOTES, ("; ".join(texts),), Effect.AS_STATED) if texts else None
+
+
+def reported(degraded: object) -> Degraded | None:
+    """A detector's `degraded` attribute as a typed reason: Ledger's detectors give a `Degraded`;
+    a user's may give its own words (a non-empty string), kept as they are."""
+    if isinstance(degraded, Degraded):
+        return degraded
+    if isinstance(degraded, str) and degraded:
+        return Degraded(Cause.DETECTOR_REPORTED, (degraded,), Effect.AS_STATED)
+    return None
+
+
+__all__ = ["Cause", "Degraded", "Effect", "from_notes", "reported"]

@@ -6,12 +6,14 @@
 Generated: the CLI reference (from the argparse parsers), the counterexample catalog (from
 `counterexamples/`), `mutation-survivors.md`, and every table between markers in the pages
 under `docs/` (from `benchmarks/results/`, `scripts/mutation_survivors.json` and, for the
-agent plugins, the registry `ledger_impl.agents`).
+agent plugins, the registry `ledger_impl.agents`; for the error hierarchy, the exception classes
+in the code; for the service latency and the probe's cost, their benchmarks' own renderers).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from pathlib import Path
 
@@ -19,19 +21,36 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import docs_agents  # noqa: E402
 import docs_catalog  # noqa: E402
+import docs_errors  # noqa: E402
 import docs_cli  # noqa: E402
 import docs_mutation  # noqa: E402
 import docs_tables  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from benchmarks import probe_cost, service_latency  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = ROOT / "docs"
 
 
-def expected() -> dict[Path, str]:
-    """Every generated file's text as it should be now, by path."""
+def all_tables() -> dict[str, str]:
+    """Every table a page may ask for with a marker, by its name."""
     survivors = docs_mutation.load()
     tables = docs_tables.series_tables(docs_tables.load_series()) | docs_mutation.survivor_tables(survivors)
     tables["agent-plugins"] = docs_agents.render()
+    tables["error-hierarchy"] = docs_errors.render()
+    # Measurements whose benchmark renders its own tables (not in the series format).
+    results = ROOT / "benchmarks" / "results"
+    tables["service-latency"] = service_latency.render(json.loads((results / "service-latency.json").read_text()))
+    tables["probe-cost"] = probe_cost.render(json.loads((results / "probe-cost.json").read_text()))
+    return tables
+
+
+def expected() -> dict[Path, str]:
+    """Every generated file's text as it should be now, by path."""
+    survivors = docs_mutation.load()
+    tables = all_tables()
     pages = {
         DOCS / "reference" / "cli.md": docs_cli.render(),
         DOCS / "counterexamples" / "catalog.md": docs_catalog.render(),

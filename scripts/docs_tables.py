@@ -1,7 +1,8 @@
 """Markdown tables rendered from the measurement series in `benchmarks/results/`.
 
 Each series is one JSON file: what was measured and how (`command`), where (`machine`, `load`),
-when (`date`, `commit`), where the figures come from (`source`), and the table itself as
+when (`date`, `commit`), where the figures come from (`source`), what the command needs that a
+fresh clone does not have (`needs`, optional), and the table itself as
 `columns` (name, alignment, and a number format for numeric columns) and `rows` (one object per
 row, keyed by column name; a number where the column has a format, else the cell's text, None
 for an empty cell). A page asks for a table with a marker pair, and `fill` rewrites what lies
@@ -65,6 +66,8 @@ def _provenance(series: Mapping[str, Any]) -> str:
     """One line under each table, so a figure never travels without where and when it was taken."""
     stated = [field for field in ("machine", "load", "date", "commit") if not str(series[field]).startswith("not stated")]
     parts = [f"`{series['command']}`"] + [f"{field}: {series[field]}" for field in stated]
+    if "needs" in series:  # an input a fresh clone does not have: say so beside the command
+        parts.insert(1, f"needs {series['needs']}")
     return f"<small>Data: `benchmarks/results/{series['id']}.json` ({series['source']}). " + "; ".join(parts) + ".</small>"
 
 

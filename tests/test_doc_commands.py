@@ -1,11 +1,14 @@
 """Every command line in the README and the documentation runs, from a fresh copy of the project.
 
-A command line is a line of a fenced block with no info string (```` ``` ````); output, synopses
-and diagrams are fenced as ```` ```text ````, and Python sketches as ```` ```python ````, and are not
-run. Each block runs in order, in one copy of the project made like a fresh clone (the files git
-would commit, committed anew, so `--base-commit HEAD` exists), with the test's `ledger` first on
-PATH. Two substitutions keep a run inside its temporary directory: `/path/to/project` becomes a
-fresh project directory, and `/tmp/` the test's own temporary directory.
+A command line is a line of a fenced block with no info string (```` ``` ````) or a shell one
+(```` ```sh ````, `bash`, `shell`; in a ```` ```console ```` block only the lines after a `$ `
+prompt, which is stripped). Comment lines (`# ...`) are not commands. Output, synopses and
+diagrams are fenced as ```` ```text ```` and are not run; a ```` ```python ```` block is run
+(with `python -c`) when the line before its fence is `<!-- run: NAME -->`. Each block runs in
+order, in one copy of the project made like a fresh clone (the files git would commit,
+committed anew, so `--base-commit HEAD` exists), with the test's `ledger` first on PATH. Two
+substitutions keep a run inside its temporary directory: `/path/to/project` becomes a fresh
+project directory, and `/tmp/` the test's own temporary directory.
 
 Every line is either run (and must exit 0) or matched by an entry of `NOT_RUN` with its reason;
 a new command in the docs fails `test_every_command_line_is_run_or_excluded_with_a_reason`
@@ -45,26 +48,65 @@ NOT_RUN: tuple[tuple[str, str], ...] = (
      "replays the file the check-detector run above writes (its name carries a hash of that run); tests/test_cli_hunt.py does"),
     (r"^nice -n 5 ledger audit OUT/", "needs OUT from scripts/corpus_workspaces.py, which downloads sdists from PyPI (the network) and audits 35 trajectories (25 min)"),
     (r"^\s+--results OUT/", "the continuation of the corpus audit above"),
+    (r"tcp://head:8786|^ledger \w[\w-]* .*/shared/",
+     "needs the Dask cluster started above (tcp://head:8786) and its shared storage; tests/test_dask_hunt.py runs "
+     "check-detector, verify and audit with --scheduler on a distributed.LocalCluster"),
+    (r"^export (ANTHROPIC|OPENAI)_API_KEY=\.\.\.",
+     "a placeholder for a real API key; tests/test_economizer_models.py runs the model clients against a scripted server on loopback"),
+    (r"^ledger economize (feed|guard) .*--model (anthropic|openai):",
+     "calls a hosted model (a key and the network); tests/test_economizer_models.py runs feed and guard against a scripted server on loopback"),
+    (r"^ledger economize show owner/repo",
+     "shows the skills the model-backed feed above stored for a repository, which this test cannot run"),
+    (r"^python -m ledger_properties\.semantic_mutants( --only \d+)?\s*(#|$)",
+     "runs mutants' named tests on a patched copy (all 77: about an hour; one: a minute or more); "
+     "tests/test_semantic_mutants.py checks every patch applies and the recorded result matches the catalog"),
+    (r"^python -m ledger_properties\.semantic_mutants --docs",
+     "rewrites the table on the mutation page from the recorded run; tests/test_semantic_mutants.py checks that table is current"),
 )
 NEEDS_BWRAP = re.compile(r"^ledger audit\b")
 
 
-def command_blocks() -> list[tuple[str, list[str]]]:
-    """(page:line, the block's command lines) for every fenced block without an info string."""
+SHELL_FENCES = {"", "sh", "bash", "shell"}
+RUN_MARKER = re.compile(r"^<!-- run: [\w-]+ -->$")
+
+
+def _commands_of(info: str, lines: list[str]) -> list[str]:
+    """The command lines of a fenced block's lines, given its info string."""
+    if info == "console":
+        lines = [line[2:] for line in lines if line.startswith("$ ")]
+    elif info not in SHELL_FENCES:
+        return []
+    return [line for line in lines if not line.lstrip().startswith("#")]
+
+
+def _fenced_blocks(page: Path) -> list[tuple[int, str, bool, list[str]]]:
+    """(line of the fence, info string, marked to run, the non-blank lines) of each fenced block."""
     blocks = []
-    for page in PAGES:
-        fence, info, start, lines = None, "", 0, []
-        for number, line in enumerate(page.read_text(encoding="utf-8").splitlines(), 1):
-            match = FENCE.match(line)
-            if fence is None and match:
-                fence, info, start, lines = match[1], match[2].strip(), number, []
-            elif fence is not None and line.strip() == fence:
-                if not info and lines:
-                    blocks.append((f"{page.relative_to(ROOT)}:{start}", lines))
-                fence = None
-            elif fence is not None and line.strip():
-                lines.append(line)
+    fence, info, start, marked, lines, previous = None, "", 0, False, [], ""
+    for number, line in enumerate(page.read_text(encoding="utf-8").splitlines(), 1):
+        match = FENCE.match(line)
+        if fence is None and match:
+            fence, info, start, lines = match[1], match[2].strip(), number, []
+            marked = bool(RUN_MARKER.match(previous))
+        elif fence is not None and line.strip() == fence:
+            blocks.append((start, info, marked, lines))
+            fence = None
+        elif fence is not None and line.strip():
+            lines.append(line)
+        previous = line
     return blocks
+
+
+def command_blocks() -> list[tuple[str, list[str]]]:
+    """(page:line, the block's command lines) for every shell block."""
+    return [(f"{page.relative_to(ROOT)}:{start}", commands) for page in PAGES
+            for start, info, _marked, lines in _fenced_blocks(page) if (commands := _commands_of(info, lines))]
+
+
+def python_snippets() -> list[tuple[str, str]]:
+    """(page:line, source) of every Python block marked `<!-- run: NAME -->`."""
+    return [(f"{page.relative_to(ROOT)}:{start}", "\n".join(lines)) for page in PAGES
+            for start, info, marked, lines in _fenced_blocks(page) if marked and info == "python"]
 
 
 BLOCKS = command_blocks()
@@ -139,3 +181,45 @@ def test_the_command_block_runs(where: str, runnable: list[str], fresh_clone: Pa
         )
         assert result.returncode == 0, f"{where}: {line}\n{result.stdout[-2000:]}\n{result.stderr[-2000:]}"
         _PASSED.add(_command(line))
+
+
+def test_every_exclusion_still_matches_a_line() -> None:
+    """An entry of NOT_RUN whose command left the docs would excuse the next one that matches."""
+    lines = [line for _, block in BLOCKS for line in block]
+    assert [pattern for pattern, _ in NOT_RUN if not any(re.search(pattern, line) for line in lines)] == []
+
+
+def test_the_shell_fences_are_read_as_command_blocks() -> None:
+    assert _commands_of("console", ["$ ledger hooks install claude --user", "installed"]) == ["ledger hooks install claude --user"]
+    assert _commands_of("sh", ["# head node", "dask scheduler --port 8786"]) == ["dask scheduler --port 8786"]
+    assert _commands_of("text", ["ledger verify"]) == [] and _commands_of("python", ["import json"]) == []
+
+
+SNIPPETS = python_snippets()
+
+
+@pytest.mark.parametrize("where, source", SNIPPETS, ids=[where for where, _ in SNIPPETS])
+def test_the_marked_python_snippet_runs(where: str, source: str, fresh_clone: Path, tmp_path: Path) -> None:
+    if "ledger_properties.audit" in source and shutil.which("bwrap") is None:
+        pytest.skip("the audit runs trajectories under bubblewrap, which is not installed (.ci/run installs it)")
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    result = subprocess.run(
+        [sys.executable, "-c", source.replace("/tmp/", f"{scratch}/")], cwd=fresh_clone,
+        env={**os.environ, "HOME": str(tmp_path / "home"), "XDG_STATE_HOME": str(tmp_path / "state")},
+        capture_output=True, text=True, timeout=300,
+    )
+    assert result.returncode == 0, f"{where}\n{result.stdout[-2000:]}\n{result.stderr[-2000:]}"
+
+
+def test_the_audit_snippet_is_marked_to_run() -> None:
+    assert any(where.startswith("docs/audit/index.md") and "report_html.render" in source for where, source in SNIPPETS)
+
+
+def test_a_command_on_the_shared_corpus_says_it_is_not_shipped() -> None:
+    """Inline commands may name the project's shared corpus (`../shared/...`), which a fresh
+    clone lacks; the line naming it must say so (the shipped sample runs in a block instead)."""
+    unmarked = [f"{page.relative_to(ROOT)}:{number}" for page in PAGES
+                for number, line in enumerate(page.read_text(encoding="utf-8").splitlines(), 1)
+                if "../shared/" in line and "not shipped" not in line]
+    assert unmarked == [], "say 'not shipped' where ../shared/ is named, or use the files in examples/"

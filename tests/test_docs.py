@@ -6,6 +6,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -24,6 +25,9 @@ needs_mkdocs = pytest.mark.skipif(
     reason="mkdocs-material is not installed (it is in the test extra: pip install -e '.[test]')",
 )
 PROVENANCE = ("id", "title", "command", "machine", "load", "date", "commit", "source", "columns", "rows")
+#: What every results file states, series or not: a figure never travels without where and when
+#: it was taken (an unknown stays, written as "not stated ...", but the key is always there).
+WHERE_AND_WHEN = ("machine", "load", "date", "commit")
 
 
 def test_every_generated_page_is_current() -> None:
@@ -46,7 +50,7 @@ def test_every_series_records_where_and_when_and_is_shown_on_a_page() -> None:
         if not docs_tables.is_series(series):
             # A measurement with a page generator of its own: it still says where it was taken,
             # and a page names the file it comes from.
-            assert series.get("machine"), path.name
+            assert [field for field in WHERE_AND_WHEN if not series.get(field)] == [], path.name
             assert f"benchmarks/results/{path.name}" in pages, f"{path.name} is named on no page"
             continue
         assert [field for field in PROVENANCE if not series.get(field)] == [], path.name
@@ -91,3 +95,41 @@ def test_the_strict_build_fails_on_a_page_missing_from_the_nav_and_on_a_broken_l
     warnings = [line for line in result.stderr.splitlines() if line.startswith("WARNING")]
     missed = [complaint for _, _, complaint in BREAKAGES if not any(complaint in line for line in warnings)]
     assert missed == [], result.stderr
+
+
+README = ROOT / "README.md"
+
+
+def test_the_readme_is_short_and_shows_the_claude_code_install_on_its_first_screen() -> None:
+    lines = README.read_text(encoding="utf-8").splitlines()
+    assert len(lines) <= 250, f"README.md has {len(lines)} lines; the front door keeps to 250 (details go under docs/)"
+    install = [number for number, line in enumerate(lines, 1) if line.startswith("ledger hooks install claude")]
+    assert install and install[0] <= 60, f"the Claude Code install line is at {install or 'no line'}; keep it in the first 60"
+
+
+def test_the_readmes_verify_excerpt_shows_times_as_verify_prints_them() -> None:
+    """The excerpt is a real run's output: its time cells carry a unit, as `ledger verify` prints
+    them now (`shown_seconds`: ms below a second), not the unitless `0.0` of every Z3 row before."""
+    text = README.read_text(encoding="utf-8")
+    excerpt = text[text.index("## The main job: `ledger verify`"):text.index("## The safety claim")]
+    cells = [row.split("│")[3].strip() for row in excerpt.splitlines() if row.startswith("│ ") and row.count("│") == 5]
+    times = [cell for cell in cells if cell]
+    assert times, "no time cells found in the README's ledger verify excerpt"
+    assert [cell for cell in times if not re.fullmatch(r"\d+(\.\d)? (ms|s)", cell)] == []
+
+
+@pytest.mark.parametrize("page, table, results", [
+    ("docs/safety/probe.md", "probe-cost", "probe-cost.json"),
+    ("docs/agents/service.md", "service-latency", "service-latency.json"),
+])
+def test_a_benchmarks_own_table_is_drawn_from_its_json(page: str, table: str, results: str) -> None:
+    """These measurements are not in the series format; their benchmark renders them, and the
+    page's table changes with the JSON (so test_every_generated_page_is_current covers it)."""
+    text = (ROOT / page).read_text(encoding="utf-8")
+    assert f"<!-- table: {table} -->" in text
+    document = json.loads((ROOT / "benchmarks" / "results" / results).read_text(encoding="utf-8"))
+    tables = docs_generate.expected()
+    assert tables[ROOT / page] == text
+    document["commit"] = "0000000"
+    renderer = docs_generate.probe_cost if table == "probe-cost" else docs_generate.service_latency
+    assert docs_tables.fill(text, docs_generate.all_tables() | {table: renderer.render(document)}) != text

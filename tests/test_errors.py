@@ -6,6 +6,8 @@ from __future__ import annotations
 import ast
 import importlib
 import pathlib
+import sys
+from collections.abc import Iterator
 
 import package_layout
 import pytest
@@ -112,3 +114,51 @@ def test_a_ledger_error_escaping_a_command_is_one_line_and_its_exit_code(
     assert main(["prove"]) == 3
     err = capsys.readouterr().err
     assert err == "ledger prove: worker 3 died\n", err
+
+
+def _returned(value: ast.expr) -> Iterator[ast.expr]:
+    """The expressions a return statement may hand back (both arms of `a if c else b`)."""
+    if isinstance(value, ast.IfExp):
+        yield from _returned(value.body)
+        yield from _returned(value.orelse)
+    else:
+        yield value
+
+
+def literal_exit_codes(path: pathlib.Path) -> list[str]:
+    """Where a function returning an `int` in a CLI module returns a literal (0 aside): an exit
+    code not named in `ledger_cli.errors`, the one place they are mapped."""
+    found = []
+    for function in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if not (isinstance(function, ast.FunctionDef) and isinstance(function.returns, ast.Name)
+                and function.returns.id == "int"):
+            continue
+        for node in ast.walk(function):
+            if isinstance(node, ast.Return) and node.value is not None:
+                found.extend((node.lineno, value.value) for value in _returned(node.value)
+                             if isinstance(value, ast.Constant) and type(value.value) is int and value.value != 0)
+    return [f"{path.name}:{line} returns {value}" for line, value in sorted(found)]
+
+
+def test_commands_return_named_exit_codes() -> None:
+    found = [hit for path in sorted((REPO / "ledger_cli").rglob("*.py")) if path.name != "errors.py"
+             for hit in literal_exit_codes(path)]
+    assert found == [], "return an exit code constant from ledger_cli/errors.py (EXIT_USAGE, ...) or raise UsageError"
+
+
+def test_a_literal_exit_code_is_found(tmp_path: pathlib.Path) -> None:
+    module = tmp_path / "command.py"
+    module.write_text("def run(args) -> int:\n    if args.bad:\n        return 2\n    return 1 if args.found else 0\n"
+                      "def ok(args) -> int:\n    return EXIT_OK\ndef pick(items) -> int:\n    return items[1] if len(items) > 1 else 0\n")
+    assert literal_exit_codes(module) == ["command.py:3 returns 2", "command.py:4 returns 1"]
+
+
+def test_the_errors_page_lists_every_class_under_its_family() -> None:
+    """docs/reference/errors.md's table is generated (scripts/docs_errors.py) by finding the
+    classes in the code; it finds exactly the ones this file names, each in its family."""
+    sys.path.insert(0, str(REPO / "scripts"))
+    import docs_errors
+
+    listed = {f"{cls.__module__}:{cls.__name__}": family
+              for family, classes in docs_errors.hierarchy().items() for cls in classes}
+    assert listed == {name: family for name, (family, _builtin) in CLASSES.items()}

@@ -218,7 +218,7 @@ def test_an_ancestor_swapped_is_unknown_scope_and_said_so(tmp_path: pathlib.Path
         root.mkdir(parents=True)
         (root / "a.txt").write_text("two\n")
         assert detector.after(root, "swap", 0).unknown
-        assert detector.degraded is not None and "root" in detector.degraded
+        assert detector.degraded is not None and "root" in str(detector.degraded)
         # Watches were rebuilt on the new directory: an edit is seen by events again.
         detector.before(root, "edit")
         (root / "a.txt").write_text("three\n")
@@ -242,7 +242,7 @@ def test_the_root_deleted_and_recreated_is_seen_and_said_so(tmp_path: pathlib.Pa
         (root / "a.txt").write_text("two\n")
         report = detector.after(root, "recreate", 0)
         assert report.unknown or "a.txt" in report.paths
-        assert detector.degraded is not None and "root" in detector.degraded
+        assert detector.degraded is not None and "root" in str(detector.degraded)
         detector.before(root, "edit")
         (root / "a.txt").write_text("three\n")
         assert detector.after(root, "edit", 0) == Changes({"a.txt"})
@@ -265,7 +265,7 @@ def test_a_watch_limit_is_reported_as_degraded(tmp_path: pathlib.Path, monkeypat
         detector.before(tmp_path, "true")
         (tmp_path / "sub" / "new.txt").write_text("x\n")
         assert "sub/new.txt" in detector.after(tmp_path, "true", 0).paths  # the full diff sees it
-        assert detector.degraded is not None and "max_user_watches" in detector.degraded
+        assert detector.degraded is not None and "max_user_watches" in str(detector.degraded)
     finally:
         detector.close()
 
@@ -295,7 +295,7 @@ def test_a_bind_mount_inside_the_root_raises_no_event_but_is_seen(tmp_path: path
         mounted = True
         report = detector.after(root, "mount", 0)
         assert "sub/a.txt" in report.paths or report.unknown
-        assert detector.degraded is not None and "mount table" in detector.degraded
+        assert detector.degraded is not None and "mount table" in str(detector.degraded)
     finally:
         if mounted:
             subprocess.run(["umount", str(root / "sub")], capture_output=True, timeout=60)
@@ -517,7 +517,7 @@ def test_a_file_watch_refused_by_the_watch_limit_degrades_visibly(tmp_path, monk
     try:
         session = Session(detector, root)
         session.step("true")
-        assert detector.degraded is not None and "max_user_watches" in detector.degraded
+        assert detector.degraded is not None and "max_user_watches" in str(detector.degraded)
         assert detector._inotify is None, "the watches it holds go back to the user's budget"
         changes, _ = session.step(f"ln a.txt {outside}/hl && echo more >> {outside}/hl")
         assert "a.txt" in changes.paths  # the full diff sees what no watch does
@@ -574,7 +574,7 @@ def test_the_root_replaced_between_two_commands_is_unknown_scope(tmp_path: pathl
         detector.before(root, "true")
         report = detector.after(root, "true", 0)
         assert report.unknown, report
-        assert detector.degraded is not None and "root" in detector.degraded
+        assert detector.degraded is not None and "root" in str(detector.degraded)
     finally:
         detector.close()
 

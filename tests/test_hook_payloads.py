@@ -20,6 +20,7 @@ import pytest
 
 from ledger_impl.agents import claude, codex
 from ledger_impl.session import Recorded
+from ledger_spec.degraded import Degraded
 
 
 @attrs.frozen
@@ -29,7 +30,7 @@ class _Allowed:
     exit_code: int | None = None
     note: str | None = None
     served_step: int | None = None
-    degraded: str | None = None
+    degraded: Degraded | None = None
 
 
 class Recorder:

@@ -117,3 +117,30 @@ def test_a_folder_name_import_is_found(tmp_path: pathlib.Path) -> None:
     assert foreign_imports(module, tmp_path) == [
         "probe.py:2 properties.hunt", "probe.py:3 properties.replay", "probe.py:4 properties.audit.worker",
         "probe.py:5 properties.parallel"]
+
+
+def test_ledger_version_reports_the_installed_distribution() -> None:
+    done = subprocess.run([sys.executable, "-m", "ledger_cli.main", "--version"], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == f"ledger {importlib.metadata.version(DISTRIBUTION)}\n"
+
+
+def test_the_licence_is_the_one_pyproject_declares() -> None:
+    declared = re.search(r'^license = \{ text = "(\w+)" \}', (REPO / "pyproject.toml").read_text(), re.M)
+    assert declared and declared.group(1) == "MIT"
+    text = (REPO / "LICENSE").read_text()
+    assert text.startswith("MIT License\n") and "Copyright (c)" in text and "Ledger contributors" in text
+    assert "WITHOUT WARRANTY OF ANY KIND" in text
+
+
+def test_the_changelog_keeps_a_changelog_and_names_the_current_version() -> None:
+    text = (REPO / "CHANGELOG.md").read_text()
+    headings = re.findall(r"^## \[([^\]]+)\]", text, re.M)
+    assert headings[0] == "Unreleased"
+    assert importlib.metadata.version(DISTRIBUTION) in headings
+    for section in re.split(r"^## ", text, flags=re.M)[1:]:
+        kinds = re.findall(r"^### (\w+)", section, re.M)
+        assert kinds and set(kinds) <= {"Added", "Changed", "Deprecated", "Removed", "Fixed", "Security"}, section[:60]
+        # Keep a Changelog's order within a release: Added before Changed before Fixed.
+        order = ["Added", "Changed", "Deprecated", "Removed", "Fixed", "Security"]
+        assert [order.index(kind) for kind in kinds] == sorted(order.index(kind) for kind in kinds), section[:60]

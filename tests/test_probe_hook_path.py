@@ -143,7 +143,7 @@ def test_a_probe_over_its_bound_is_killed_and_its_read_not_served(root: Path, ou
         reason = session.run_probe(session.queued_probes[0])
         again = session.decide("cat a.txt", call_id="again")
     assert reason is not None and "bound" in reason
-    assert again.verdict != "reuse" and "bound" in (again.degraded or "")
+    assert again.verdict != "reuse" and "bound" in str(again.degraded or "")
 
 
 def test_a_refused_probe_says_why_in_the_next_decision(root: Path, tmp_path: Path) -> None:
@@ -154,7 +154,7 @@ def test_a_refused_probe_says_why_in_the_next_decision(root: Path, tmp_path: Pat
         assert session.run_probe(session.queued_probes[0]) is not None
         decision = session.decide("cat a.txt", call_id="y")
     assert decision.verdict != "reuse"
-    assert "printed something else" in (decision.degraded or "")
+    assert "printed something else" in str(decision.degraded or "")
 
 
 def test_without_the_probe_tools_nothing_is_reused_and_it_says_so(
@@ -165,7 +165,7 @@ def test_without_the_probe_tools_nothing_is_reused_and_it_says_so(
     agent.call("cat a.txt")
     with agent.session() as session:
         again = session.decide("cat a.txt", call_id="again")
-    assert again.verdict != "reuse" and "bwrap" in (again.degraded or "") and "not reused" in (again.degraded or "")
+    assert again.verdict != "reuse" and "bwrap" in str(again.degraded or "") and "not reused" in str(again.degraded or "")
 
 
 def test_claude_s_rendering_of_a_bash_result_is_what_the_probe_is_compared_with(root: Path, tmp_path: Path) -> None:
@@ -195,7 +195,7 @@ def test_a_format_3_store_is_migrated_and_its_unprobed_outputs_are_not_served(ro
     probed = Agent(root, state, dict(os.environ), probe=True)
     with probed.session() as session:
         decision = session.decide("cat a.txt", call_id="after-upgrade")
-    assert decision.verdict != "reuse" and "format 3" in (decision.degraded or "")
+    assert decision.verdict != "reuse" and "format 3" in str(decision.degraded or "")
     with sqlite3.connect(path) as db:
         assert db.execute("PRAGMA user_version").fetchone()[0] == 4
     assert Agent(root, state, dict(os.environ), probe=False).call("cat a.txt")[0] == "reuse", "kept, probe off"

@@ -194,7 +194,7 @@ def test_a_degraded_detector_is_reported_in_the_step_and_the_view(workspace: Pat
     runtime = Runtime(workspace, _DegradedDetector())
     try:
         step = runtime.step("cat a.txt")
-        assert step.degraded == _DegradedDetector.degraded
+        assert step.degraded is not None and step.degraded.text() == _DegradedDetector.degraded
         assert "detector degraded: cannot watch sub" in runtime.view()
     finally:
         runtime.close()
@@ -261,7 +261,7 @@ def test_a_detector_degraded_by_the_command_is_reported_in_that_step(workspace: 
     detector = _DegradingDetector()
     with Runtime(workspace, detector) as runtime:
         step = runtime.step("cat a.txt")
-        assert step.degraded == detector.degraded, "the step that degraded the detector says so"
+        assert step.degraded is not None and step.degraded.text() == detector.degraded, "the step that degraded the detector says so"
 
 
 class _RecordingDetector(_DegradedDetector):

@@ -71,7 +71,7 @@ def test_a_call_id_reused_while_its_write_is_pending_is_not_served(workspace: Pa
 
 def test_a_duplicate_id_is_visible(workspace: Path, session: DurableSession) -> None:
     session.decide("cat a.txt", call_id="dup")
-    assert "dup" in (session.decide("cat b.txt", call_id="dup").degraded or "")
+    assert "dup" in str(session.decide("cat b.txt", call_id="dup").degraded or "")
 
 
 # --- text that is not valid UTF-8 -------------------------------------------------------------

@@ -47,7 +47,7 @@ def test_a_database_of_the_pickled_format_is_migrated_with_a_note(workspace: Pat
     path = install_stored_database(2, workspace, state)
     decision = _call(workspace, state, "cat a.txt", "n1", "alpha\n")
     assert decision.verdict == "allow", "the pickled observation is never trusted"
-    assert "format 2" in (decision.degraded or "") and "starting a new ledger" in (decision.degraded or "")
+    assert "format 2" in str(decision.degraded or "") and "starting a new ledger" in str(decision.degraded or "")
     assert _call(workspace, state, "cat a.txt", "n2").verdict == "reuse", "the migrated store works"
     with sqlite3.connect(path) as db:
         assert db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
@@ -101,7 +101,7 @@ def test_a_row_that_does_not_decode_is_discarded_with_a_note(workspace: Path, tm
         db.execute("UPDATE state SET ledger = ?, ledger_sum = ?", (forged, checksum(forged)))
     decision = _call(workspace, state, "cat a.txt", "t2", "alpha\n")
     assert decision.verdict == "allow"
-    assert "discarded" in (decision.degraded or "") and "cannot be read" in (decision.degraded or "")
+    assert "discarded" in str(decision.degraded or "") and "cannot be read" in str(decision.degraded or "")
 
 
 def test_state_kept_under_another_policy_is_refused_by_its_stored_policy(workspace: Path, tmp_path: Path) -> None:
@@ -109,7 +109,7 @@ def test_state_kept_under_another_policy_is_refused_by_its_stored_policy(workspa
     _call(workspace, state, "cat a.txt", "t1", "alpha\n")
     with DurableSession.open(workspace, state_dir=state, policy=Policy(nudge_cooldown=7)) as session:
         decision = session.decide("cat a.txt", call_id="t2")
-    assert decision.verdict == "allow" and "another policy" in (decision.degraded or "")
+    assert decision.verdict == "allow" and "another policy" in str(decision.degraded or "")
 
 
 @pytest.mark.parametrize(

@@ -23,6 +23,7 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from ledger_cli.errors import EXIT_OK, EXIT_USAGE, EXIT_VIOLATION
 from ledger_properties.audit import report_html, report_json, runner
 from ledger_properties.audit.engine import DEFAULT_COMMAND_TIMEOUT, DEFAULT_TRAJECTORY_TIMEOUT, Settings
 from ledger_properties.audit.filter import OutsideWrite
@@ -65,7 +66,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def _fail(message: str) -> int:
     print(f"ledger audit: {message}", file=sys.stderr)
-    return 2
+    return EXIT_USAGE
 
 
 def run(args: argparse.Namespace, executor: concurrent.futures.Executor | None = None) -> int:
@@ -142,7 +143,7 @@ def run(args: argparse.Namespace, executor: concurrent.futures.Executor | None =
     _print(Console(highlight=False), doc, len(jobs))
     totals = doc["totals"]
     decider = args.detector or "default"
-    return 1 if totals["stale"] or totals["violations"] or totals["failed"] or totals["misses"].get(decider) else 0
+    return EXIT_VIOLATION if totals["stale"] or totals["violations"] or totals["failed"] or totals["misses"].get(decider) else EXIT_OK
 
 
 COLUMNS: tuple[str, ...] = ("trajectory", "status", "ran", "skip", "re-read", "reuse", "nudge", "stale", "misses")

@@ -24,7 +24,7 @@ from rich.markup import escape
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from ledger_cli.errors import EXIT_HARNESS_ERROR, EXIT_INTERRUPTED
+from ledger_cli.errors import EXIT_HARNESS_ERROR, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, EXIT_VIOLATION
 from ledger_properties.profiles import default_workers
 from ledger_properties.replay import DetectorLoadError, load_factory, parse_spec
 
@@ -107,14 +107,14 @@ def run(args: argparse.Namespace) -> int:
     problem = usage_problem(args)
     if problem is not None:
         print(f"ledger check-detector: {problem}", file=sys.stderr)
-        return 2
+        return EXIT_USAGE
     chosen = named_profile(args.profile)
     try:
         # The user typed this name: their current directory is searched too.
         factory = load_factory(args.detector, args.path, search_cwd=True)
     except DetectorLoadError as error:
         print(f"ledger check-detector: {error}", file=sys.stderr)
-        return 2
+        return EXIT_USAGE
 
     total = args.max_examples or chosen.hunt_examples
     command = "ledger check-detector " + " ".join(sys.argv[2:]) if sys.argv[1:2] == ["check-detector"] else ""
@@ -155,7 +155,7 @@ def run(args: argparse.Namespace) -> int:
             return EXIT_INTERRUPTED
         except (DetectorFailed, SchedulerUnavailable) as error:
             print(f"ledger check-detector: {error}", file=sys.stderr)
-            return 2
+            return EXIT_USAGE
         except Exception as error:  # noqa: BLE001 - the harness's own fault: say so, with where
             where = traceback.extract_tb(error.__traceback__)[-1]
             print(
@@ -167,7 +167,7 @@ def run(args: argparse.Namespace) -> int:
 
     summary = hunt_summary(report)
     print_summary(summary, Console(), as_json=args.json)
-    return 1 if report.found else 0
+    return EXIT_VIOLATION if report.found else EXIT_OK
 
 
 def hunt_summary(report: "HuntReport") -> dict[str, Any]:

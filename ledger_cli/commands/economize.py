@@ -39,6 +39,7 @@ from economizer.model_recording import ReplayDiverged
 from economizer_spec.cost import Prices
 from economizer_spec.params import GUARD_RULES, Params
 from economizer_spec.stream import Controllers, ProposerAnswer
+from ledger_cli.errors import EXIT_OK, EXIT_USAGE, EXIT_VIOLATION
 
 __all__ = ["register", "run"]
 
@@ -110,7 +111,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def _fail(message: str) -> int:
     print(f"ledger economize: error: {message}", file=sys.stderr)
-    return 2
+    return EXIT_USAGE
 
 
 def _read(path: pathlib.Path) -> str:
@@ -386,7 +387,7 @@ def _prove(args: argparse.Namespace) -> int:
             if r.model_text and not r.as_expected:
                 print(f"  counterexample: {r.model_text}")
         print("all theorems as expected" if ok else "SOME THEOREMS FAILED")
-    return 0 if ok else 1
+    return EXIT_OK if ok else EXIT_VIOLATION
 
 
 HANDLERS = {"feed": _feed, "show": _show, "manual": _manual, "mask": _mask, "guard": _guard, "evaluate": _evaluate, "prove": _prove}
@@ -396,7 +397,7 @@ def run(args: argparse.Namespace) -> int:
     handler = HANDLERS.get(args.economize_command or "")
     if handler is None:
         args.economize_parser.print_help()
-        return 2
+        return EXIT_USAGE
     try:
         return handler(args)
     except (BadInput, AlreadyFed, StoreBusy, StateUnreadable, ModelSetupError, ReplayDiverged) as error:

@@ -46,6 +46,7 @@ from typing import Any
 import attrs
 
 import ledger_client.thin
+from ledger_cli.errors import EXIT_USAGE
 from ledger_impl.agents import HOOKED
 from ledger_impl.agents.hook_session import REUSE_ANSWERS
 from ledger_impl.agents.spec import Hooks, Scope
@@ -268,7 +269,7 @@ def _update(args: argparse.Namespace, transport: str, path: pathlib.Path) -> int
         settings = read_settings(path)
     except SettingsError as error:
         print(f"ledger hooks: {error}", file=sys.stderr)
-        return 2
+        return EXIT_USAGE
     http: HttpTarget | None = None
     reuse_answer = getattr(args, "reuse_answer", "verbatim")
     if args.action == "install" and transport == "service":

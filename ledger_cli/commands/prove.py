@@ -16,6 +16,7 @@ import sys
 from rich.console import Console
 from rich.table import Table
 
+from ledger_cli.errors import EXIT_OK, EXIT_USAGE, EXIT_VIOLATION
 from ledger_spec.z3_theorems import TheoremResult, run_all
 
 __all__ = ["register", "run", "run_all"]
@@ -54,7 +55,7 @@ def run(args: argparse.Namespace) -> int:
     directory = args.write_counterexamples
     if directory is not None and pathlib.Path(directory).exists() and not pathlib.Path(directory).is_dir():
         print(f"ledger prove: --write-counterexamples {directory} exists and is not a directory", file=sys.stderr)
-        return 2
+        return EXIT_USAGE
     results = run_all()
     written: list[pathlib.Path] = []
     if args.write_counterexamples is not None:
@@ -62,7 +63,7 @@ def run(args: argparse.Namespace) -> int:
     ok = all(result.as_expected for result in results)
     if args.json:
         print(json.dumps([_as_json(result) for result in results], indent=2))
-        return 0 if ok else 1
+        return EXIT_OK if ok else EXIT_VIOLATION
 
     console = Console()
     if console.width < 100:  # pipes and CI logs default to 80 columns, which cut the results
@@ -86,4 +87,4 @@ def run(args: argparse.Namespace) -> int:
     total = sum(result.seconds for result in results)
     verdict = "all theorems as expected" if ok else "SOME THEOREMS FAILED"
     console.print(f"\n{verdict} ({total:.2f}s)", highlight=False)
-    return 0 if ok else 1
+    return EXIT_OK if ok else EXIT_VIOLATION

@@ -22,7 +22,7 @@ import sys
 from rich.console import Console
 from rich.markup import escape
 
-from ledger_cli.errors import EXIT_INTERRUPTED
+from ledger_cli.errors import EXIT_INTERRUPTED, EXIT_USAGE, EXIT_VIOLATION
 from ledger_properties import sandbox
 from ledger_properties.counterexample import CounterexampleError, load
 from ledger_properties.oracle import StepRecord
@@ -58,7 +58,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def _fail(message: str) -> int:
     print(f"ledger replay: {message}", file=sys.stderr)
-    return 2
+    return EXIT_USAGE
 
 
 def run(args: argparse.Namespace) -> int:
@@ -121,4 +121,4 @@ def run(args: argparse.Namespace) -> int:
             out.print(f"exit status: stale {observed.get('exit_code')}, fresh {expected.get('exit_code')}")
     else:
         out.print(f"expected {shown(str(dict(expected)))}\nobserved {shown(str(dict(observed)))}")
-    return 1
+    return EXIT_VIOLATION

@@ -13,6 +13,7 @@ import json
 import signal
 import sys
 
+from ledger_cli.errors import EXIT_NOT_RUNNING
 from ledger_client import thin
 
 
@@ -32,7 +33,7 @@ def run(args: argparse.Namespace) -> int:
             answer = thin.request(thin.socket_path(state), {"op": args.action}, 10.0)
         except thin.Unreachable as error:
             print(f"ledger serve: no service runs for {state} ({error})", file=sys.stderr)
-            return 1
+            return EXIT_NOT_RUNNING
         print(json.dumps(answer.get("reply"), indent=2))
         return 0
     from ledger_impl.service.server import DEFAULT_IDLE_TIMEOUT_S, AlreadyRunning, Service

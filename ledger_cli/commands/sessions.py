@@ -16,6 +16,7 @@ import sys
 import time
 from pathlib import Path
 
+from ledger_cli.errors import EXIT_USAGE
 from ledger_impl.session import trusted_ledger
 from ledger_impl.store import (
     SessionSummary,
@@ -82,7 +83,7 @@ def run_show(args: argparse.Namespace) -> int:
     summary = _find(args)
     if summary is None:
         print(f"ledger sessions show: no single session matches {args.session!r} (see `ledger sessions list`)", file=sys.stderr)
-        return 2
+        return EXIT_USAGE
     print(f"session {summary.ident}\nroot    {summary.root}\nstore   {summary.path}")
     if summary.problem is not None:
         print(f"problem {summary.problem}")
@@ -100,7 +101,7 @@ def run_show(args: argparse.Namespace) -> int:
 def run_prune(args: argparse.Namespace) -> int:
     if args.older_than is not None and args.older_than < 0:
         print("ledger sessions prune: --older-than must be at least 0 days", file=sys.stderr)
-        return 2
+        return EXIT_USAGE
     cutoff = None if args.older_than is None else time.time() - args.older_than * 86400
     removed = 0
     for summary in list_sessions(args.state_dir):

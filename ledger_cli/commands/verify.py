@@ -21,6 +21,7 @@ from rich.console import Console
 from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from ledger_cli.errors import EXIT_OK, EXIT_USAGE, EXIT_VIOLATION
 from ledger_properties.profiles import PROFILES, Profile, default_workers, profile as choose_profile
 
 from .cluster import add_cluster_arguments, cluster_problem
@@ -172,14 +173,14 @@ def run(args: argparse.Namespace) -> int:
         profile = choose_profile(args.profile)
     except ValueError as error:
         console.print(f"ledger verify: {error}")
-        return 2
+        return EXIT_USAGE
     workers = args.workers if args.workers is not None or args.scheduler else default_workers()
     if workers is not None and workers < 1:
         console.print("ledger verify: --workers must be at least 1")
-        return 2
+        return EXIT_USAGE
     if (problem := cluster_problem(args)) is not None:
         console.print(f"ledger verify: {problem}")
-        return 2
+        return EXIT_USAGE
     profile = attrs.evolve(profile, workers=workers, scheduler=args.scheduler, database=args.database)
     results: list[CheckResult] = []
     live = console.is_terminal
@@ -209,4 +210,4 @@ def run(args: argparse.Namespace) -> int:
     console.print(table)
     failed = [r for r in results if not r.held]
     console.print(f"{len(results) - len(failed)} held, {len(failed)} failed")
-    return 0 if not failed else 1
+    return EXIT_OK if not failed else EXIT_VIOLATION

@@ -21,6 +21,7 @@ from typing import Any, Callable, Protocol
 
 import attrs
 
+from ledger_spec.degraded import Degraded
 from ledger_spec.texts import shown_step
 
 from ..session import Recorded
@@ -34,7 +35,7 @@ class Verdict(Protocol):
     exit_code: int | None
     note: str | None
     served_step: int | None
-    degraded: str | None
+    degraded: Degraded | None
 
 
 #: How a Reuse may be answered (`--reuse-answer`): the stored output, or a note pointing at the
@@ -180,7 +181,7 @@ def with_degraded(reply: dict[str, Any], decision: Verdict) -> dict[str, Any] | 
     """`reply` with the decision's degraded state added to its `systemMessage` (the user sees
     it); None for an empty reply ("no opinion")."""
     if decision.degraded:
-        reply["systemMessage"] = "\n".join(filter(None, (reply.get("systemMessage"), f"ledger: {decision.degraded}")))
+        reply["systemMessage"] = "\n".join(filter(None, (reply.get("systemMessage"), f"ledger: {decision.degraded.text()}")))
     return reply or None
 
 

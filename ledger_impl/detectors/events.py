@@ -261,12 +261,12 @@ class EventDetector:
         self.fallbacks = 0  # how many after() calls ran the full diff (for tests and benchmarks)
 
     @property
-    def degraded(self) -> str | None:
+    def degraded(self) -> Degraded | None:
         """Why the detector is not running on events alone, if it is not: a lasting mode (no
         inotify, watch limit) or what made the last report a full diff or unknown scope."""
         if self._degraded:
-            return (self._degraded_reason or Degraded(Cause.EVENTS_UNTRUSTED)).text()
-        return None if self._fallback_reason is None else self._fallback_reason.text()
+            return self._degraded_reason or Degraded(Cause.EVENTS_UNTRUSTED)
+        return self._fallback_reason
 
     # -- public contract -------------------------------------------------------------------
 

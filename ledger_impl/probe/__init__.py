@@ -25,6 +25,8 @@ from typing import Callable, Final, Mapping
 
 import attrs
 
+from ledger_spec.degraded import Cause, Degraded, Effect
+
 from . import clock, dependencies, sandbox, trace
 from .dependencies import DependencySet
 
@@ -35,17 +37,23 @@ TRACE_LIMIT: Final = 64 * 1024 * 1024  # a trace larger than this is not read wh
 @attrs.frozen
 class ProbeResult:
     servable: bool
-    reason: str | None  # why not servable; None when servable
+    # Why not servable (None when servable): a Degraded when the probe itself could not do its
+    # job, text when it did and found the read not servable.
+    reason: str | Degraded | None
     dependencies: DependencySet | None = None
     output: str | None = None  # what the probe printed (None if it did not run)
     exit_code: int | None = None
-    degraded: bool = False  # the probe itself could not do its job (vs. the read is not servable)
+
+    @property
+    def degraded(self) -> Degraded | None:
+        """Why the probe could not do its job, if it could not (vs. the read is not servable)."""
+        return self.reason if isinstance(self.reason, Degraded) else None
 
 
-def unavailable() -> str | None:
-    """Why the probe cannot run on this machine, or None."""
+def unavailable() -> Degraded | None:
+    """Why the probe cannot run on this machine (and so no read is reused), or None."""
     missing = sandbox.missing_tools()
-    return f"the probe needs {missing}" if missing else None
+    return Degraded(Cause.PROBE_UNAVAILABLE, (missing,), Effect.NUDGE_ONLY) if missing else None
 
 
 def _trace_directory(root: Path) -> Path:
@@ -77,13 +85,13 @@ def probe(
     where the agent ran it, inside `root` (`root` by default)."""
     missing = unavailable()
     if missing is not None:
-        return ProbeResult(False, missing, degraded=True)
+        return ProbeResult(False, missing)
     started = time.time_ns() if started_ns is None else started_ns
     root = Path(os.path.realpath(root))
     try:
         directory = _trace_directory(root)
     except OSError as error:
-        return ProbeResult(False, f"the probe has no place for its trace: {error}", degraded=True)
+        return ProbeResult(False, Degraded(Cause.PROBE_NO_TRACE_DIRECTORY, (str(error),), Effect.NOT_SERVED))
     try:
         ran = sandbox.run(root, command, directory, environment, timeout, output_limit, workdir)
         try:
@@ -97,7 +105,8 @@ def probe(
         return ProbeResult(False, f"the probe ran over its {timeout:g} s bound and was killed", output=ran.output)
     traced = trace.parse(raw[:TRACE_LIMIT].decode("ascii", "replace"), os.fspath(root))
     if not ran.launched or not traced.started:
-        return ProbeResult(False, f"the probe failed to start: {ran.output.strip()[:200]}", degraded=True, output=ran.output)
+        started = Degraded(Cause.PROBE_FAILED_TO_START, (ran.output.strip()[:200],), Effect.NOT_SERVED)
+        return ProbeResult(False, started, output=ran.output)
     if len(raw) > TRACE_LIMIT:
         return ProbeResult(False, "the trace is too large to read whole", output=ran.output)
     if ran.truncated:
@@ -118,7 +127,7 @@ def probe(
         for executable in (program, interpreter):
             unreachable = clock.clock_unreachable(executable) if executable else None
             if unreachable is not None:
-                return ProbeResult(False, unreachable, output=ran.output, exit_code=ran.exit_code, degraded=True)
+                return ProbeResult(False, unreachable, output=ran.output, exit_code=ran.exit_code)
     found = dependencies.collect((*traced.accesses, *extra), os.fspath(root), started)
     if found.never is not None:
         return ProbeResult(False, found.never, found, ran.output, ran.exit_code)

@@ -22,6 +22,8 @@ import os
 import struct
 from typing import Final, Mapping
 
+from ledger_spec.degraded import Cause, Degraded, Effect
+
 LIBFAKETIME: Final = "/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1"
 CLOCK_SHIFT: Final = "+400d"
 # Files libfaketime itself creates for sharing its state between processes: its own, not the
@@ -77,7 +79,7 @@ def interpreter_of_script(path: str) -> str | None:
     return os.fsdecode(line.split()[0])
 
 
-def clock_unreachable(path: str) -> str | None:
+def clock_unreachable(path: str) -> Degraded | None:
     """Why the moved clock cannot reach the executable `path` (statically linked ELF), or
     None when it can (dynamically linked, a script whose interpreter is checked on its own,
     or not an ELF file)."""
@@ -97,9 +99,9 @@ def clock_unreachable(path: str) -> str | None:
             handle.seek(phoff)
             table = handle.read(phentsize * phnum)
     except (OSError, struct.error):
-        return f"cannot read the executable {path}"
+        return Degraded(Cause.PROBE_EXECUTABLE_UNREADABLE, (path,), Effect.NOT_SERVED)
     for index in range(phnum):
         entry = table[index * phentsize : index * phentsize + 4]
         if len(entry) == 4 and struct.unpack(order + "I", entry)[0] == _PT_INTERP:
             return None
-    return f"statically linked executable {path}: the moved clock cannot reach it"
+    return Degraded(Cause.PROBE_STATIC_EXECUTABLE, (path,), Effect.NOT_SERVED)

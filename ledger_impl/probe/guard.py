@@ -28,6 +28,7 @@ import attrs
 
 from ledger_spec import Command, FileTarget, Fingerprint
 from ledger_spec import dependencies as spec_dependencies
+from ledger_spec.degraded import Degraded
 from ledger_spec.values import check_key
 
 from . import DEFAULT_PROBE_TIMEOUT, ProbeResult, probe, unavailable
@@ -131,11 +132,9 @@ class ProbeGuard:
         self._refused: dict[str, str] = {}  # normalized command -> why its last probe refused it
 
     @property
-    def degraded(self) -> str | None:
+    def degraded(self) -> Degraded | None:
         """The fallback rule in force when the probe cannot run here at all."""
-        if self.unavailable is None:
-            return None
-        return f"{self.unavailable}: reads are not reused (Nudge only)"
+        return self.unavailable
 
     def candidates(self, command: Command, enumerated: Fingerprint | None, ledger: object) -> list[Fingerprint | None]:
         """The fingerprints to try govern with, in order: one per probed observation that could
@@ -159,7 +158,7 @@ class ProbeGuard:
         if recorded is None or not command.read_only or command.target is None:
             return recorded, None
         if self.unavailable is not None:
-            return None, ProbeResult(False, self.degraded, degraded=True)
+            return None, ProbeResult(False, self.unavailable)
         result = probe(
             self.root, command.text, environment, output, exit_code,
             started_ns=started_ns, timeout=self.timeout, output_limit=output_limit,

@@ -27,6 +27,7 @@ import secrets
 from ledger_impl.detectors import watchman
 from ledger_impl.detectors.baseline import read_stored
 from ledger_impl.detectors.events import EventDetector
+from ledger_spec.degraded import Degraded
 from ledger_spec.values import Changes
 
 from .directory_watch import DirectoryWatch
@@ -62,7 +63,7 @@ class ResidentDetector:
         self._root: str | None = None
 
     @property
-    def degraded(self) -> str | None:
+    def degraded(self) -> Degraded | None:
         """Why the detector is not on events alone right now (watch limit, overflow), if so."""
         return self._events.degraded
 

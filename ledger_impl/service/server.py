@@ -188,7 +188,7 @@ class Service:
             if degraded is not None:
                 reply = dict(reply or {})
                 earlier = reply.get("systemMessage")
-                note = f"ledger: detector degraded: {degraded}"
+                note = f"ledger: detector degraded: {degraded.text()}"
                 reply["systemMessage"] = f"{earlier}\n{note}" if earlier else note
         return 200, reply
 

@@ -33,6 +33,7 @@ from typing import Any, TypeVar
 
 from ledger_impl.detectors import prefers_watchman, watchman
 from ledger_impl.session import DurableSession
+from ledger_spec.degraded import Degraded, reported
 
 from .resident import ResidentDetector, ResidentWatchman
 
@@ -51,7 +52,7 @@ class Workspace:
     def __init__(self, root: str, state_dir: str | None) -> None:
         self.root = root
         self.calls = 0
-        self.last_degraded: str | None = None
+        self.last_degraded: Degraded | None = None
         self._worker = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix=f"ledger-ws-{os.path.basename(root)}")
         self.detector = service_detector(state_dir)
         self._session: DurableSession | None = None
@@ -90,9 +91,9 @@ class Workspace:
         self._probe_session.run_probe(probe_id, environ)
 
     @property
-    def degraded(self) -> str | None:
+    def degraded(self) -> Degraded | None:
         """Why the detector is not at its best, if it says (Watchman reports unknown scope instead)."""
-        return getattr(self.detector, "degraded", None)
+        return reported(getattr(self.detector, "degraded", None))
 
     def drain(self) -> None:
         self._worker.submit(self.detector.drain)
@@ -140,7 +141,7 @@ class Workspaces:
             return list(self._by_root.values())
 
     def summary(self) -> list[dict[str, Any]]:
-        return [{"root": w.root, "calls": w.calls, "detector": w.detector.name, "degraded": w.degraded}
+        return [{"root": w.root, "calls": w.calls, "detector": w.detector.name, "degraded": None if w.degraded is None else w.degraded.text()}
                 for w in self.all()]
 
     def close(self) -> None:
