@@ -112,7 +112,7 @@ def render(report: Mapping[str, Any]) -> str:
         "repositories the issue quotes it stopped passed runs where it looked safe here.",
         "- **Only the shared corpus is evaluated.** The 178-run corpus of six other repositories that issue 24 "
         "quotes (where the kappa settings that looked best here did nothing or stopped passed runs) is not in "
-        "`../shared/corpus`, the only corpus this workspace has, so whether the conformal guard keeps its bound "
+        "`../shared/corpus` (the shared corpus, not shipped with a clone), the only corpus this workspace has, so whether the conformal guard keeps its bound "
         "there is not shown; `benchmarks/economizer_guard.py --corpus PATH` evaluates any corpus in the same format.",
         "- **No model took part.** Every figure uses the no-model judge and redirect. There is no "
         "live-provider recording of the model calls (`--model ... --record`): no provider key is available "

@@ -25,6 +25,7 @@ CLASSES: dict[str, tuple[type[errors.LedgerError], type[BaseException] | None]] 
     "economizer.controller:DetectorTimeout": (errors.DetectorFailure, None),
     "economizer.model_client:ModelSetupError": (errors.UsageError, ValueError),
     "economizer.model_client:Truncated": (errors.DetectorFailure, None),
+    "economizer.model_client:MalformedAnswer": (errors.DetectorFailure, None),
     "economizer.model_recording:ReplayDiverged": (errors.InvalidInput, ValueError),
     "economizer.store:StoreBusy": (errors.UnreadableState, RuntimeError),
     "economizer.store:AlreadyFed": (errors.UsageError, ValueError),
