@@ -5,7 +5,8 @@ go over HTTP are fields of the agent's plugin record (`ledger_impl.agents`).
 Claude Code reads `.claude/settings.json` (the project, the default) or
 `~/.claude/settings.json` (`--user`); Codex reads `hooks.json` in `.codex/` or in `$CODEX_HOME`
 (default `~/.codex`); Gemini CLI reads `.gemini/settings.json` or `~/.gemini/settings.json`,
-Qwen Code `.qwen/settings.json` or `~/.qwen/settings.json`;
+Qwen Code `.qwen/settings.json` or `~/.qwen/settings.json`, Copilot CLI a file of Ledger's own,
+`.github/hooks/ledger.json` or `$COPILOT_HOME/hooks/ledger.json` (default `~/.copilot`);
 all in the same shape (`{"hooks": {EVENT: [{"matcher": ..., "hooks": [{"type": "command",
 "command": ...}]}]}}`). Install merges one matcher group per event,
 keeping every other setting and hook; running it twice changes nothing. Uninstall removes
@@ -27,8 +28,8 @@ secret as a literal header (Claude Code 2.1.328 does not deliver SessionStart to
 and an environment variable would be one more step for the user), and SessionStart and
 UserPromptSubmit run the thin client (`ledger_client/thin.py`), which starts the service when
 it is not running and registers the session's root and environment. Codex gets the thin
-client for every event, and so do Gemini CLI (it has command hooks only) and Qwen Code. A file holding the secret is written 0600; for a Claude project
-install it is `.claude/settings.local.json`, the per-user file Claude Code keeps out of git,
+client for every event, and so do Gemini CLI (it has command hooks only), Qwen Code and
+Copilot CLI. A file holding the secret is written 0600; for a Claude project install it is `.claude/settings.local.json`, the per-user file Claude Code keeps out of git,
 never the shared `settings.json`. `command` keeps today's `ledger hook` command hooks.
 """
 
