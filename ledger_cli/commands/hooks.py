@@ -47,12 +47,12 @@ from typing import Any
 import attrs
 
 import ledger_client.thin
-from ledger_impl.agents import HOOKED
+from ledger_impl.agents import BY_REFERENCE, HOOKED
 from ledger_impl.agents.hook_session import REUSE_ANSWERS
 from ledger_impl.agents.spec import Hooks, Scope
 from ledger_impl.detectors.stat_index import default_state_dir
 from ledger_impl.service.layout import HOOK_PATH, SECRET_HEADER, Layout
-from ledger_spec.errors import UnreadableState
+from ledger_spec.errors import UnreadableState, UsageError
 
 TRANSPORTS = ("service", "command")
 
@@ -80,7 +80,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                                   "(the default); command: a `ledger hook` process per call")
             sub.add_argument("--reuse-answer", choices=REUSE_ANSWERS, default="verbatim",
                              help="how the installed hooks answer a Reuse: the stored output (the default), or "
-                                  "a note pointing at the earlier result when the model provably still holds it")
+                                  "a note pointing at the earlier result when the model provably still holds it "
+                                  f"(reference: {', '.join(BY_REFERENCE)} only; refused for the others, whose "
+                                  "plugins do not track the model's context)")
         sub.set_defaults(run=run)
 
 
@@ -254,6 +256,12 @@ def restore_before(path: pathlib.Path, updated: dict[str, Any]) -> bool:
 
 def run(args: argparse.Namespace) -> int:
     transport = getattr(args, "transport", "command")
+    reuse_answer = getattr(args, "reuse_answer", "verbatim")
+    if reuse_answer not in HOOKED[args.agent].reuse_answers:
+        # Hooks that silently answered verbatim would look like the mode asked for.
+        raise UsageError(f"--reuse-answer {reuse_answer} is available for {', '.join(BY_REFERENCE)} only: "
+                         f"{args.agent}'s plugin does not track the model's context, so its hooks answer a "
+                         "Reuse verbatim (leave the option out)")
     paths = [settings_path(args.agent, args.user, args.root, transport)]
     if args.action == "uninstall":  # wherever either transport put them
         paths = sorted({settings_path(args.agent, args.user, args.root, t) for t in TRANSPORTS})
