@@ -156,12 +156,17 @@ def test_no_agent_name_is_tested_outside_its_plugin() -> None:
     assert agent_name_tests(ROOT, frozenset(AGENTS)) == []
 
 
+def planted_tree(root: pathlib.Path) -> None:
+    """Empty folders of the agent-blind packages, and the agents' package, under `root`."""
+    for package in AGENT_BLIND:
+        (root / package_layout.folder(package)).mkdir()
+    (root / "ledger_impl" / "agents").mkdir()
+
+
 def test_an_agent_name_test_is_reported(tmp_path: pathlib.Path) -> None:
     """The check itself can fail: each spelling of a branch on an agent's name is found outside
     the agent's module, and the same comparison inside it is not."""
-    for package in AGENT_BLIND:
-        (tmp_path / package_layout.folder(package)).mkdir()
-    (tmp_path / "ledger_impl" / "agents").mkdir()
+    planted_tree(tmp_path)
     (tmp_path / "ledger_cli" / "sneaky.py").write_text(
         'def f(agent, harness, x):\n'
         '    if agent == "claude":\n'
@@ -185,9 +190,7 @@ def test_a_table_keyed_by_agent_names_is_reported(tmp_path: pathlib.Path) -> Non
     """The check itself can fail: a dict or set literal holding agent names outside their
     modules is a per-agent branch in another spelling (`{"claude": ...}[agent]`), and is found;
     only the hook hunt's `SIMULATED`, by that name and in that file, is exempt."""
-    for package in AGENT_BLIND:
-        (tmp_path / package_layout.folder(package)).mkdir()
-    (tmp_path / "ledger_impl" / "agents").mkdir()
+    planted_tree(tmp_path)
     (tmp_path / "ledger_cli" / "tables.py").write_text(
         'PATHS = {"claude": ".claude", "other": "x"}\n'
         'QUIET = frozenset({"codex"})\n'
@@ -197,7 +200,8 @@ def test_a_table_keyed_by_agent_names_is_reported(tmp_path: pathlib.Path) -> Non
         'SIMULATED: dict = {"claude": 1, "codex": 2}\n'
         'OTHER = {"claude": 1}\n')
     (tmp_path / "ledger_impl" / "agents" / "claude.py").write_text('OWN = {"claude": 1}\nTHEIRS = {"codex"}\n')
-    assert sorted(agent_name_tests(tmp_path, frozenset({"claude", "codex"}))) == [
+    found = agent_name_tests(tmp_path, frozenset({"claude", "codex"}))
+    assert sorted(found) == [
         "ledger_cli/tables.py:1 keys a table with 'claude'",
         "ledger_cli/tables.py:2 keys a table with 'codex'",
         "ledger_cli/tables.py:4 keys a table with 'codex'",
