@@ -360,7 +360,9 @@ class SimulatedGemini:
 
 
 Simulated = SimulatedClaude | SimulatedCodex | SimulatedCopilot | SimulatedQwen | SimulatedGemini
-#: The agents the hunt plays, by the name `ledger hook` takes.
+#: The agents the hunt plays, by the name `ledger hook` takes. A table keyed by agent names, which
+#: tests/test_layers.py allows here by name only: the hunt is a deliberately independent judge
+#: that plays each agent as its CLI behaves, not from the plugin records it checks.
 SIMULATED: dict[str, Simulated] = {"claude": SimulatedClaude(), "codex": SimulatedCodex(), "copilot": SimulatedCopilot(),
                                    "gemini": SimulatedGemini(), "qwen": SimulatedQwen()}
 AGENTS: tuple[str, ...] = tuple(SIMULATED)

@@ -38,15 +38,17 @@ def _hook_cells(hooks: Hooks) -> list[str]:
         files.append(f"local `{settings.local}`")
     return ["; ".join(roles), ", ".join(events), ", ".join(files),
             f"`${hooks.project_dir_variable}`" if hooks.project_dir_variable else "the payload's `cwd`",
-            f"{hooks.timeout_s} s" if hooks.timeout_s is not None else "the agent's default"]
+            f"{hooks.timeout_s} s" if hooks.timeout_s is not None else "the agent's default",
+            _code(hooks.reuse_answers)]
 
 
 def render() -> str:
     """The Markdown table, one row per registered agent, no trailing newline."""
-    lines = ["| agent | governed tools | hook events | settings files | project directory | hook timeout | tool mask |",
-             "|---|---|---|---|---|---|---|"]
+    lines = ["| agent | governed tools | hook events | settings files | project directory | hook timeout "
+             "| Reuse answers | tool mask |",
+             "|---|---|---|---|---|---|---|---|"]
     for name, agent in AGENTS.items():
-        cells = _hook_cells(agent.hooks) if agent.hooks is not None else ["no hooks yet", "", "", "", ""]
+        cells = _hook_cells(agent.hooks) if agent.hooks is not None else ["no hooks yet", "", "", "", "", ""]
         mask = agent.tool_mask(["A", "B"]).replace("\n", " ")
         lines.append("| " + " | ".join([f"`{name}`", *cells, f"`{mask}`"]) + " |")
     return "\n".join(lines)

@@ -77,20 +77,58 @@ def test_each_layer_exists(package: str) -> None:
 AGENT_BLIND = (*LAYERS, "ledger_client")
 
 
+#: Tables keyed by agent names that are allowed outside the agents' modules, by file and name.
+#: The hook hunt's `SIMULATED` is a deliberately independent judge: it plays each agent from
+#: what the agent's documentation and the real CLI showed, not from the plugin records, so that
+#: a plugin's mistake is not repeated by the test that should catch it.
+NAME_KEYED_TABLES_ALLOWED: dict[pathlib.Path, frozenset[str]] = {
+    pathlib.Path("properties", "hook_hunt.py"): frozenset({"SIMULATED"}),
+}
+
+
 def agent_name_tests(root: pathlib.Path, names: frozenset[str]) -> list[str]:
     """Every comparison with an agent's name (`agent == "claude"`, `harness != "codex"`,
-    `x in ("claude", ...)`, `case "claude":`) outside that agent's own plugin module
-    `ledger_impl/agents/NAME.py`, as "path:line compares with 'NAME'"."""
+    `x in ("claude", ...)`, `case "claude":`), as "path:line compares with 'NAME'", and every
+    dict or set literal holding one (`{"claude": ...}[agent]`, the same branch spelled as a
+    table), as "path:line keys a table with 'NAME'", outside that agent's own plugin module
+    `ledger_impl/agents/NAME.py` (tables: and outside `NAME_KEYED_TABLES_ALLOWED`)."""
     found = []
     for package in AGENT_BLIND:
         for path in sorted((root / package_layout.folder(package)).rglob("*.py")):
             relative = path.relative_to(root)
             tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+            allowed = _allowed_tables(tree, NAME_KEYED_TABLES_ALLOWED.get(relative, frozenset()))
             for node in ast.walk(tree):
+                own = pathlib.Path("ledger_impl", "agents")
                 for name in sorted(_compared_names(node) & names):
-                    if relative != pathlib.Path("ledger_impl", "agents", f"{name}.py"):
+                    if relative != own / f"{name}.py":
                         found.append(f"{relative}:{node.lineno} compares with {name!r}")
+                for name in sorted(set() if node in allowed else _table_keys(node) & names):
+                    if relative != own / f"{name}.py":
+                        found.append(f"{relative}:{node.lineno} keys a table with {name!r}")
     return found
+
+
+def _table_keys(node: ast.AST) -> set[str]:
+    """The string constants a dict literal has as keys, or a set literal as members."""
+    if isinstance(node, ast.Dict):
+        return _strings([key for key in node.keys if key is not None])
+    return _strings(node.elts) if isinstance(node, ast.Set) else set()
+
+
+def _allowed_tables(tree: ast.Module, targets: frozenset[str]) -> set[ast.AST]:
+    """The values assigned to the module-level names `targets`."""
+    allowed: set[ast.AST] = set()
+    for statement in tree.body:
+        if isinstance(statement, ast.Assign):
+            named = {target.id for target in statement.targets if isinstance(target, ast.Name)}
+        elif isinstance(statement, ast.AnnAssign) and isinstance(statement.target, ast.Name):
+            named = {statement.target.id}
+        else:
+            continue
+        if named & targets and statement.value is not None:
+            allowed.add(statement.value)
+    return allowed
 
 
 def _compared_names(node: ast.AST) -> set[str]:
@@ -118,12 +156,17 @@ def test_no_agent_name_is_tested_outside_its_plugin() -> None:
     assert agent_name_tests(ROOT, frozenset(AGENTS)) == []
 
 
+def planted_tree(root: pathlib.Path) -> None:
+    """Empty folders of the agent-blind packages, and the agents' package, under `root`."""
+    for package in AGENT_BLIND:
+        (root / package_layout.folder(package)).mkdir()
+    (root / "ledger_impl" / "agents").mkdir()
+
+
 def test_an_agent_name_test_is_reported(tmp_path: pathlib.Path) -> None:
     """The check itself can fail: each spelling of a branch on an agent's name is found outside
     the agent's module, and the same comparison inside it is not."""
-    for package in AGENT_BLIND:
-        (tmp_path / package_layout.folder(package)).mkdir()
-    (tmp_path / "ledger_impl" / "agents").mkdir()
+    planted_tree(tmp_path)
     (tmp_path / "ledger_cli" / "sneaky.py").write_text(
         'def f(agent, harness, x):\n'
         '    if agent == "claude":\n'
@@ -140,4 +183,28 @@ def test_an_agent_name_test_is_reported(tmp_path: pathlib.Path) -> None:
         "ledger_cli/sneaky.py:5 compares with 'codex'",
         "ledger_cli/sneaky.py:6 compares with 'claude'",
         "ledger_impl/agents/codex.py:2 compares with 'claude'",
+    ]
+
+
+def test_a_table_keyed_by_agent_names_is_reported(tmp_path: pathlib.Path) -> None:
+    """The check itself can fail: a dict or set literal holding agent names outside their
+    modules is a per-agent branch in another spelling (`{"claude": ...}[agent]`), and is found;
+    only the hook hunt's `SIMULATED`, by that name and in that file, is exempt."""
+    planted_tree(tmp_path)
+    (tmp_path / "ledger_cli" / "tables.py").write_text(
+        'PATHS = {"claude": ".claude", "other": "x"}\n'
+        'QUIET = frozenset({"codex"})\n'
+        'def f(agent):\n'
+        '    return {"codex": 1}.get(agent)\n')
+    (tmp_path / "properties" / "hook_hunt.py").write_text(
+        'SIMULATED: dict = {"claude": 1, "codex": 2}\n'
+        'OTHER = {"claude": 1}\n')
+    (tmp_path / "ledger_impl" / "agents" / "claude.py").write_text('OWN = {"claude": 1}\nTHEIRS = {"codex"}\n')
+    found = agent_name_tests(tmp_path, frozenset({"claude", "codex"}))
+    assert sorted(found) == [
+        "ledger_cli/tables.py:1 keys a table with 'claude'",
+        "ledger_cli/tables.py:2 keys a table with 'codex'",
+        "ledger_cli/tables.py:4 keys a table with 'codex'",
+        "ledger_impl/agents/claude.py:2 keys a table with 'codex'",
+        "properties/hook_hunt.py:2 keys a table with 'claude'",
     ]

@@ -268,3 +268,16 @@ def test_the_service_answers_a_reuse_as_each_installed_hook_asks(served: Served,
     assert by_client(served.state, compaction, options=reference)[0] is None
     assert reused(by_reference(served.state, pre("t5", READ, ws))) == text, "after a compaction: verbatim"
     assert http_post(served.state, pre("t6", READ, ws), query="?reuse_answer=sometimes")[0] == 400
+
+
+def test_the_service_answers_verbatim_and_says_so_when_a_plugin_cannot_reference(served: Served, ws: pathlib.Path) -> None:
+    """Codex's thin client with `--reuse-answer reference` (hand-written: install refuses it): the
+    service does not fail the call, the Reuse is the stored output, and the user is told."""
+    reference = ("--reuse-answer", "reference")
+    first, _ = by_client(served.state, pre("t1", READ, ws), agent="codex", options=reference)
+    assert "--reuse-answer reference is not available" in first["systemMessage"], first  # type: ignore[index]
+    finished = {**pre("t1", READ, ws), "hook_event_name": "PostToolUse", "tool_response": {"output": "one\n", "exit_code": 0}}
+    by_client(served.state, finished, agent="codex", options=reference)
+    settled(served.state, ws)
+    second, _ = by_client(served.state, pre("t2", READ, ws), agent="codex", options=reference)
+    assert reused(second) == "one\n" and "not available" in second["systemMessage"], second  # type: ignore[index]

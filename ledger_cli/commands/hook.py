@@ -33,8 +33,8 @@ import subprocess
 import sys
 from typing import Any
 
-from ledger_impl.agents import HOOKED
-from ledger_impl.agents.hook_session import REUSE_ANSWERS
+from ledger_impl.agents import BY_REFERENCE, HOOKED
+from ledger_impl.agents.hook_session import REUSE_ANSWERS, with_system_message
 from ledger_impl.session import DurableSession
 
 
@@ -55,7 +55,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help=argparse.SUPPRESS)  # the detached probe a finished read starts (no stdin)
     parser.add_argument("--reuse-answer", choices=REUSE_ANSWERS, default="verbatim",
                         help="how a Reuse is answered: the stored output (the default), or a note pointing at "
-                             "the earlier result when the model provably still holds it in full")
+                             "the earlier result when the model provably still holds it in full (reference: "
+                             f"{', '.join(BY_REFERENCE)} only; any other agent answers verbatim and says so)")
     parser.set_defaults(run=run)
 
 
@@ -95,11 +96,16 @@ def run(args: argparse.Namespace) -> int:
         if refusal is not None:
             sys.stdout.write(json.dumps(refusal))
             return 0
-        session = _LazySession(str(root), args.state_dir, not args.no_probe, args.reuse_answer)
+        # An answer the plugin cannot give (settings written by hand: install refuses it) is
+        # not an error: the hook answers verbatim, and tells the user before each tool call.
+        reuse_answer, unavailable = hooks.reuse_answer(args.reuse_answer)
+        session = _LazySession(str(root), args.state_dir, not args.no_probe, reuse_answer)
         try:
             reply = hooks.handle(payload, session)
         finally:
             session.close()
+        if unavailable is not None and payload.get("hook_event_name") == hooks.before_tool:
+            reply = with_system_message(reply, unavailable)
         for probe_id in session.queued_probes():
             _start_probe(args, str(root), probe_id)
     except Exception as error:  # noqa: BLE001 - a hook never blocks the agent

@@ -5,7 +5,8 @@ go over HTTP are fields of the agent's plugin record (`ledger_impl.agents`).
 Claude Code reads `.claude/settings.json` (the project, the default) or
 `~/.claude/settings.json` (`--user`); Codex reads `hooks.json` in `.codex/` or in `$CODEX_HOME`
 (default `~/.codex`); Gemini CLI reads `.gemini/settings.json` or `~/.gemini/settings.json`,
-Qwen Code `.qwen/settings.json` or `~/.qwen/settings.json`;
+Qwen Code `.qwen/settings.json` or `~/.qwen/settings.json`, Copilot CLI a file of Ledger's own,
+`.github/hooks/ledger.json` or `$COPILOT_HOME/hooks/ledger.json` (default `~/.copilot`);
 all in the same shape (`{"hooks": {EVENT: [{"matcher": ..., "hooks": [{"type": "command",
 "command": ...}]}]}}`). Install merges one matcher group per event,
 keeping every other setting and hook; running it twice changes nothing. Uninstall removes
@@ -27,8 +28,8 @@ secret as a literal header (Claude Code 2.1.328 does not deliver SessionStart to
 and an environment variable would be one more step for the user), and SessionStart and
 UserPromptSubmit run the thin client (`ledger_client/thin.py`), which starts the service when
 it is not running and registers the session's root and environment. Codex gets the thin
-client for every event, and so do Gemini CLI (it has command hooks only) and Qwen Code. A file holding the secret is written 0600; for a Claude project
-install it is `.claude/settings.local.json`, the per-user file Claude Code keeps out of git,
+client for every event, and so do Gemini CLI (it has command hooks only), Qwen Code and
+Copilot CLI. A file holding the secret is written 0600; for a Claude project install it is `.claude/settings.local.json`, the per-user file Claude Code keeps out of git,
 never the shared `settings.json`. `command` keeps today's `ledger hook` command hooks.
 """
 
@@ -47,12 +48,12 @@ import attrs
 
 import ledger_client.thin
 from ledger_cli.errors import EXIT_USAGE
-from ledger_impl.agents import HOOKED
+from ledger_impl.agents import BY_REFERENCE, HOOKED
 from ledger_impl.agents.hook_session import REUSE_ANSWERS
 from ledger_impl.agents.spec import Hooks, Scope
 from ledger_impl.detectors.stat_index import default_state_dir
 from ledger_impl.service.layout import HOOK_PATH, SECRET_HEADER, Layout
-from ledger_spec.errors import UnreadableState
+from ledger_spec.errors import UnreadableState, UsageError
 
 TRANSPORTS = ("service", "command")
 
@@ -80,7 +81,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                                   "(the default); command: a `ledger hook` process per call")
             sub.add_argument("--reuse-answer", choices=REUSE_ANSWERS, default="verbatim",
                              help="how the installed hooks answer a Reuse: the stored output (the default), or "
-                                  "a note pointing at the earlier result when the model provably still holds it")
+                                  "a note pointing at the earlier result when the model provably still holds it "
+                                  f"(reference: {', '.join(BY_REFERENCE)} only; refused for the others, whose "
+                                  "plugins do not track the model's context)")
         sub.set_defaults(run=run)
 
 
@@ -254,6 +257,12 @@ def restore_before(path: pathlib.Path, updated: dict[str, Any]) -> bool:
 
 def run(args: argparse.Namespace) -> int:
     transport = getattr(args, "transport", "command")
+    reuse_answer = getattr(args, "reuse_answer", "verbatim")
+    if reuse_answer not in HOOKED[args.agent].reuse_answers:
+        # Hooks that silently answered verbatim would look like the mode asked for.
+        raise UsageError(f"--reuse-answer {reuse_answer} is available for {', '.join(BY_REFERENCE)} only: "
+                         f"{args.agent}'s plugin does not track the model's context, so its hooks answer a "
+                         "Reuse verbatim (leave the option out)")
     paths = [settings_path(args.agent, args.user, args.root, transport)]
     if args.action == "uninstall":  # wherever either transport put them
         paths = sorted({settings_path(args.agent, args.user, args.root, t) for t in TRANSPORTS})

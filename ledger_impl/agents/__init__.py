@@ -35,3 +35,5 @@ AGENTS: Mapping[str, Agent] = types.MappingProxyType(discover(__name__, pathlib.
 #: The agents with a hook protocol, name -> their hooks.
 HOOKED: Mapping[str, Hooks] = types.MappingProxyType(
     {name: agent.hooks for name, agent in AGENTS.items() if agent.hooks is not None})
+#: The agents whose plugins can answer a Reuse by reference (`spec.Hooks.reuse_answers`).
+BY_REFERENCE: tuple[str, ...] = tuple(name for name, hooks in HOOKED.items() if "reference" in hooks.reuse_answers)

@@ -45,7 +45,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..probe import rendering
-from .hook_session import (HookSession, Outcome, Verdict, command_named, context_note, js_length, nudge_fields,
+from .hook_session import (REUSE_ANSWERS, HookSession, Outcome, Verdict, command_named, context_note, js_length, nudge_fields,
                            pre_tool_use_reply, record_outcome, reference_text, reuse_text, stop_fields, verdict_fields)
 from .spec import Agent, Hooks, Replies, Reply, SettingsFiles, ToolRoles
 
@@ -251,5 +251,6 @@ AGENT = Agent(
         command_for=command_for,
         replies=Replies(reuse=reuse_fields, nudge=nudge_fields, note=context_note, stop=stop_fields,
                         stop_before=stop_before_reply),
+        reuse_answers=REUSE_ANSWERS,  # the epochs and deliveries above: references are provable
     ),
 )

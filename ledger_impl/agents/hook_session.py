@@ -177,11 +177,17 @@ def stop_fields(reason: str) -> dict[str, Any]:
     return {"continue": False, "stopReason": reason}
 
 
+def with_system_message(reply: dict[str, Any] | None, note: str) -> dict[str, Any]:
+    """`reply` with `note` added to its `systemMessage` (the user sees it), after any earlier one."""
+    earlier = (reply or {}).get("systemMessage")
+    return {**(reply or {}), "systemMessage": f"{earlier}\n{note}" if earlier else note}
+
+
 def with_degraded(reply: dict[str, Any], decision: Verdict) -> dict[str, Any] | None:
     """`reply` with the decision's degraded state added to its `systemMessage` (the user sees
     it); None for an empty reply ("no opinion")."""
     if decision.degraded:
-        reply["systemMessage"] = "\n".join(filter(None, (reply.get("systemMessage"), f"ledger: {decision.degraded.text()}")))
+        reply = with_system_message(reply, f"ledger: {decision.degraded.text()}")
     return reply or None
 
 

@@ -136,6 +136,20 @@ class Hooks:
     #: `turn_id(payload)`: a name for this finished call, unique within the session (the
     #: economizer's guard counts turns by it; None: not a call it can count).
     turn_id: Callable[[Payload], str | None] = tool_use_id
+    #: The answers to a Reuse this plugin can give (`--reuse-answer`, `hook_session.REUSE_ANSWERS`).
+    #: "reference" needs a plugin that tracks what the model's context still holds
+    #: (`ledger_spec.context`: the events that compact, clear or resume it, and whether a result
+    #: reached the model in full); without that, a Reuse can only be answered verbatim.
+    reuse_answers: tuple[str, ...] = ("verbatim",)
+
+    def reuse_answer(self, requested: str) -> tuple[str, str | None]:
+        """The answer a hook gives for `requested`, and a note for the user when this plugin
+        cannot give it: the hook answers verbatim instead (it never fails a call over a
+        setting), and says so."""
+        if requested in self.reuse_answers:
+            return requested, None
+        return "verbatim", (f"ledger: --reuse-answer {requested} is not available for this agent (its plugin does not "
+                            "track the model's context), so every Reuse is answered verbatim")
 
     @property
     def before_tool(self) -> str:

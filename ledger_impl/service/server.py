@@ -36,7 +36,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 from ledger_impl.agents import HOOKED
-from ledger_impl.agents.hook_session import REUSE_ANSWERS
+from ledger_impl.agents.hook_session import REUSE_ANSWERS, with_system_message
 from ledger_impl.session import DurableSession
 from ledger_spec.errors import Unavailable
 
@@ -171,10 +171,15 @@ class Service:
         if environ is not None and isinstance(session_id, str) and len(self._sessions) < MAX_REGISTERED_SESSIONS:
             self._sessions[session_id] = (root, dict(environ))
         workspace, handle = self.workspaces.get(root), hooks.handle
+        # An answer the plugin cannot give: verbatim, and the user is told before each tool call.
+        answer, unavailable = hooks.reuse_answer(reuse_answer)
 
         def job(session: DurableSession) -> dict[str, Any] | None:
-            session.reuse_answer = reuse_answer  # this call's setting: installs may differ per agent
-            return handle(payload, session)
+            session.reuse_answer = answer  # this call's setting: installs may differ per agent
+            reply = handle(payload, session)
+            if unavailable is not None and payload.get("hook_event_name") == hooks.before_tool:
+                return with_system_message(reply, unavailable)
+            return reply
 
         try:
             reply = workspace.call(job, environ or os.environ)
@@ -186,10 +191,7 @@ class Service:
         if degraded != workspace.last_degraded:
             workspace.last_degraded = degraded
             if degraded is not None:
-                reply = dict(reply or {})
-                earlier = reply.get("systemMessage")
-                note = f"ledger: detector degraded: {degraded.text()}"
-                reply["systemMessage"] = f"{earlier}\n{note}" if earlier else note
+                reply = with_system_message(reply, f"ledger: detector degraded: {degraded.text()}")
         return 200, reply
 
 

@@ -134,3 +134,24 @@ def test_install_keeps_the_user_s_settings_and_hooks_and_uninstall_takes_out_exa
 
 def installed_groups_count(settings: dict[str, Any]) -> int:
     return sum(len(groups) for groups in settings["hooks"].values())
+
+
+@pytest.mark.parametrize("name", ["codex", "copilot", "gemini", "qwen"])
+def test_a_hook_asked_for_references_it_cannot_give_answers_and_says_so(name: str, tmp_path: pathlib.Path) -> None:
+    """`ledger hook NAME --reuse-answer reference` for an agent whose plugin tracks no model
+    context (hand-written settings: install refuses it) never fails the call: it answers as
+    with verbatim answers, and the user is told on the call before a tool runs."""
+    root = tmp_path / "work"
+    root.mkdir()
+    (root / "a.txt").write_text("alpha\n")
+    hooks = HOOKED[name]
+    call = {"hook_event_name": hooks.before_tool, "tool_name": hooks.tools.shell[0], "tool_input": {"command": "cat a.txt"},
+            "tool_use_id": "t1", "cwd": str(root), "session_id": "s"}
+    verbatim = ledger("hook", name, "--state-dir", str(tmp_path / "a"), home=tmp_path, stdin=json.dumps(call))
+    asked = ledger("hook", name, "--state-dir", str(tmp_path / "b"), "--reuse-answer", "reference", home=tmp_path,
+                   stdin=json.dumps(call))
+    assert (verbatim.returncode, asked.returncode) == (0, 0) and "internal error" not in asked.stderr, asked.stderr
+    reply = json.loads(asked.stdout)
+    note = reply.pop("systemMessage")
+    assert "--reuse-answer reference" in note and "verbatim" in note, note
+    assert reply == json.loads(verbatim.stdout or "{}"), "otherwise the answer a verbatim hook gives"

@@ -4,7 +4,11 @@ which shell results are recorded exactly enough to be served again."""
 
 from __future__ import annotations
 
+import json
+import os
 import pathlib
+import subprocess
+import sys
 from typing import Any
 
 import pytest
@@ -159,3 +163,26 @@ def test_a_nudge_reaches_the_model_with_the_call_s_result(workspace: pathlib.Pat
             assert reply is None
     assert reply is not None and reply["hookSpecificOutput"]["hookEventName"] == "AfterTool"
     assert "already ran at step 1" in reply["hookSpecificOutput"]["additionalContext"]
+
+
+def test_a_reuse_asked_by_reference_of_a_plugin_without_context_tracking_is_verbatim(tmp_path: pathlib.Path) -> None:
+    """`ledger hook gemini --reuse-answer reference` (settings written by hand: install refuses
+    it): the repeated read is answered with the stored output, as without the option, and the
+    user is told that references are not available."""
+    root = tmp_path / "ws"
+    root.mkdir()
+    (root / "notes.txt").write_text("alpha\nbeta\n")
+
+    def hook(payload: dict[str, Any]) -> dict[str, Any]:
+        done = subprocess.run([sys.executable, "-m", "ledger_cli.main", "hook", "gemini", "--no-probe", "--state-dir",
+                               str(tmp_path / "state"), "--reuse-answer", "reference"], input=json.dumps(payload),
+                              capture_output=True, text=True, timeout=60, env={**os.environ, "HOME": str(tmp_path)})
+        assert done.returncode == 0 and "internal error" not in done.stderr, done.stderr
+        return json.loads(done.stdout or "{}")
+
+    call = ("run_shell_command", {"command": "cat notes.txt"})
+    assert "decision" not in hook(before(root, *call))
+    hook(after(root, *call, shell_response("alpha\nbeta")))
+    reply = hook(before(root, *call))
+    assert reply["decision"] == "deny" and reply["reason"].endswith("Output, verbatim:\nalpha\nbeta"), reply
+    assert "--reuse-answer reference" in reply["systemMessage"], reply

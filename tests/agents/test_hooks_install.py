@@ -7,6 +7,9 @@ import pathlib
 import subprocess
 import sys
 
+import pytest
+
+from ledger_cli.errors import EXIT_USAGE
 from ledger_cli.commands.hooks import installed, is_ledger_hook, uninstalled
 from ledger_impl.agents.claude import EVENTS as CLAUDE_EVENTS
 
@@ -191,3 +194,25 @@ def test_reuse_answer_is_carried_into_every_installed_hook(tmp_path: pathlib.Pat
         assert not settings_file.exists() or "reuse" not in settings_file.read_text()
     assert ledger("hooks", "install", "claude", "--user", "--transport", "command", home=home).returncode == 0
     assert "reuse" not in settings_file.read_text(), "the default adds nothing: earlier installs stay byte-identical"
+
+
+#: The agents whose plugins track no model context: a Reuse can only be answered verbatim.
+WITHOUT_CONTEXT = ("codex", "copilot", "gemini", "qwen")
+
+
+@pytest.mark.parametrize("agent", WITHOUT_CONTEXT)
+@pytest.mark.parametrize("transport", ["service", "command"])
+def test_reuse_by_reference_is_refused_for_an_agent_without_context_tracking(
+        agent: str, transport: str, tmp_path: pathlib.Path) -> None:
+    """Accepting it would install hooks that silently answer verbatim: a usage error instead,
+    one line naming the agents that can, and no settings file written."""
+    home, project = tmp_path / "home", tmp_path / "project"
+    project.mkdir()
+    done = ledger("hooks", "install", agent, "--root", str(project), "--transport", transport,
+                  "--reuse-answer", "reference", home=home)
+    assert done.returncode == EXIT_USAGE, (done.stdout, done.stderr)
+    assert done.stderr.startswith("ledger hooks: ") and len(done.stderr.splitlines()) == 1, done.stderr
+    assert "--reuse-answer reference" in done.stderr and "claude" in done.stderr and agent in done.stderr
+    assert sorted(p.name for p in project.rglob("*")) == [] and not home.exists()
+    # The same install with the default answer goes through.
+    assert ledger("hooks", "install", agent, "--root", str(project), "--transport", transport, home=home).returncode == 0
