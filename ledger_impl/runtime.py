@@ -23,6 +23,7 @@ started; `close()` kills the background jobs the Runtime's commands left running
 
 from __future__ import annotations
 
+import functools
 import math
 import os
 import time
@@ -34,11 +35,11 @@ import attrs
 from ledger_spec import STEADY, Allow, Changes, Command, Decision, Fingerprint, Policy, Reuse
 from ledger_spec.degraded import Degraded, reported
 
-from . import fingerprint as fingerprints
 from .classifier import classify
 from .detectors import default_detector
 from . import descendants
 from .descendants import Descendants
+from .engine import UNKNOWN_SCOPE, first_reuse, observation_fingerprint
 from .execution import Completed, command_environment, run_command
 from .ledger import Ledger
 from .probe import DEFAULT_PROBE_TIMEOUT
@@ -46,7 +47,6 @@ from .probe.guard import ProbeGuard
 
 DEFAULT_TIMEOUT = 120.0
 DEFAULT_OUTPUT_LIMIT = 4 * 1024 * 1024
-UNKNOWN_SCOPE = Changes(unknown=True)
 # What the detector is shown when it is polled for changes made between steps: a no-op that
 # is never executed, so a detector that parses command text sees nothing to report.
 BETWEEN_STEPS = ":"
@@ -137,12 +137,15 @@ class Runtime:
             raise TypeError(f"a command is a string, got {type(command).__name__}")
         classified = self.classify(command)
         environment = command_environment(self.environment)
+        fingerprint_now = functools.partial(
+            observation_fingerprint, self.root, classified, environment, enabled=self.fingerprint_enabled
+        )
         before: list[Changes] = []
         if self._background:
             # Anything may have been written while they ran, including just before they exited.
             self._background = _still_alive(self._background)
             self._record_before(UNKNOWN_SCOPE, before)
-        enumerated = self._fingerprint(classified, environment)
+        enumerated = fingerprint_now()
         decision, now = self._govern(classified, enumerated)
         errors: list[str] = []
         if not isinstance(decision, Allow):
@@ -150,7 +153,7 @@ class Runtime:
             pending = self._detect(BETWEEN_STEPS, None, errors)
             if not pending.empty:
                 self._record_before(pending, before)
-                enumerated = self._fingerprint(classified, environment)
+                enumerated = fingerprint_now()
                 decision, now = self._govern(classified, enumerated)
         index = self.ledger.step
         degraded = self._degraded()
@@ -185,7 +188,7 @@ class Runtime:
         assert completed is not None
         if completed.background is not None:
             self._background.add(completed.background)
-        after = self._fingerprint(classified, environment)
+        after = fingerprint_now()
         # A fingerprint that moved while the command ran says its output may mix both worlds.
         recorded_fingerprint = enumerated if after == enumerated else None
         recorded = classified if completed.complete else _unobservable(classified)
@@ -224,17 +227,6 @@ class Runtime:
         _stop(self._background)
         self._background = set()
 
-    def _fingerprint(self, command: Command, environment: Mapping[str, str]) -> Fingerprint | None:
-        """The fingerprint govern and the observation use: only reads with a target have one
-        that matters; with the fingerprint off, the steady value the spec defaults to."""
-        if not self.fingerprint_enabled:
-            # Without it, nothing sees a repository outside the root (a `.git` file): never reused.
-            outside = command.read_only and fingerprints.repository_outside_the_root(self.root, command)
-            return None if outside else STEADY
-        if not command.read_only or command.target is None:
-            return None
-        return fingerprints.take(self.root, command, environment)
-
     def _govern(self, command: Command, enumerated: Fingerprint | None) -> tuple[Decision, Fingerprint | None]:
         """The ledger's decision and the fingerprint it was given: the enumerated one, and with
         the probe on, one naming a probed observation whose traced dependencies all hold now,
@@ -242,11 +234,7 @@ class Runtime:
         if self.probe is None:
             return self.ledger.govern(command, enumerated), enumerated
         candidates = self.probe.candidates(command, enumerated, self.ledger)
-        for now in candidates[:-1]:
-            decision = self.ledger.govern(command, now)
-            if isinstance(decision, Reuse):
-                return decision, now
-        return self.ledger.govern(command, candidates[-1]), candidates[-1]
+        return first_reuse(self.ledger, command, candidates[:-1], candidates[-1])
 
     def _degraded(self) -> Degraded | None:
         """The detector's own account of a degraded mode (watch limit, queue overflow, root

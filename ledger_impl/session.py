@@ -43,11 +43,11 @@ from ledger_spec import Changes, Command, Policy, Reuse, State
 from ledger_spec.degraded import Degraded, from_notes
 from ledger_spec.values import Allow, FileTarget, Nudge
 
-from . import fingerprint as fingerprints
 from . import session_probe, state_codec
 from .classifier import classify
 from .context_journal import ContextJournal
 from .detectors import session_detector
+from .engine import UNKNOWN_SCOPE, first_reuse, observation_fingerprint
 from .fingerprint import Fingerprint
 from .ledger import Ledger
 from .probe import DEFAULT_PROBE_TIMEOUT
@@ -55,7 +55,6 @@ from .probe import rendering as renderings
 from .probe.guard import NONE_HOLDS, TracedFingerprint
 from .store import PendingRow, StateRow, Store, checksum
 
-UNKNOWN_SCOPE = Changes(unknown=True)
 # Claude Code's Bash tool stops a command after 10 minutes at most; a call still pending well
 # after that was abandoned.
 DEFAULT_ABANDON_AFTER_S = 15 * 60.0
@@ -197,7 +196,7 @@ class DurableSession:
             classified = classify(
                 command, cwd=self._relative_cwd(cwd), root=self.root, environment=self._environment()
             )
-            started_with = self._fingerprint(classified)
+            started_with = observation_fingerprint(self.root, classified, self._environment())
             decision, probed = self._govern(state, classified, started_with, serve_slices)
             # An id still pending names two calls at once: which result a record carries is
             # unknowable, so the earlier call is treated as abandoned (below) and its may-write
@@ -292,7 +291,8 @@ class DurableSession:
                 )
             else:
                 # A fingerprint that moved while the command ran: its output may mix both worlds.
-                moved = self._fingerprint(running.command) != session_probe.enumerated(running.fingerprint)
+                taken = observation_fingerprint(self.root, running.command, self._environment())
+                moved = taken != session_probe.enumerated(running.fingerprint)
                 step = state.ledger.step
                 # surrogatepass: JSON can carry lone surrogates, which no strict codec encodes.
                 too_long = len(output.encode("utf-8", "surrogatepass")) > self.output_cap
@@ -476,11 +476,8 @@ class DurableSession:
         if unavailable is not None:
             return state.ledger.govern(classified, TracedFingerprint(started_with, NONE_HOLDS)), unavailable
         key = classified.target.key if serve_slices and isinstance(classified.target, FileTarget) else None
-        for now in session_probe.candidates(self._store, classified, key, started_with, state.ledger):
-            decision = state.ledger.govern(classified, now)
-            if isinstance(decision, Reuse):
-                return decision, None
-        return state.ledger.govern(classified, TracedFingerprint(started_with, NONE_HOLDS)), None
+        candidates = session_probe.candidates(self._store, classified, key, started_with, state.ledger)
+        return first_reuse(state.ledger, classified, candidates, TracedFingerprint(started_with, NONE_HOLDS))[0], None
 
     def _probed_start(
         self, classified: Command, started_with: Fingerprint | None, call_id: str, cwd: str | os.PathLike[str] | None
@@ -497,14 +494,6 @@ class DurableSession:
         """The stored ledger, if intact (read inside the caller's transaction; no poll)."""
         row = self._store.load_state()
         return None if row is None else trusted_ledger(row, self.policy)[0]
-
-    def _fingerprint(self, classified: Command) -> Fingerprint | None:
-        """What a read's output depends on beyond the tree (the program PATH resolves, the
-        environment its tools read, git's config and directories), taken with stat calls only.
-        A hook process inherits the agent's environment, the one its commands run with."""
-        if not classified.read_only or classified.target is None:
-            return None
-        return fingerprints.take(self.root, classified, self._environment())
 
     def _environment(self) -> Mapping[str, str]:
         return os.environ if self.environment is None else self.environment

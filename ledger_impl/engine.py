@@ -1,0 +1,68 @@
+"""The step logic both drivers share: `Runtime` (runs commands itself) and `DurableSession`
+(governs commands an agent runs, across hook processes).
+
+Theory of operation. One step of either driver is, in order:
+
+1. classify once: the command text becomes a `ledger_spec.Command` (category, normalized
+   spelling, target), resolved against the root and the environment the command runs with;
+2. poll: record in the ledger every change made since the last step (background jobs, an
+   editor, another process), or unknown scope when nothing can vouch for the workspace;
+3. fingerprint (`observation_fingerprint`): what a read's output depends on outside the
+   counters' view, taken with stat calls, or None when it cannot be reused;
+4. govern (`first_reuse`): the spec's decision, tried with each candidate fingerprint (with
+   the probe on: one per confirmed probe whose traced dependencies hold, newest first);
+5. start: the command is stamped with the counters at its start (a Reuse ends the step here:
+   nothing runs);
+6. finish: its result is recorded as an observation only if it is the whole truth and the
+   fingerprint did not move while it ran.
+
+What each driver still owns:
+- `Runtime`: running the command (bash in the root, or the harness's executor), the
+  detector's before/after bracket around it, background jobs and their unknown scope, and
+  the probe run in process (`ProbeGuard`); start and finish are one `Ledger.advance`.
+- `DurableSession`: the stored state (one SQLite transaction per hook call), the poll through
+  `changes_since` against a stored baseline, pending calls (abandonment, a call id decided
+  twice, writers in flight), and the probe queued for after the agent's answer; start and
+  finish are the spec's `start` and `finish`, one hook call apart.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Iterable, Mapping
+
+from ledger_spec import STEADY, Changes, Command, Decision, Fingerprint, Reuse
+
+from . import fingerprint as fingerprints
+from .ledger import Ledger
+
+# What is recorded when nothing can say which keys changed: every observation goes stale.
+UNKNOWN_SCOPE = Changes(unknown=True)
+
+
+def observation_fingerprint(
+    root: os.PathLike[str] | str, command: Command, environment: Mapping[str, str], *, enabled: bool = True
+) -> Fingerprint | None:
+    """The fingerprint govern and the observation use: only a read with a target has one that
+    matters (None: never reused). `enabled=False` (the Runtime measuring the other lines alone)
+    gives the steady value the spec defaults to, except for a read that may reach a
+    repository outside the root (a `.git` file), which nothing else covers: never reused."""
+    if not enabled:
+        outside = command.read_only and fingerprints.repository_outside_the_root(root, command)
+        return None if outside else STEADY
+    if not command.read_only or command.target is None:
+        return None
+    return fingerprints.take(root, command, environment)
+
+
+def first_reuse(
+    ledger: Ledger, command: Command, candidates: Iterable[Fingerprint | None], last: Fingerprint | None
+) -> tuple[Decision, Fingerprint | None]:
+    """Govern `command` with each candidate fingerprint in turn and stop at the first Reuse;
+    failing that, the decision with `last`. Returns the decision and the fingerprint it was
+    made with."""
+    for now in candidates:
+        decision = ledger.govern(command, now)
+        if isinstance(decision, Reuse):
+            return decision, now
+    return ledger.govern(command, last), last
