@@ -32,7 +32,7 @@ import attrs
 from economizer_spec.guard import Decision
 from economizer_spec.params import Params
 from economizer_spec.trajectory import Step
-from ledger_impl.detectors.stat_index import default_state_dir
+from ledger_impl.state_directory import resolve
 from ledger_impl.store import connect, write_transaction
 
 from .guard import Guard
@@ -55,7 +55,7 @@ class TurnVerdict:
 
 
 def turns_path(state_dir: pathlib.Path | None) -> pathlib.Path:
-    root = pathlib.Path(state_dir) if state_dir is not None else default_state_dir()
+    root = resolve(state_dir)
     return root / HOOK_DIR / "turns.sqlite3"
 
 

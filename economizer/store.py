@@ -37,7 +37,7 @@ import sqlite3
 from typing import Any, Callable, Sequence
 
 from economizer_spec.params import Params
-from ledger_impl.detectors.stat_index import default_state_dir
+from ledger_impl.state_directory import resolve
 from ledger_impl.store import connect
 
 from .bounded import BoundedMatcher
@@ -71,7 +71,7 @@ def database_path(repository: str, state_dir: pathlib.Path | None = None) -> pat
     """`<state_dir or Ledger's state root>/economizer/<owner>__<name>.sqlite3`."""
     if not repository or not re.fullmatch(r"[\w.-]+(/[\w.-]+)?", repository):
         raise BadInput(f"repository name {repository!r} is not owner/name")
-    root = pathlib.Path(state_dir) if state_dir is not None else default_state_dir()
+    root = resolve(state_dir)
     return root / ECONOMIZER_DIR / (repository.replace("/", "__") + ".sqlite3")
 
 

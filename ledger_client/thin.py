@@ -39,7 +39,9 @@ class Refused(Unreachable):
 
 
 def state_dir(explicit: str | None) -> str:
-    """The same default as Ledger's (`$XDG_STATE_HOME/ledger`, else ~/.local/state/ledger)."""
+    """The same default as Ledger's `ledger_impl.state_directory` (`$XDG_STATE_HOME/ledger`, else
+    ~/.local/state/ledger), copied so as to import nothing of Ledger; tests/test_state_directory.py
+    checks that the two agree."""
     if explicit:
         return os.path.abspath(explicit)
     base = os.environ.get("XDG_STATE_HOME") or os.path.join(os.path.expanduser("~"), ".local", "state")

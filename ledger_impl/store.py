@@ -31,7 +31,7 @@ from collections.abc import Callable, Iterator
 
 import attrs
 
-from ledger_impl.detectors.stat_index import check_outside, default_state_dir
+from ledger_impl.state_directory import check_outside, resolve
 
 SCHEMA_VERSION = 4
 BUSY_TIMEOUT_S = 30.0
@@ -93,7 +93,7 @@ def checksum(data: bytes) -> str:
 def database_path(root: os.PathLike[str] | str, state_dir: os.PathLike[str] | str | None = None) -> pathlib.Path:
     """Where the database for `root` lives: `<state_dir>/sessions/<hash>-<basename>.sqlite`."""
     root_r = os.path.realpath(root)
-    directory = pathlib.Path(state_dir) if state_dir is not None else default_state_dir()
+    directory = resolve(state_dir)
     digest = hashlib.sha256(root_r.encode("utf-8", "surrogateescape")).hexdigest()[:16]
     name = "".join(c if c.isalnum() or c in "-_." else "_" for c in os.path.basename(root_r))[:40] or "root"
     return directory / "sessions" / f"{digest}-{name}{DATABASE_SUFFIX}"
@@ -445,7 +445,7 @@ class SessionSummary:
 
 
 def sessions_dir(state_dir: os.PathLike[str] | str | None = None) -> pathlib.Path:
-    return (pathlib.Path(state_dir) if state_dir is not None else default_state_dir()) / "sessions"
+    return resolve(state_dir) / "sessions"
 
 
 def summarize(path: pathlib.Path) -> SessionSummary:

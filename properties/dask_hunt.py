@@ -93,9 +93,9 @@ class ClusterExecutor(concurrent.futures.Executor):
 def default_database() -> pathlib.Path:
     """The example database a cluster hunt shares unless told otherwise: beside Ledger's state
     (`$XDG_STATE_HOME/ledger`), which must then be on storage the workers see too."""
-    from ledger_impl.detectors.stat_index import default_state_dir
+    from ledger_impl import state_directory
 
-    return default_state_dir() / "hunt-examples"
+    return state_directory.default() / "hunt-examples"
 
 
 def run_on_scheduler(

@@ -51,7 +51,7 @@ from ledger_cli.errors import EXIT_USAGE
 from ledger_impl.agents import BY_REFERENCE, HOOKED
 from ledger_impl.agents.hook_session import REUSE_ANSWERS
 from ledger_impl.agents.spec import Hooks, Scope
-from ledger_impl.detectors.stat_index import default_state_dir
+from ledger_impl import state_directory
 from ledger_impl.service.layout import HOOK_PATH, SECRET_HEADER, Layout
 from ledger_spec.errors import UnreadableState, UsageError
 
@@ -211,7 +211,7 @@ def write_text_atomically(path: pathlib.Path, text: str, *, private: bool = Fals
 def before_record(path: pathlib.Path) -> pathlib.Path:
     """Where install keeps what `path` was before it, one record per settings file."""
     name = hashlib.sha256(str(path.absolute()).encode()).hexdigest()[:32]
-    return default_state_dir() / "hooks-before" / f"{name}.json"
+    return state_directory.default() / "hooks-before" / f"{name}.json"
 
 
 def remember_before(path: pathlib.Path) -> None:

@@ -23,6 +23,7 @@ import shutil
 import tempfile
 
 from ledger_impl.detectors.baseline import read_stored
+from ledger_impl import state_directory
 from ledger_impl.tree_snapshot import RACY_WINDOW_NS, Entry, Snapshot, diff, take_snapshot
 from ledger_spec.values import Changes
 from ledger_spec.errors import UnreadableState
@@ -124,21 +125,6 @@ class StatIndex:
         return changes_since(root, blob, racy_window_ns=self.racy_window_ns)
 
 
-def default_state_dir() -> pathlib.Path:
-    """`$XDG_STATE_HOME/ledger`, else `~/.local/state/ledger`: outside any workspace."""
-    base = os.environ.get("XDG_STATE_HOME") or os.path.join(os.path.expanduser("~"), ".local", "state")
-    return pathlib.Path(base) / "ledger"
-
-
-def check_outside(root: os.PathLike[str] | str, state_dir: os.PathLike[str] | str) -> None:
-    """Raise ValueError if `state_dir` is `root` or below it: Ledger never writes into the tree it
-    watches (its own writes would be reported as the agent's changes, or hide them)."""
-    root_r = os.path.realpath(root)
-    state_r = os.path.realpath(state_dir)
-    if state_r == root_r or state_r.startswith(root_r.rstrip("/") + "/"):
-        raise ValueError(f"the state directory {os.fspath(state_dir)!r} is inside the workspace {os.fspath(root)!r}")
-
-
 class StatIndexDetector:
     """The persisted stat index behind `before`/`after`; reloads the index from disk every call.
 
@@ -149,7 +135,7 @@ class StatIndexDetector:
     name = "stat-index"
 
     def __init__(self, state_dir: os.PathLike[str] | str | None = None, racy_window_ns: int = RACY_WINDOW_NS) -> None:
-        self.state_dir = pathlib.Path(state_dir) if state_dir is not None else default_state_dir() / "detector-index"
+        self.state_dir = pathlib.Path(state_dir) if state_dir is not None else state_directory.default() / "detector-index"
         self.racy_window_ns = racy_window_ns
 
     def _path(self, root_s: str) -> pathlib.Path:
@@ -162,7 +148,7 @@ class StatIndexDetector:
             return None
 
     def _store(self, root_s: str, blob: bytes) -> None:
-        check_outside(root_s, self.state_dir)
+        state_directory.check_outside(root_s, self.state_dir)
         self.state_dir.mkdir(parents=True, exist_ok=True)
         fd, temporary = tempfile.mkstemp(dir=self.state_dir, prefix=".index-")
         try:

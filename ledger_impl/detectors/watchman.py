@@ -52,7 +52,7 @@ import attrs
 from ledger_spec.values import Changes
 
 from .baseline import read_stored
-from .stat_index import check_outside, default_state_dir
+from ..state_directory import check_outside, resolve
 from ledger_spec.errors import DetectorFailure
 
 BINARY = "watchman"
@@ -290,7 +290,7 @@ class WatchmanIndex:
     name = "watchman"
 
     def __init__(self, state_dir: os.PathLike[str] | str | None = None, *, track_links: bool = True) -> None:
-        self.state_dir = pathlib.Path(state_dir) if state_dir is not None else default_state_dir()
+        self.state_dir = resolve(state_dir)
         self.daemon = Daemon(self.state_dir / "watchman")
         # False only for `ledger_impl.detectors.unsound.watchman_by_name`: Watchman's names alone.
         self.track_links = track_links

@@ -18,7 +18,7 @@ import socket
 
 import attrs
 
-from ledger_impl.detectors.stat_index import default_state_dir
+from ledger_impl.state_directory import resolve
 
 SECRET_HEADER = "X-Ledger-Secret"
 HOOK_PATH = "/ledger/v1/hook/"  # + agent name
@@ -32,8 +32,7 @@ class Layout:
 
     @classmethod
     def of(cls, state_dir: str | os.PathLike[str] | None) -> "Layout":
-        base = pathlib.Path(state_dir) if state_dir is not None else default_state_dir()
-        return cls(base.absolute())
+        return cls(resolve(state_dir).absolute())
 
     @property
     def directory(self) -> pathlib.Path:
