@@ -37,6 +37,8 @@ from __future__ import annotations
 from collections import OrderedDict
 from typing import Hashable, Iterable, Iterator
 
+import attrs
+
 from ledger_spec import Policy, State
 from ledger_spec.state import INTERVENING, NUDGEABLE_ANY_TIME, NUDGEABLE_IN_SHORT_LOOP, REUSABLE, SEQUENTIAL, WITHHOLDING
 from ledger_spec.state import check_startable
@@ -245,11 +247,14 @@ class Ledger:
         self.finish(SEQUENTIAL, output, exit_status, changes)
 
     def start(
-        self, call: Hashable, command: Command, decision: Decision, fingerprint: Fingerprint | None = STEADY
+        self, call: Hashable, command: Command, decision: Decision, fingerprint: Fingerprint | None = STEADY,
+        *, may_write: bool = False,
     ) -> None:
         """`command` begins to run under `decision` as `call` (spec `start`)."""
         check_startable(decision, call, call in self._pending)
-        self._pending[call] = Pending(call, command, decision, self._modifications.total, fingerprint)
+        self._pending[call] = Pending(
+            call, command, decision, self._modifications.total, fingerprint, may_write or not command.read_only
+        )
 
     def finish(
         self, call: Hashable, output: str, exit_status: int, changes: Changes, *, exact: bool = True,
@@ -268,6 +273,21 @@ class Ledger:
         """Call `call` will never report (spec `abandon`)."""
         self._take_pending(call)
         self.modify(Changes(unknown=True))
+
+    def expire(self, calls: Iterable[Hashable]) -> None:
+        """Calls `calls` are given up on but may still report (spec `expire`)."""
+        given_up = list(calls)
+        for call in given_up:
+            if call not in self._pending:
+                raise ValueError(f"call {call!r} is not running")
+        for call in given_up:
+            self._pending[call] = attrs.evolve(self._pending[call], may_write=False)
+        if given_up:
+            self.modify(Changes(unknown=True))
+
+    def writers_in_flight(self) -> int:
+        """How many pending commands may still be writing (spec `writers_in_flight`)."""
+        return sum(1 for pending in self._pending.values() if pending.may_write)
 
     def running(self, call: Hashable) -> Pending | None:
         """The pending command of `call`, if it is in flight."""
@@ -364,6 +384,8 @@ class Ledger:
         `fingerprint`, the fingerprint of `command` taken now."""
         if self._interventions >= self.policy.intervention_cap:
             return Allow()
+        if self.writers_in_flight():
+            return Allow()  # their writes may not have landed yet (spec `govern`)
         reuse = self._reuse(command, fingerprint)
         if reuse is not None:
             return reuse

@@ -10,17 +10,19 @@ Theory of operation.
   everything changed since the stored baseline and record it; govern. A Reuse is answered at
   once (nothing runs, no record follows). Anything else *starts* the call in the ledger (spec
   `start`: stamped with the counters at the command's start) and leaves a *pending* row for
-  the writers-in-flight check and abandonment.
+  abandonment and a call id decided twice.
 - record(call_id, output, exit_code): load; poll and record what changed since (while the
   command ran, and anything else); *finish* the call (spec `finish`). Its observation carries
   the counters at its start, so a change recorded since then by any command (one that
   overlapped it, or itself) that reaches its target makes it stale at once: recorded without
   its output, never served. A change to another file does not.
 - Reuse is refused while another call that may write is in flight: its writes may not have
-  landed yet. Calls in flight that only read do not block it.
+  landed yet. Calls in flight that only read do not block it. The spec's govern enforces this
+  (`ledger_spec.writers_in_flight`, from each pending call's `may_write`).
 - A call decided and never recorded (the agent was interrupted, the tool failed with no
-  PostToolUse) is abandoned after `abandon_after` seconds, or at once by `abandon()`: the
-  workspace is then treated as changed in unknown scope.
+  PostToolUse) is abandoned after `abandon_after` seconds, or at once by `abandon()` (spec
+  `expire`): the workspace is then treated as changed in unknown scope, and the call no longer
+  counts as a writer in flight.
 - State that cannot be shown intact is discarded with a note, which reaches the agent in the
   next Decision's `degraded`. Losing state costs reuse, never correctness.
 - With the probe on (the default; `ledger_impl.session_probe`), a read's stored output serves
@@ -208,14 +210,13 @@ class DurableSession:
                 and decision.observation.command.normalized != classified.normalized
             ):
                 decision = Allow()
-            if isinstance(decision, Reuse):
-                writers = [row for row in self._store.pending() if row.may_write and not row.abandoned]
-                if earlier is not None:
-                    state.notes.append(f"not reused: call id {call_id!r} is already in flight")
-                    decision = Allow()
-                elif writers:
-                    state.notes.append(f"not reused: {len(writers)} command(s) that may write still running")
-                    decision = Allow()
+            if isinstance(decision, Reuse) and earlier is not None:
+                state.notes.append(f"not reused: call id {call_id!r} is already in flight")
+                decision = Allow()
+            writers = state.ledger.writers_in_flight()
+            if writers and classified.read_only and classified.target is not None:
+                # Govern serves nothing while they run (spec `writers_in_flight`): say why.
+                state.notes.append(f"not reused: {writers} command(s) that may write still running")
             if isinstance(decision, Reuse):
                 state.ledger.advance(classified, decision, "", decision.exit_status, Changes())
                 result = Decision(
@@ -230,8 +231,13 @@ class DurableSession:
                 ambiguous = earlier is not None or state.ledger.running(call_id) is not None
                 if state.ledger.running(call_id) is not None:
                     state.ledger.abandon(call_id)  # the earlier call under this id (it may have run)
-                state.ledger.start(call_id, classified, decision, self._probed_start(classified, started_with, call_id, cwd))
-                may_write = not classified.read_only or (earlier is not None and earlier.may_write)
+                # A read under the id of an earlier writer may be that writer still running.
+                inherited = earlier is not None and earlier.may_write
+                state.ledger.start(
+                    call_id, classified, decision, self._probed_start(classified, started_with, call_id, cwd),
+                    may_write=inherited,
+                )
+                may_write = not classified.read_only or inherited
                 self._store.add_pending(
                     PendingRow(call_id, _storable(command), state.ledger.total, may_write, time.time())
                 )
@@ -362,7 +368,7 @@ class DurableSession:
             for row in rows:
                 self._store.mark_abandoned(row.call_id)
             if rows:
-                state.ledger.modify(UNKNOWN_SCOPE)
+                _expire(state.ledger, [row.call_id for row in rows])
                 self._store.add_note(f"{len(rows)} command(s) {reason} before their result was recorded: changes unknown")
             self._save(state)
         return len(rows)
@@ -430,8 +436,15 @@ class DurableSession:
         stored = {pending.call_id for pending in self._store.pending()}
         for call in [call for call in ledger.running_calls() if call not in stored]:
             ledger.abandon(call)  # its row was forgotten: it will never be finished
+        given_up = [pending.call_id for pending in expired]
+        # Marked abandoned by a Ledger that predates spec `expire`: still counted as writers.
+        given_up += [
+            row.call_id for row in self._store.pending()
+            if row.abandoned and row.call_id not in given_up and _may_write(ledger, row.call_id)
+        ]
+        if given_up:
+            _expire(ledger, given_up)
         if expired:
-            ledger.modify(UNKNOWN_SCOPE)
             self._store.add_note(
                 f"{len(expired)} command(s) never reported a result within {self.abandon_after:.0f} s: changes unknown"
             )
@@ -521,6 +534,21 @@ class _State:
     ledger: Ledger
     index: bytes | None
     notes: list[str | Degraded] = attrs.Factory(list)  # shown once, in the next Decision's `degraded`
+
+
+def _expire(ledger: Ledger, calls: list[str]) -> None:
+    """Give up on `calls` (spec `expire`): unknown scope, once, and they no longer count as
+    writers in flight; those the ledger no longer holds as running just cost the unknown scope."""
+    running = [call for call in calls if ledger.running(call) is not None]
+    if running:
+        ledger.expire(running)
+    else:
+        ledger.modify(UNKNOWN_SCOPE)
+
+
+def _may_write(ledger: Ledger, call: str) -> bool:
+    running = ledger.running(call)
+    return running is not None and running.may_write
 
 
 def _storable(text: str) -> str:

@@ -13,6 +13,7 @@ from .state import (
     conclude,
     current,
     evict,
+    expire,
     finish,
     first_invalidation,
     govern,
@@ -23,6 +24,7 @@ from .state import (
     run,
     serve,
     start,
+    writers_in_flight,
 )
 from .values import (
     NL_NUMBERED,
@@ -71,6 +73,7 @@ __all__ = [
     "consistent",
     "current",
     "evict",
+    "expire",
     "Decision",
     "DEFAULT_TRANSIENT_PATTERNS",
     "FileTarget",
@@ -97,6 +100,7 @@ __all__ = [
     "Reuse",
     "run",
     "serve",
+    "writers_in_flight",
     "serve_lines",
     "SLICEABLE_VIEWS",
     "split_lines",

@@ -48,7 +48,15 @@ is stamped at the start too. A sequential step is a `start` immediately followed
 `finish` (`advance` is exactly that), and nothing is recorded between them, so the start and
 the end stamps coincide and the sequential semantics are those described above. `abandon`
 gives up on a pending command that will never finish: the workspace is then changed in
-unknown scope.
+unknown scope. `expire` gives up on pending commands that may still finish late: the
+workspace is changed in unknown scope, and they stay pending so that a late `finish` still
+closes their step.
+
+Writers in flight. A command that may write and has not finished may still be writing: its
+changes are recorded only at its `finish`, so an observation that looks current may already
+be stale, and "nothing changed since" unproven. Govern therefore answers Allow, neither Reuse
+nor Nudge, while a pending command may write (its `may_write`, set at `start` for every
+command that is not read-only, cleared by `expire`). Reads in flight block neither.
 
 Stored outputs are bounded: a modification drops the output of every observation it makes
 stale, and after each step the least recently used outputs (recorded or served last) are
@@ -251,16 +259,19 @@ def check_startable(decision: Decision, call: Hashable, already_running: bool) -
 
 
 def start(
-    state: State, call: Hashable, command: Command, decision: Allow | Nudge, fingerprint: Fingerprint | None = STEADY
+    state: State, call: Hashable, command: Command, decision: Allow | Nudge, fingerprint: Fingerprint | None = STEADY,
+    *, may_write: bool = False,
 ) -> State:
     """`command` begins to run under `decision`, as call `call`; stamp it with the counters now
     (G, i.e. the log so far) and `fingerprint`, the fingerprint taken now. A Reuse runs
-    nothing, so it is never started: `advance` records it.
+    nothing, so it is never started: `advance` records it. It may write if its command is not
+    read-only, or if the caller says so (`may_write`: it cannot tell this call from an earlier
+    writer under the same name).
 
     post: __return__.total == state.total
     """
     check_startable(decision, call, any(pending.call == call for pending in state.pending))
-    running = Pending(call, command, decision, state.total, fingerprint)
+    running = Pending(call, command, decision, state.total, fingerprint, may_write or not command.read_only)
     return attrs.evolve(state, pending=state.pending + (running,))
 
 
@@ -300,6 +311,25 @@ def abandon(state: State, call: Hashable) -> State:
     running = _running(state, call)
     state = attrs.evolve(state, pending=tuple(pending for pending in state.pending if pending is not running))
     return modify(state, Changes(unknown=True))
+
+
+def expire(state: State, calls: Iterable[Hashable]) -> State:
+    """Calls `calls` are given up on (their result is long overdue) but may still report: count
+    the workspace as changed in unknown scope, once, and stop counting them as writers in
+    flight. They stay pending: a late `finish` closes their step, stamped at their start, so
+    the unknown scope recorded now leaves their output never served."""
+    given_up = {_running(state, call).call for call in calls}
+    if not given_up:
+        return state
+    pending = tuple(
+        attrs.evolve(running, may_write=False) if running.call in given_up else running for running in state.pending
+    )
+    return modify(attrs.evolve(state, pending=pending), Changes(unknown=True))
+
+
+def writers_in_flight(state: State) -> int:
+    """How many pending commands may still be writing."""
+    return sum(1 for pending in state.pending if pending.may_write)
 
 
 def _running(state: State, call: Hashable) -> Pending:
@@ -410,8 +440,13 @@ def govern(state: State, command: Command, policy: Policy, fingerprint: Fingerpr
     the fingerprint of `command` taken now.
 
     post: implies(isinstance(__return__, Reuse), command.category in REUSABLE)
+    post: implies(isinstance(__return__, Reuse), writers_in_flight(state) == 0)
     """
     if interventions(state) >= policy.intervention_cap:
+        return Allow()
+    if writers_in_flight(state):
+        # Their writes may not have landed yet: neither "the same output" (Reuse) nor "nothing
+        # changed since" (Nudge) can be said.
         return Allow()
     reuse = _reuse(state, command, policy, fingerprint)
     if reuse is not None:

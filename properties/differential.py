@@ -73,11 +73,12 @@ TASKS: tuple[str, ...] = ("", "fix the   failing\ttest in src/c.py")
 @attrs.frozen
 class Event:
     """One abstract event: a standalone modification, a governed step, or (with `call` set) the
-    start, finish or abandonment of one of several commands in flight."""
+    start, finish, abandonment or expiry of one of several commands in flight."""
 
     changes: Changes | None = None  # set for a standalone modification
     call: str | None = None  # set for the events of a command in flight
-    phase: str = "start"  # with `call`: 'start' (govern, then start), 'finish' or 'abandon'
+    phase: str = "start"  # with `call`: 'start' (govern, then start), 'finish', 'abandon' or 'expire'
+    may_write: bool = False  # for a start: the caller says the call may write (an id reused by a writer)
     exact: bool = True  # for a finish: the caller vouches for the output
     fingerprint_moved: bool = False  # for a finish: the caller saw the fingerprint move
     command: Command | None = None
@@ -220,16 +221,17 @@ class LedgerMatchesSpec(RuleBasedStateMachine):
             call=f"call-{self.calls}",
             phase="start",
             harness_allows=data.draw(st.integers(0, 5), label="harness allows") == 0,
+            may_write=data.draw(st.integers(0, 7), label="may write") == 0,
         )
         self.apply(event, f"start {event!r}")
 
     @rule(target=observations, data=st.data())
     def end_call(self, data: st.DataObject) -> object:
-        """Finish (or abandon) one of the calls in flight, in any order."""
+        """Finish (or abandon, or expire) one of the calls in flight, in any order."""
         if not self.state.pending:
             return multiple()
         pending = data.draw(st.sampled_from(self.state.pending), label="call")
-        phase = "abandon" if data.draw(st.integers(0, 5), label="abandon") == 0 else "finish"
+        phase = ("abandon", "expire", "finish", "finish", "finish", "finish")[data.draw(st.integers(0, 5), label="end")]
         command = pending.command
         event = Event(
             call=pending.call,
@@ -328,6 +330,9 @@ def _replay_call(where: str, event: Event, state: State, ledger: Ledger, policy:
     if event.phase == "abandon" and in_flight:
         ledger.abandon(event.call)
         return ledger_spec.abandon(state, event.call)
+    if event.phase == "expire" and in_flight:
+        ledger.expire([event.call])
+        return ledger_spec.expire(state, [event.call])
     if event.phase != "start":
         return state
     assert event.command is not None
@@ -337,8 +342,10 @@ def _replay_call(where: str, event: Event, state: State, ledger: Ledger, policy:
         ledger.advance(event.command, expected, "", 0, Changes())
         return ledger_spec.advance(state, event.command, expected, "", 0, Changes(), policy=policy)
     decision = Allow() if isinstance(expected, ledger_spec.Reuse) else expected
-    ledger.start(event.call, event.command, decision, event.recorded_fingerprint)
-    return ledger_spec.start(state, event.call, event.command, decision, event.recorded_fingerprint)
+    ledger.start(event.call, event.command, decision, event.recorded_fingerprint, may_write=event.may_write)
+    return ledger_spec.start(
+        state, event.call, event.command, decision, event.recorded_fingerprint, may_write=event.may_write
+    )
 
 
 def _agree(where: str, expected: object, actual: object) -> None:
@@ -402,8 +409,12 @@ def overlapping_events(draw: st.DrawFn) -> list[Event]:
             events.append(started)
         elif in_flight:
             ending = in_flight.pop(draw(st.integers(0, len(in_flight) - 1)))
-            if move == "abandon" and draw(st.integers(0, 3)) == 0:
+            ending_move = draw(st.integers(0, 3)) if move == "abandon" else None
+            if ending_move == 0:
                 events.append(attrs.evolve(ending, phase="abandon"))
+            elif ending_move == 1:
+                events.append(attrs.evolve(ending, phase="expire"))  # given up on, still in flight
+                in_flight.append(ending)
             else:
                 events.append(
                     attrs.evolve(

@@ -478,13 +478,14 @@ def test_a_read_killed_by_a_signal_is_no_success_for_other_spellings() -> None:
 
 
 def test_interventions_that_overshoot_the_cap_still_allow_everything() -> None:
-    # Two test runs are nudged before either finishes, so the count jumps past the cap of one
-    # instead of landing on it; the read that could be reused must still be allowed.
-    first, second = started("t1", TEST), started("t2", TEST)
-    events = [ran(read("a.py"), "x\n"), ran(TEST), first, second, finished(first), finished(second)]
+    # Two repeats of a failed read are nudged before either finishes (reads: no writer is in
+    # flight to stop the nudges), so the count jumps past the cap of one instead of landing on
+    # it; the read that could be reused must still be allowed.
+    first, second = started("r1", read("a.py", spelling=" ")), started("r2", read("a.py", spelling="  "))
+    events = [ran(read("b.py"), "x\n"), ran(read("a.py"), "no line 1\n", 1), first, second, finished(first), finished(second)]
     ledger = drive(Policy(intervention_cap=1), events)
     assert ledger.interventions == 2
-    assert isinstance(ledger.govern(read("a.py")), Allow)
+    assert isinstance(ledger.govern(read("b.py")), Allow)
 
 
 # --- range frontier (the rest of ledger_index.py's run) -------------------------------------

@@ -122,6 +122,38 @@ def test_no_reuse_while_a_writer_is_in_flight(workspace: Path, state_dir: Path) 
         assert session.decide("cat src/app.py", call_id="r3").verdict == "reuse"
 
 
+def test_a_writer_given_up_on_no_longer_blocks_reuse_but_its_late_record_still_counts(
+    workspace: Path, state_dir: Path
+) -> None:
+    with DurableSession.open(workspace, state_dir=state_dir) as session:
+        session.decide("sed -i s/alpha/beta/ notes.txt", call_id="w")
+        assert session.abandon("w") == 1  # spec `expire`: unknown scope, no longer a writer in flight
+        assert session.snapshot().pending[0].may_write is False
+        session.decide("cat notes.txt", call_id="r1")
+        session.record("r1", *fresh(workspace, "cat notes.txt"))
+        session.run_queued_probes()
+        assert session.decide("cat notes.txt", call_id="r2").verdict == "reuse"
+        fresh(workspace, "sed -i s/alpha/beta/ notes.txt")  # it ran after all, and reports late
+        session.record("w", "", 0)
+        assert session.decide("cat notes.txt", call_id="r3").verdict == "allow"
+        history = [record.command.text for record in session.snapshot().history]
+    assert history[-2:] == ["cat notes.txt", "sed -i s/alpha/beta/ notes.txt"]
+
+
+def test_a_writer_abandoned_before_expire_existed_stops_blocking_reuse_at_the_next_load(
+    workspace: Path, state_dir: Path
+) -> None:
+    with DurableSession.open(workspace, state_dir=state_dir) as session:
+        session.decide("sed -i s/alpha/beta/ notes.txt", call_id="w")
+        with session._store.transaction():
+            session._store.mark_abandoned("w")  # as an older Ledger left it: its ledger call still may write
+        assert session.snapshot().pending[0].may_write is False  # given up on at the load
+        session.decide("cat notes.txt", call_id="r1")
+        session.record("r1", *fresh(workspace, "cat notes.txt"))
+        session.run_queued_probes()
+        assert session.decide("cat notes.txt", call_id="r2").verdict == "reuse"
+
+
 def test_a_read_overlapping_a_recorded_change_is_not_kept(workspace: Path, state_dir: Path) -> None:
     with DurableSession.open(workspace, state_dir=state_dir) as session:
         session.decide("cat notes.txt", call_id="read")

@@ -243,3 +243,27 @@ def test_a_database_of_format_3_gains_the_context_table_and_keeps_its_ledger(wor
     with DurableSession.open(workspace, state_dir=state) as session:
         session.context.deliver("s", 0, full=True)
         assert session.context.current().delivered(0) is not None, "the migrated table is written and read"
+
+
+@pytest.mark.parametrize(("category", "may_write"), [(Category.READ, False), (Category.EDIT, True)])
+def test_a_pending_call_stored_before_may_write_existed_decodes_it_from_its_command(
+    category: Category, may_write: bool
+) -> None:
+    # A state written before `Pending.may_write` holds pending calls without the field: a
+    # writer must still block Reuse after the upgrade, a read must not.
+    from ledger_spec import INITIAL, Allow, start
+
+    text = "cat a.py" if category is Category.READ else "edit a.py"
+    state = start(INITIAL, "call", Command(text, text, category), Allow())
+    document = json.loads(state_codec.dumps(state))
+
+    def without_may_write(value: object) -> object:
+        if isinstance(value, dict):
+            return {key: without_may_write(item) for key, item in value.items() if key != "may_write"}
+        if isinstance(value, list):
+            return [without_may_write(item) for item in value]
+        return value
+
+    older = json.dumps(without_may_write(document))
+    assert "may_write" in state_codec.dumps(state) and "may_write" not in older
+    assert state_codec.loads(older).pending[0].may_write is may_write
