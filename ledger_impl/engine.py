@@ -21,9 +21,11 @@ What each driver still owns:
   detector's before/after bracket around it, background jobs and their unknown scope, and
   the probe run in process (`ProbeGuard`); start and finish are one `Ledger.advance`.
 - `DurableSession`: the stored state (one SQLite transaction per hook call), the poll through
-  `changes_since` against a stored baseline, pending calls (abandonment, a call id decided
-  twice, writers in flight), and the probe queued for after the agent's answer; start and
-  finish are the spec's `start` and `finish`, one hook call apart.
+  `changes_since` against a stored baseline, pending rows (their expiry, through spec
+  `expire`; a call id decided twice; the `may_write` a read inherits from an earlier writer
+  under its id), and the probe queued for after the agent's answer; start and finish are the
+  spec's `start` and `finish`, one hook call apart. No Reuse while a writer is in flight is
+  the spec's rule (`ledger_spec.writers_in_flight`), not a driver's.
 """
 
 from __future__ import annotations
