@@ -243,9 +243,10 @@ class Pending:
     and its stamp, taken at its start: `started_at` is G then (the length of the modification
     log, whose prefix gives every counter at the start) and `fingerprint` the fingerprint then.
     `call` names it among the commands in flight (a tool call id). `may_write`: while it holds,
-    writes of this call may still land, so nothing is reused (see `ledger_spec.state.govern`);
+    writes of this call may still land, so govern neither reuses nor nudges (`ledger_spec.state`);
     True for a command that is not read-only (or a read the caller cannot tell from an earlier
-    writer under the same call name), and cleared only when the call is given up on (`expire`). A state stored before the field existed decodes it from the command."""
+    writer under the same call name), and cleared only when the call is given up on (`expire`).
+    A state stored before the field existed decodes it from the command."""
 
     call: Hashable
     command: Command

@@ -482,7 +482,8 @@ def test_interventions_that_overshoot_the_cap_still_allow_everything() -> None:
     # flight to stop the nudges), so the count jumps past the cap of one instead of landing on
     # it; the read that could be reused must still be allowed.
     first, second = started("r1", read("a.py", spelling=" ")), started("r2", read("a.py", spelling="  "))
-    events = [ran(read("b.py"), "x\n"), ran(read("a.py"), "no line 1\n", 1), first, second, finished(first), finished(second)]
+    events = [ran(read("b.py"), "x\n"), ran(read("a.py"), "no line 1\n", 1), first, second]
+    events += [finished(first), finished(second)]
     ledger = drive(Policy(intervention_cap=1), events)
     assert ledger.interventions == 2
     assert isinstance(ledger.govern(read("b.py")), Allow)

@@ -45,7 +45,9 @@ def test_the_thin_client_s_copy_of_the_default_agrees_with_ledger_s(
     assert os.path.abspath(thin.socket_path(thin.state_dir(None))) == os.fspath(Layout.of(None).socket_path)
 
 
-@pytest.mark.parametrize(("xdg", "expected"), [("{tmp}/xdg", "{tmp}/xdg/ledger"), ("", "{tmp}/home/.local/state/ledger")])
+@pytest.mark.parametrize(
+    ("xdg", "expected"), [("{tmp}/xdg", "{tmp}/xdg/ledger"), ("", "{tmp}/home/.local/state/ledger")]
+)
 def test_the_default_follows_xdg_state_home_else_home(
     xdg: str, expected: str, tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

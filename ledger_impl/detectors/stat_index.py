@@ -135,7 +135,8 @@ class StatIndexDetector:
     name = "stat-index"
 
     def __init__(self, state_dir: os.PathLike[str] | str | None = None, racy_window_ns: int = RACY_WINDOW_NS) -> None:
-        self.state_dir = pathlib.Path(state_dir) if state_dir is not None else state_directory.default() / "detector-index"
+        default = state_directory.default() / "detector-index"
+        self.state_dir = pathlib.Path(state_dir) if state_dir is not None else default
         self.racy_window_ns = racy_window_ns
 
     def _path(self, root_s: str) -> pathlib.Path:
