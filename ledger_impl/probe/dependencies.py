@@ -18,7 +18,9 @@ Some dependencies can never be revalidated, and make the read never reusable (`n
 device, FIFO or socket, anything under /proc, /sys or /dev (except /dev/null, which is always
 empty, a write-only open, which is output, and the few accesses in `EXEMPT_PSEUDO`), a path inside the root on another filesystem
 than the root's (a mount inside the workspace: the detector's watches do not cross into it),
-an outside path whose state now contradicts what the probe saw (found where the probe found
+a conversation over a socket (`socket_reason`: a server's answer rests on its state, which
+nothing here can revalidate; a `connect` the probe refused to a Unix socket path where nothing
+exists is a failed lookup instead), an outside path whose state now contradicts what the probe saw (found where the probe found
 nothing), or one changed since the command started (its ctime is at or after the start,
 minus `CTIME_SLACK_NS` for the kernel's coarse clock): what the probe read and what is
 recorded may then differ.
@@ -34,7 +36,7 @@ from typing import Final, Iterable
 import attrs
 
 from . import clock
-from .trace import Access
+from .trace import UNIX_SOCKET, Access
 
 HASHED_BYTES: Final = 64 * 1024
 # The kernel stamps ctime from a coarse clock that lags the real time by up to one tick
@@ -160,6 +162,22 @@ def _special(mode: int) -> bool:
     return stat.S_ISCHR(mode) or stat.S_ISBLK(mode) or stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode)
 
 
+def _talks_to_a_socket(access: Access) -> str | None:
+    if access.socket is None:
+        return None
+    if access.socket != UNIX_SOCKET:
+        return f"talks over a socket ({access.socket})"
+    if access.ok or os.path.lexists(access.path):
+        return f"asks the socket {access.path}"
+    return None  # refused before any socket was reached, and none is there: a failed lookup
+
+
+def socket_reason(accesses: Iterable[Access]) -> str | None:
+    """Why the read talked to a socket, if it did: never reusable (and the probe, refused its
+    conversation, may print something else than the agent saw)."""
+    return next((reason for reason in map(_talks_to_a_socket, accesses) if reason is not None), None)
+
+
 def collect(accesses: Iterable[Access], root: str, started_ns: int) -> DependencySet:
     """The dependency set of a probe's accesses, with each outside path's identity now, for
     a command started at `started_ns` (time.time_ns())."""
@@ -175,6 +193,9 @@ def collect(accesses: Iterable[Access], root: str, started_ns: int) -> Dependenc
         if access in seen:
             continue  # a search opens, stats and reads one file with several calls
         seen.add(access)
+        talked = _talks_to_a_socket(access)
+        if talked is not None:
+            return _never(talked)
         path = access.path
         normal = os.path.normpath(path)
         if clock.own_file(normal) or normal in ALWAYS_EMPTY or access.write_only or (normal, access.error) in EXEMPT_PSEUDO:

@@ -6,8 +6,12 @@
   root under `/tmp` stays visible), and so is the one directory strace writes its trace to,
   which lives outside the workspace and which the command never names;
 - `--dev /dev`, `--proc /proc`: a minimal device tree and the procfs of the new PID namespace;
-- `--unshare-net`, `--unshare-pid`, `--die-with-parent`, `--new-session`: no network, no view of
-  the host's processes, nothing survives the probe, no keystrokes into a terminal;
+- `--unshare-net`, `--unshare-ipc`, `--unshare-pid`, `--die-with-parent`, `--new-session`: no
+  network and no abstract Unix sockets of the host, no System V or POSIX message queues,
+  semaphores or shared memory of the host, no view of the host's processes, nothing survives
+  the probe, no keystrokes into a terminal. Unix sockets named by a path stay visible through
+  the read-only bind (a bind does not stop a `connect`): the tracer refuses every call that
+  could reach one (`trace`'s docstring says why that, and not more mounts or a filter);
 - `--chdir ROOT`: the command starts where the agent's did.
 
 strace runs inside, so bwrap's own mounts are not traced; the clock variables are given to the
@@ -54,7 +58,7 @@ def argv(
     line = [
         tool("bwrap") or "bwrap", "--ro-bind", "/", "/", "--tmpfs", "/tmp", "--ro-bind", root_text, root_text,
         "--bind", trace_text, trace_text, "--dev", "/dev", "--proc", "/proc",
-        "--unshare-net", "--unshare-pid", "--die-with-parent", "--new-session",
+        "--unshare-net", "--unshare-ipc", "--unshare-pid", "--die-with-parent", "--new-session",
         "--chdir", root_text if workdir is None else os.fspath(workdir),
         "--", tool("strace") or "strace", *trace.STRACE_OPTIONS, "-o", os.path.join(trace_text, TRACE_FILE),
     ]
