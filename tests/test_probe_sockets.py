@@ -161,3 +161,34 @@ def test_making_a_socket_is_not_talking_over_one(tmp_path: Path) -> None:
     line = "7 socket(AF_UNIX, SOCK_STREAM|SOCK_CLOEXEC, 0) = 3<\\x73>"
     traced = trace.parse(line, os.fspath(tmp_path))
     assert dependencies.collect(traced.accesses, os.fspath(tmp_path), time.time_ns()).never is None
+
+
+def _read_once(fifo: Path, received: list[bytes]) -> threading.Thread:
+    """A reader on the host, for one writer (opening a FIFO for writing waits for a reader)."""
+    def read() -> None:
+        with open(fifo, "rb") as reader:
+            received.append(reader.read())
+    thread = threading.Thread(target=read, daemon=True)
+    thread.start()
+    return thread
+
+
+@needs_probe
+def test_a_read_that_writes_into_a_host_fifo_is_never_served(root: Path, outside: Path) -> None:  # noqa: F811
+    """A FIFO is no regular file: a read-only bind does not stop opening it for writing, so a
+    reader on the host receives what the probe writes. Such a read is never served (that the
+    reader is reached at all is an open limit: docs/safety/probe.md)."""
+    fifo = outside / "pipe"
+    os.mkfifo(fifo)
+    received: list[bytes] = []
+    command = f"echo request > {fifo}; cat a.txt"
+    env = command_environment()
+    started = time.time_ns()
+    reader = _read_once(fifo, received)
+    agent_run = run_command(command, root, 30, 1 << 20, env)
+    reader.join(10)
+    reader = _read_once(fifo, received)
+    result = probe(root, command, env, agent_run.output, agent_run.exit_code, started_ns=started)
+    reader.join(10)
+    assert agent_run.output == "alpha\n"
+    assert not result.servable and "for writing" in str(result.reason), result.reason
