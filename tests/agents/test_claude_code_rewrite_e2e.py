@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import pathlib
-import subprocess
 import sys
 import time
 
@@ -19,7 +18,7 @@ import pytest
 
 from probes_settled import settle
 from scripted_models import ScriptedModel, ScriptedServer, ToolResult
-from test_claude_code_e2e import DENIED, HEADER, bash, claude, rendered, with_ledger_hooks  # noqa: F401 (fixture)
+from test_claude_code_e2e import DENIED, bash, claude, rendered, run_claude, unwrapped, with_ledger_hooks  # noqa: F401 (fixture)
 
 READ, REWRITTEN = "cat a.txt", "cat b.txt"
 
@@ -74,20 +73,13 @@ def test_a_command_another_hook_rewrote_is_never_served_for_the_original(
 
     def check(results: list[ToolResult]) -> None:
         for result in results:
-            got = result.content
-            if got.startswith(DENIED):
-                got = HEADER.sub("", got[len(DENIED):], count=1)
-            oracle.append((result.tool_use_id, got, rendered(READ, workspace)))
+            oracle.append((result.tool_use_id, unwrapped(result.content), rendered(READ, workspace)))
         settle(workspace, state)  # the next turn comes after the probes of these results
 
     model = ScriptedModel(turns, on_results=check)
     started = time.monotonic()
     with ScriptedServer(model) as url:
-        run = subprocess.run(
-            [str(claude), "-p", "Read a.txt.", "--allowedTools", "Bash", "--output-format", "json"],
-            cwd=workspace, env={**env, "ANTHROPIC_BASE_URL": url}, capture_output=True, text=True, timeout=300,
-            stdin=subprocess.DEVNULL,
-        )
+        run = run_claude(claude, workspace, {**env, "ANTHROPIC_BASE_URL": url}, "Read a.txt.", "Bash")
     seconds = time.monotonic() - started
     assert run.returncode == 0, (run.stdout[-2000:], run.stderr[-2000:])
     assert model.errors == []
