@@ -17,7 +17,6 @@ still never served (`dependencies._reached_the_host`). `available()` says which 
 
 from __future__ import annotations
 
-import ctypes
 import functools
 import os
 import sys
@@ -57,6 +56,8 @@ os.execvp(program[0], program)
 @functools.cache
 def available() -> bool:
     """Whether this kernel has Landlock (its ABI version answers)."""
+    import ctypes  # here, not at the top: every `ledger hook` process imports this module
+
     try:
         libc = ctypes.CDLL(None, use_errno=True)
         return int(libc.syscall(444, None, 0, 1)) >= 1  # LANDLOCK_CREATE_RULESET_VERSION
