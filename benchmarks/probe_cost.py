@@ -47,12 +47,20 @@ def commands(root: pathlib.Path) -> dict[str, str]:
     }
 
 
+def _after_probe(row: dict[str, Any]) -> str:
+    """The revalidation and dependency cells; a read the probe refused has none (a run recorded
+    before `servable` was a field was servable)."""
+    if not row.get("servable", True):
+        return "not servable | | "
+    return f"{row['revalidate_ms']['median']} | {row['inside_keys']} | {row['outside_paths']}"
+
+
 def render(document: dict[str, Any]) -> str:
     """The JSON as the Markdown table of docs/safety/probe.md (`scripts/docs_generate.py` draws it)."""
     lines = ["| command | own run (ms) | probe (ms) | probe / run | revalidation at Reuse (ms) | inside keys | outside paths |",
              "|---|---:|---:|---:|---:|---:|---:|"]
     lines += [f"| `{row['text']}` | {row['run_ms']['median']} | {row['probe_ms']['median']} | {row['probe_over_run']} "
-              f"| {row['revalidate_ms']['median']} | {row['inside_keys']} | {row['outside_paths']} |" for row in document["rows"]]
+              f"| {_after_probe(row)} |" for row in document["rows"]]
     lines += ["", f"<small>Data: `benchmarks/results/probe-cost.json`, medians. Commit {document['commit']}; "
                   f"{document['machine']}; {document['load']}; {document['date']}.</small>"]
     return "\n".join(lines)

@@ -18,6 +18,15 @@ claim at a position depends only on its prefix).
 
 `check(dropped=RULE)` drops one test of the rule; Z3 must then find a sequence in which a
 reference points at a result the model no longer holds, or never held in full.
+
+`check_inductive()` makes the claim one for sequences of every length. It adds a ghost map
+`held`: step -> "a full delivery of it since the last new epoch", which is the claim's
+witness read forward (a new epoch empties it; a full delivery of s sets held[s]). Its
+invariant, for every step s: the newest delivery's epoch is not in the future, and a full
+newest delivery in the current epoch implies held[s]. Z3 shows it holds initially, that one
+event of any kind from any state satisfying it keeps it, and that a reference answer is then
+only given where held[s]: by induction over the sequence, every reference in every sequence
+points at a result held in full.
 """
 
 from __future__ import annotations
@@ -69,6 +78,61 @@ def check(*, dropped: str | None = None, length: int = LENGTH, timeout_ms: int =
         return "proved", ""
     if result == z3.sat:
         return "counterexample", _render(solver.model(), kind, step, full, reference)
+    return "unknown", str(solver.reason_unknown())
+
+
+def check_inductive(*, dropped: str | None = None, timeout_ms: int = 10_000) -> tuple[Status, str]:
+    """`proved` if the invariant above holds initially, is kept by every event and implies the
+    claim at every reference answer; otherwise `counterexample` with the state and event."""
+    epoch = z3.Int("epoch")
+    delivered_in = z3.Array("delivered_in", z3.IntSort(), z3.IntSort())
+    delivered_full = z3.Array("delivered_full", z3.IntSort(), z3.BoolSort())
+    held = z3.Array("held", z3.IntSort(), z3.BoolSort())
+    kind, step, full, other = z3.Int("kind"), z3.Int("step"), z3.Bool("full"), z3.Int("other")
+
+    def invariant(delivered_in: z3.ArrayRef, delivered_full: z3.ArrayRef, held: z3.ArrayRef,
+                  epoch: z3.ArithRef, s: z3.ArithRef) -> z3.BoolRef:
+        current = z3.And(delivered_in[s] >= 0, delivered_in[s] == epoch, delivered_full[s])
+        return z3.And(delivered_in[s] <= epoch, z3.Implies(current, held[s]))
+
+    initial = z3.Solver()
+    initial.add(z3.Not(invariant(z3.K(z3.IntSort(), z3.IntVal(-1)), z3.K(z3.IntSort(), z3.BoolVal(False)),
+                                 z3.K(z3.IntSort(), z3.BoolVal(False)), z3.IntVal(0), other)))
+    if initial.check() != z3.unsat:
+        return "counterexample", "the invariant does not hold before the first event"
+    solver = z3.Solver()
+    solver.set("timeout", timeout_ms)
+    solver.add(z3.Or(kind == _DELIVER, kind == _NEW_EPOCH, kind == _ANSWER))
+    # Instances of "the invariant holds for every step" at the two steps the event can touch:
+    # weaker than the universal assumption, so an unsat answer still proves the step.
+    solver.add(invariant(delivered_in, delivered_full, held, epoch, step))
+    solver.add(invariant(delivered_in, delivered_full, held, epoch, other))
+    tests = {"epoch-test": delivered_in[step] == epoch, "full-test": delivered_full[step]}
+    rule = z3.And(delivered_in[step] >= 0, *(test for name, test in tests.items() if name != dropped))
+    reference = z3.And(kind == _ANSWER, rule)
+    delivers = z3.Or(kind == _DELIVER, z3.And(kind == _ANSWER, z3.Not(reference)))
+    after_in = z3.If(delivers, z3.Store(delivered_in, step, epoch), delivered_in)
+    after_full = z3.If(delivers, z3.Store(delivered_full, step, full), delivered_full)
+    after_held = z3.If(
+        kind == _NEW_EPOCH, z3.K(z3.IntSort(), z3.BoolVal(False)),
+        z3.If(z3.And(delivers, full), z3.Store(held, step, True), held),
+    )
+    after_epoch = z3.If(kind == _NEW_EPOCH, epoch + 1, epoch)
+    solver.add(z3.Or(
+        z3.And(reference, z3.Not(held[step])),
+        z3.Not(invariant(after_in, after_full, after_held, after_epoch, other)),
+    ))
+    result = solver.check()
+    if result == z3.unsat:
+        return "proved", ""
+    if result == z3.sat:
+        model = solver.model()
+        name = _KIND_NAMES[model.eval(kind, model_completion=True).as_long()]
+        shown = model.eval(reference, model_completion=True)
+        return "counterexample", (
+            f"from a state satisfying the invariant, {name} step {model.eval(step, model_completion=True)}"
+            f"{' -> reference' if z3.is_true(shown) else ''} breaks it or references a result not held"
+        )
     return "unknown", str(solver.reason_unknown())
 
 

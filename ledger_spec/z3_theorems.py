@@ -616,6 +616,8 @@ def _context(dropped: str | None = None) -> Callable[[Variant], tuple[Status, st
         from . import z3_context
 
         status, text = z3_context.check(dropped=dropped)
+        if dropped is None and status == "proved":
+            status, text = z3_context.check_inductive()  # and for sequences of every length
         return status, text, None
 
     return checker
@@ -763,7 +765,8 @@ THEOREMS: tuple[Theorem, ...] = (
         "reference-only-to-a-result-held-in-full",
         "a Reuse answered by reference points at a result of the same step that reached the "
         "model in full (a finished call, or a verbatim answer) with no compaction, clear, resume "
-        "or new session since, in every sequence of up to 8 such events",
+        "or new session since, in every sequence of such events (an inductive invariant; every "
+        "sequence of up to 8 events also checked directly)",
         "positive",
         _context(),
     ),

@@ -217,6 +217,12 @@ def test_the_service_probes_after_answering_and_a_kill_leaves_the_read_unservabl
         by_http(state, post("t1", READ, "one", ws))  # answered while its probe has 3 s to go
         assert _probe_statuses(state, ws) in (["pending"], ["probing"])
         assert "permissionDecision" not in str(by_http(state, pre("t2", READ, ws))), "pending: not served"
+        # The prober takes the probe up on its own thread; under load it may not have yet (seen
+        # in a suite run at load 4). The kill must land while the probe runs (it sleeps 3 s).
+        deadline = time.monotonic() + 2.5
+        while _probe_statuses(state, ws)[0] == "pending" and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert _probe_statuses(state, ws)[0] == "probing", "the probe never started, or finished already"
         service.kill()  # kill -9 while the probe runs
     finally:
         service.stop()

@@ -14,6 +14,16 @@ def test_a_reference_only_points_at_a_result_held_in_full() -> None:
     assert THEOREMS_BY_NAME["reference-only-to-a-result-held-in-full"].check().as_expected
 
 
+def test_the_invariant_proves_it_for_sequences_of_every_length() -> None:
+    assert z3_context.check_inductive() == ("proved", "")
+
+
+@pytest.mark.parametrize("rule", z3_context.RULES)
+def test_without_a_test_of_the_rule_the_induction_fails(rule: str) -> None:
+    status, text = z3_context.check_inductive(dropped=rule)
+    assert status == "counterexample" and "-> reference" in text
+
+
 @pytest.mark.parametrize("rule", z3_context.RULES)
 def test_dropping_a_test_of_the_rule_lets_z3_find_a_stale_reference(rule: str) -> None:
     status, text = z3_context.check(dropped=rule)

@@ -111,6 +111,9 @@ def probe(
         return ProbeResult(False, "the trace is too large to read whole", output=ran.output)
     if ran.truncated:
         return ProbeResult(False, "the probe's output was truncated", output=ran.output)
+    talked = dependencies.socket_reason(traced.accesses)
+    if talked is not None:  # before the outputs are compared: refused its socket, the probe's differs
+        return ProbeResult(False, talked, output=ran.output, exit_code=ran.exit_code)
     shown = ran.output if rendering is None else rendering(ran.output)
     if shown != expected_output or ran.exit_code != expected_exit:
         return ProbeResult(

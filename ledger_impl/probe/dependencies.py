@@ -16,9 +16,13 @@ the fingerprint compares them, since bash stats them at every start.
 
 Some dependencies can never be revalidated, and make the read never reusable (`never`): a
 device, FIFO or socket, anything under /proc, /sys or /dev (except /dev/null, which is always
-empty, a write-only open, which is output, and the few accesses in `EXEMPT_PSEUDO`), a path inside the root on another filesystem
+empty, a write-only open, which is output, and the few accesses in `EXEMPT_PSEUDO`), a
+write-only open that succeeded on the host's side of the sandbox (`_reached_the_host`: a FIFO
+or device, which a read-only bind does not close), a path inside the root on another filesystem
 than the root's (a mount inside the workspace: the detector's watches do not cross into it),
-an outside path whose state now contradicts what the probe saw (found where the probe found
+a conversation over a socket (`socket_reason`: a server's answer rests on its state, which
+nothing here can revalidate; a `connect` the probe refused to a Unix socket path where nothing
+exists is a failed lookup instead), an outside path whose state now contradicts what the probe saw (found where the probe found
 nothing), or one changed since the command started (its ctime is at or after the start,
 minus `CTIME_SLACK_NS` for the kernel's coarse clock): what the probe read and what is
 recorded may then differ.
@@ -34,7 +38,7 @@ from typing import Final, Iterable
 import attrs
 
 from . import clock
-from .trace import Access
+from .trace import UNIX_SOCKET, Access
 
 HASHED_BYTES: Final = 64 * 1024
 # The kernel stamps ctime from a coarse clock that lags the real time by up to one tick
@@ -156,8 +160,35 @@ def _pseudo(path: str) -> bool:
     return any(path == top or path.startswith(top + "/") for top in PSEUDO_ROOTS)
 
 
+def _reached_the_host(path: str, root: str) -> str | None:
+    """Why a write-only open that succeeded reached outside the sandbox, or None. The sandbox's
+    own /dev and /proc and its private /tmp take writes; everywhere else the host is bound
+    read-only, where only a FIFO, socket or device opens for writing (no read-only mount stops
+    that), and a reader on the host then receives what the probe writes."""
+    own = any(path == top or path.startswith(top + "/") for top in ("/dev", "/proc", "/tmp"))
+    if own and _inside(path, root) is None:
+        return None
+    return f"opens {path} for writing: a FIFO or device the read-only sandbox does not close"
+
+
 def _special(mode: int) -> bool:
     return stat.S_ISCHR(mode) or stat.S_ISBLK(mode) or stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode)
+
+
+def _talks_to_a_socket(access: Access) -> str | None:
+    if access.socket is None:
+        return None
+    if access.socket != UNIX_SOCKET:
+        return f"talks over a socket ({access.socket})"
+    if access.ok or os.path.lexists(access.path):
+        return f"asks the socket {access.path}"
+    return None  # refused before any socket was reached, and none is there: a failed lookup
+
+
+def socket_reason(accesses: Iterable[Access]) -> str | None:
+    """Why the read talked to a socket, if it did: never reusable (and the probe, refused its
+    conversation, may print something else than the agent saw)."""
+    return next((reason for reason in map(_talks_to_a_socket, accesses) if reason is not None), None)
 
 
 def collect(accesses: Iterable[Access], root: str, started_ns: int) -> DependencySet:
@@ -175,9 +206,17 @@ def collect(accesses: Iterable[Access], root: str, started_ns: int) -> Dependenc
         if access in seen:
             continue  # a search opens, stats and reads one file with several calls
         seen.add(access)
+        talked = _talks_to_a_socket(access)
+        if talked is not None:
+            return _never(talked)
         path = access.path
         normal = os.path.normpath(path)
-        if clock.own_file(normal) or normal in ALWAYS_EMPTY or access.write_only or (normal, access.error) in EXEMPT_PSEUDO:
+        if clock.own_file(normal) or normal in ALWAYS_EMPTY or (normal, access.error) in EXEMPT_PSEUDO:
+            continue
+        if access.write_only:  # output, not input; unless it reached the host
+            reached = _reached_the_host(normal, root) if access.ok else None
+            if reached is not None:
+                return _never(reached)
             continue
         real = _real(path, directories)
         if _pseudo(normal) or _pseudo(real):

@@ -6,9 +6,15 @@
   root under `/tmp` stays visible), and so is the one directory strace writes its trace to,
   which lives outside the workspace and which the command never names;
 - `--dev /dev`, `--proc /proc`: a minimal device tree and the procfs of the new PID namespace;
-- `--unshare-net`, `--unshare-pid`, `--die-with-parent`, `--new-session`: no network, no view of
-  the host's processes, nothing survives the probe, no keystrokes into a terminal;
-- `--chdir ROOT`: the command starts where the agent's did.
+- `--unshare-net`, `--unshare-ipc`, `--unshare-pid`, `--die-with-parent`, `--new-session`: no
+  network and no abstract Unix sockets of the host, no System V or POSIX message queues,
+  semaphores or shared memory of the host, no view of the host's processes, nothing survives
+  the probe, no keystrokes into a terminal. Unix sockets named by a path stay visible through
+  the read-only bind (a bind does not stop a `connect`): the tracer refuses every call that
+  could reach one (`trace`'s docstring says why that, and not more mounts or a filter);
+- `--chdir ROOT`: the command starts where the agent's did;
+- inside, `confine` (Landlock): no file opens for writing outside the sandbox's own writable
+  places, since a read-only bind does not stop opening a host FIFO or device for writing.
 
 strace runs inside, so bwrap's own mounts are not traced; the clock variables are given to the
 traced command only (`strace -E`), not to strace.
@@ -26,7 +32,7 @@ from ..descendants import Launch
 from ..execution import Completed
 from ..execution import _collect as collect_output  # the same bounded, killing wait as the agent's run
 from ..fingerprint import SYSTEM_PATH
-from . import clock, trace
+from . import clock, confine, trace
 
 TRACE_FILE = "trace"
 
@@ -44,6 +50,16 @@ def missing_tools() -> str | None:
     return ", ".join(lacking) or None
 
 
+def writable(root: Path, trace_directory: Path) -> list[str]:
+    """Where the probe may open files for writing (`confine`): the trace directory, the
+    sandbox's own /dev and its private /tmp, unless the workspace lies beneath /tmp (Landlock
+    allows whole trees, and the workspace's FIFOs are the host's)."""
+    places = [os.fspath(trace_directory), "/dev"]
+    if not (os.fspath(root) + "/").startswith("/tmp/"):
+        places.append("/tmp")
+    return places
+
+
 def argv(
     root: Path, command: str, trace_directory: Path, environment: Mapping[str, str], workdir: Path | None = None
 ) -> list[str]:
@@ -54,9 +70,10 @@ def argv(
     line = [
         tool("bwrap") or "bwrap", "--ro-bind", "/", "/", "--tmpfs", "/tmp", "--ro-bind", root_text, root_text,
         "--bind", trace_text, trace_text, "--dev", "/dev", "--proc", "/proc",
-        "--unshare-net", "--unshare-pid", "--die-with-parent", "--new-session",
+        "--unshare-net", "--unshare-ipc", "--unshare-pid", "--die-with-parent", "--new-session",
         "--chdir", root_text if workdir is None else os.fspath(workdir),
-        "--", tool("strace") or "strace", *trace.STRACE_OPTIONS, "-o", os.path.join(trace_text, TRACE_FILE),
+        "--", *confine.prefix(writable(root, trace_directory)),
+        tool("strace") or "strace", *trace.STRACE_OPTIONS, "-o", os.path.join(trace_text, TRACE_FILE),
     ]
     for name, value in clock.shifted_environment(environment).items():
         line += ["-E", f"{name}={value}"]

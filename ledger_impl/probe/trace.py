@@ -16,6 +16,32 @@ Relative paths are joined to the calling process's working directory, which is f
 through `chdir`/`fchdir`, inherited at `clone`/`fork`/`vfork`, and read off every `AT_FDCWD<...>`
 annotation strace prints. When a relative path's directory cannot be known the trace is
 marked incomplete: a dependency set with a hole is never used.
+
+Sockets. A read that asks a server answers with the server's state, which no stat can
+revalidate; and a probe that reached a host server through the read-only bind would make it
+act (an auditor had a probe make a host daemon write a file). So every call that addresses a
+socket or talks over one is traced (`%network`), and the ones that could reach a peer outside
+the sandbox, `connect`, `sendto`, `sendmsg` and `sendmmsg`, are refused by strace before they
+run (`inject=...:error=ENOENT`): the trace still shows the address the read wanted. Why
+injection rather than hiding the host's sockets:
+
+- a Unix socket can live anywhere (the workspace, $HOME, /var/lib, ...), so no set of tmpfs
+  mounts over /run and /var/run hides them all; and `--unshare-net` only separates the
+  abstract namespace, not sockets named by a path;
+- a seccomp filter of our own (`bwrap --seccomp`) cannot read the address a `connect` points
+  to, and a call it refuses never reaches the tracer, so the trace would lose what the read
+  asked for, and glibc's lookup of nscd's socket before every user or group lookup (`ls -l`)
+  would cost every such read its reuse;
+- injection holds even when tracing does not: strace's `--seccomp-bpf` filter stops each
+  traced call for the tracer, and the kernel fails a stop that has no tracer (a child cloned
+  with CLONE_UNTRACED, a tracer that died) with ENOSYS, so the call never runs untraced.
+  `io_uring_setup` is refused too (ENOSYS, what a kernel without io_uring answers): a ring
+  could connect, send or open files with no system call to trace.
+
+What `parse` records of them: a `connect` to a Unix socket path, as a lookup of that path (its
+absence is a dependency, as any failed lookup: glibc's nscd check); every other call that
+addresses a peer or moves data over a socket, as a conversation that can never be revalidated
+(`Access.socket`). Making a socket, a socket pair or reading its options talks to no one.
 """
 
 from __future__ import annotations
@@ -27,8 +53,13 @@ from typing import Final, Iterable
 import attrs
 
 # File and process calls, plus the descriptor calls that list a directory or change into one.
-TRACED_CALLS: Final = "%file,%process,getdents64,getdents,fchdir"
-STRACE_OPTIONS: Final = ("-f", "-qq", "--seccomp-bpf", "-xx", "-y", "-e", f"trace={TRACED_CALLS}", "-e", "signal=none")
+TRACED_CALLS: Final = "%file,%process,getdents64,getdents,fchdir,%network,io_uring_setup"
+# Refused before they run: the calls that could reach a peer outside the sandbox, and a ring.
+REFUSED_CALLS: Final = ("inject=connect,sendto,sendmsg,sendmmsg:error=ENOENT", "inject=io_uring_setup:error=ENOSYS")
+STRACE_OPTIONS: Final = (
+    "-f", "-qq", "--seccomp-bpf", "-xx", "-y", "-e", f"trace={TRACED_CALLS}", "-e", "signal=none",
+    *(option for refused in REFUSED_CALLS for option in ("-e", refused)),
+)
 
 _LINE = re.compile(r"^(\d+)\s+(.*)$")
 # The ") = " before a call's result: strace pads it to a column after a resumed call, and the
@@ -40,6 +71,16 @@ _TWO_PATHS: Final = frozenset({"rename", "renameat", "renameat2", "link", "linka
 _SECOND_PATH_ONLY: Final = frozenset({"symlink", "symlinkat"})  # the first is the link's text
 _EXECS: Final = frozenset({"execve", "execveat"})
 _LISTINGS: Final = frozenset({"getdents64", "getdents"})
+# The calls of strace's %network class that address a peer or move data over a socket (the
+# others make a socket or read and set its options).
+_SOCKET_TALK: Final = frozenset({
+    "accept", "accept4", "bind", "connect", "listen", "recv", "recvfrom", "recvmmsg", "recvmsg",
+    "send", "sendmmsg", "sendmsg", "sendto", "socketcall",
+})
+_SOCKET_QUIET: Final = frozenset({"socket", "socketpair", "getsockname", "getpeername", "getsockopt", "setsockopt", "shutdown"})
+_UNIX_PATH = re.compile(r'sa_family=AF_UNIX, sun_path="((?:\\x[0-9a-f]{2})*)"')
+_FAMILY = re.compile(r"sa_family=(\w+)(, sun_path=@)?")
+UNIX_SOCKET: Final = "unix socket path"  # Access.socket of a connect to a socket named by a path
 
 
 @attrs.frozen
@@ -52,6 +93,9 @@ class Access:
     error: str | None = None  # the errno name of a failed call (ENOENT, EACCES, ...)
     write_only: bool = False
     listing: bool = False
+    # A call over a socket: UNIX_SOCKET for a connect to the socket at `path`, else what the
+    # conversation was (which never names a file: `path` is empty).
+    socket: str | None = None
 
 
 @attrs.frozen
@@ -126,6 +170,15 @@ def parse(text: str, root: str) -> Trace:
                 elif child in guessed and guessed[child] != cwd.get(pid):
                     incomplete = f"process {child} may have started in another directory than guessed"
             continue
+        if name in _SOCKET_QUIET:
+            continue
+        if name in _SOCKET_TALK:
+            access = _socket_access(name, args, ok, error, cwd.get(pid))
+            if access is None:
+                incomplete = f"the working directory of process {pid} is unknown"
+            else:
+                accesses.append(access)
+            continue
         if name in _EXECS:
             args = args.split("[", 1)[0]  # the argv strings are not paths
         wanted = _wanted_positions(name)
@@ -159,6 +212,24 @@ def parse(text: str, root: str) -> Trace:
                     cwd[pid] = path
             position += 1
     return Trace(tuple(accesses), tuple(executed), incomplete)
+
+
+def _socket_access(name: str, args: str, ok: bool, error: str | None, cwd: str | None) -> Access | None:
+    """What a socket call asked for; None when it names a relative socket path from a
+    directory that cannot be known."""
+    unix_path = _UNIX_PATH.search(args)
+    if name == "connect" and unix_path is not None:
+        path = _text(unix_path.group(1))
+        if not path.startswith("/"):
+            if cwd is None:
+                return None
+            path = os.path.join(cwd, path)
+        return Access(path, name, ok, error, socket=UNIX_SOCKET)
+    family = _FAMILY.search(args)
+    if family is None:
+        return Access("", name, ok, error, socket=f"{name} over a socket")
+    peer = "the abstract Unix namespace" if family.group(2) else family.group(1)
+    return Access("", name, ok, error, socket=f"{name} to {peer}")
 
 
 def _wanted_positions(name: str) -> frozenset[int]:

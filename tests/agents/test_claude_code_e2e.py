@@ -51,6 +51,13 @@ def rendered(command: str, cwd: pathlib.Path) -> str:
     return text or "(Bash completed with no output)"
 
 
+def unwrapped(content: str) -> str:
+    """A tool result's output: a Reuse's deny prefix and Ledger's header taken off."""
+    if content.startswith(DENIED):
+        return HEADER.sub("", content[len(DENIED):], count=1)
+    return content
+
+
 def with_ledger_hooks(home: pathlib.Path, state: pathlib.Path, transport: str = "command", *options: str) -> dict[str, str]:
     """An environment with its own HOME, no telemetry, and Ledger's hooks installed for the user
     over `transport` (`service`: HTTP hooks to `ledger serve`, which the thin client starts),
@@ -69,6 +76,16 @@ def with_ledger_hooks(home: pathlib.Path, state: pathlib.Path, transport: str = 
 
 def bash(use_id: str, command: str) -> ToolUse:
     return ToolUse(use_id, "Bash", {"command": command, "description": "step"})
+
+
+def run_claude(claude: pathlib.Path, workspace: pathlib.Path, env: dict[str, str], prompt: str,
+               tools: str) -> subprocess.CompletedProcess[str]:
+    """`claude -p prompt` in `workspace`, allowed `tools` without asking, its answer as JSON."""
+    return subprocess.run(
+        [str(claude), "-p", prompt, "--allowedTools", tools, "--output-format", "json"],
+        cwd=workspace, env=env, capture_output=True, text=True, timeout=300,
+        stdin=subprocess.DEVNULL,  # `claude -p` also reads a piped stdin, waiting for its end
+    )
 
 
 def stop_service(state: pathlib.Path) -> None:
@@ -112,20 +129,13 @@ def test_claude_code_with_ledger_hooks(claude: pathlib.Path, tmp_path: pathlib.P
             # p3 ran before the write of its own message: checked below against r4 instead.
             if command not in reads or result.tool_use_id == "p3":
                 continue
-            got = result.content
-            if got.startswith(DENIED):
-                got = HEADER.sub("", got[len(DENIED):], count=1)
-            oracle.append((result.tool_use_id, got, rendered(command, workspace)))
+            oracle.append((result.tool_use_id, unwrapped(result.content), rendered(command, workspace)))
         settle(workspace, state)  # the next turn comes after the probes of these results
 
     model = ScriptedModel(turns, on_results=check)
     try:
         with ScriptedServer(model) as url:
-            run = subprocess.run(
-                [str(claude), "-p", "Work on src/app.py.", "--allowedTools", "Bash Read Edit", "--output-format", "json"],
-                cwd=workspace, env={**env, "ANTHROPIC_BASE_URL": url}, capture_output=True, text=True, timeout=300,
-                stdin=subprocess.DEVNULL,  # `claude -p` also reads a piped stdin, waiting for its end
-            )
+            run = run_claude(claude, workspace, {**env, "ANTHROPIC_BASE_URL": url}, "Work on src/app.py.", "Bash Read Edit")
         served = subprocess.run([sys.executable, "-m", "ledger_cli.main", "serve", "status", "--state-dir", str(state)],
                                 capture_output=True, text=True, timeout=60)
     finally:
