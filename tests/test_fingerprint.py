@@ -311,12 +311,13 @@ def test_a_tail_that_is_not_the_system_s_allows_only_verbatim_repeats(
 ) -> None:
     # bash runs the function (or the shadowing program) instead of the system's tail: range
     # reuse, which applies the real tail's semantics, must not answer another spelling from it.
+    # The fingerprint is judged alone, as in `_served_stale`: the probe would also refuse.
     if how == "exported function":
         env["BASH_FUNC_tail%%"] = "() {  echo function tail; command tail \"$@\"\n}"
     else:
         _write(tmp_path / "shadow-bin" / "tail", "#!/bin/sh\necho shadowed tail\nexec /usr/bin/tail \"$@\"\n", 0o755)
         env["PATH"] = f"{tmp_path / 'shadow-bin'}:{env['PATH']}"
-    runtime = Runtime(root, blind(), environment=env)
+    runtime = Runtime(root, blind(), environment=env, probe=False)
     try:
         runtime.step("tail -n +5 src/app.py")
         narrower = runtime.step("tail -n +10 src/app.py")

@@ -186,8 +186,9 @@ def test_a_program_in_the_repository_s_config_makes_a_git_read_run(main_repo: Pa
 
 def test_with_the_fingerprint_off_a_worktree_s_git_read_is_never_reused(linked: Path, env: dict[str, str]) -> None:
     # The fingerprint is what covers a repository outside the root; the first line alone
-    # (detector and classifier) cannot, so without it such a read always runs.
-    runtime = Runtime(linked, blind(), environment=env, fingerprint=False)
+    # (detector and classifier) cannot, so without it such a read always runs. The probe, a line
+    # of its own that traces git's reads, is off too.
+    runtime = Runtime(linked, blind(), environment=env, fingerprint=False, probe=False)
     try:
         steps = [runtime.step(read) for read in ("git status", "git status", "cat a.txt", "cat a.txt")]
         assert [step.verdict for step in steps[:2]] == ["allow", "nudge"]

@@ -55,6 +55,15 @@ def test_a_failed_lookup_is_a_dependency_resolved_in_the_process_working_directo
 
 
 @needs_probe
+def test_a_directory_listed_inside_the_root_depends_on_every_key_below_it(root: Path) -> None:
+    # No per-key counter names a file that a listing would show once created: the listing
+    # itself (getdents) must be traced, so that any change inside the root counts.
+    result = _probe(root, "ls sub")
+    assert result.servable, result.reason
+    assert result.dependencies is not None and result.dependencies.listed_inside
+
+
+@needs_probe
 def test_output_that_depends_on_the_clock_is_not_servable(root: Path) -> None:
     # a.txt was written just now: `ls -l` prints its time of day; 400 days on, the year.
     result = _probe(root, "ls -l a.txt")

@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 from ledger_impl import Policy, Runtime
-from ledger_impl.execution import run_command
+from ledger_impl.execution import command_environment, run_command
+from switched_program import SwitchedProgram
 
 
 def fresh(root: Path, command: str) -> tuple[str, int]:
@@ -108,6 +109,51 @@ def test_a_background_writer_keeps_the_workspace_changing_until_it_exits(workspa
     settled = runtime.step("cat notes.txt")
     assert (settled.output, settled.exit_code) == fresh(workspace, "cat notes.txt")
     assert runtime.step("cat notes.txt").verdict == "reuse", "once the writer is gone, reuse resumes"
+
+
+def test_a_write_made_just_before_a_background_job_exited_is_not_missed(workspace: Path, tmp_path_factory: pytest.TempPathFactory) -> None:
+    # The job writes, then exits before the next step: that step must still count the time it
+    # lived as changes unknown. A rules detector sees nothing between steps, the fingerprint of
+    # a listing holds no entries, and the probe is off, as the mini-SWE-agent adapter runs.
+    from ledger_impl import RulesDetector
+
+    outside = tmp_path_factory.mktemp("signals")
+    runtime = Runtime(workspace, detector=RulesDetector(), probe=False)
+    runtime.step(f"(while [ ! -e {outside}/go ]; do sleep 0.02; done; echo late > src/late.txt) &")
+    assert runtime.step("ls src").verdict == "allow"  # the job is alive: run, and observed
+    (outside / "go").touch()
+    deadline = time.monotonic() + 10
+    while any(job.alive() for job in runtime.background_jobs) or not (workspace / "src" / "late.txt").exists():
+        assert time.monotonic() < deadline, "the job did not finish"
+        time.sleep(0.02)
+    step = runtime.step("ls src")
+    if step.verdict == "reuse":
+        assert (step.output, step.exit_code) == fresh(workspace, "ls src")
+    assert runtime.step("ls src").verdict == "reuse", "once the job is gone, reuse resumes"
+
+
+def test_a_program_switched_while_the_read_ran_is_not_served_once_switched_back(
+    workspace: Path, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    # The fingerprint taken after the run differs from the one taken before: the output may be
+    # the other version's, so it is recorded without a fingerprint, even though the program is
+    # switched back (and the fingerprint is as before) by the next step. The probe is off.
+    program = SwitchedProgram(tmp_path_factory.mktemp("alternatives"))
+    environment = {**os.environ, "PATH": program.search_path(os.environ["PATH"])}
+    runtime = Runtime(workspace, environment=environment, probe=False)
+
+    def switched_by_another_process(command: str) -> tuple[str, int]:
+        program.switch("b")
+        completed = run_command(command, workspace, 30, 1 << 20, command_environment(environment))
+        return completed.output, completed.exit_code
+
+    runtime.step("cat notes.txt", run=switched_by_another_process)
+    program.switch("a")
+    step = runtime.step("cat notes.txt")
+    if step.verdict == "reuse":
+        now = run_command("cat notes.txt", workspace, 30, 1 << 20, command_environment(environment))
+        assert (step.output, step.exit_code) == (now.output, now.exit_code)
+    assert runtime.step("cat notes.txt").verdict == "reuse", "a read with its fingerprint unmoved is served"
 
 
 def test_a_repeated_test_with_no_change_is_nudged_not_withheld(workspace: Path) -> None:

@@ -63,6 +63,8 @@ def test_the_recorded_result_and_its_docs_table_are_those_of_this_catalog() -> N
     document = json.loads(RESULT.read_text(encoding="utf-8"))
     assert [entry["id"] for entry in document["mutants"]] == [mutant.id for mutant in MUTANTS], \
         "the catalog changed since the recorded run: run python -m ledger_properties.semantic_mutants"
+    assert runner.stale(document, MUTANTS, ROOT) == [], \
+        "verdicts recorded for other patches or tests: run python -m ledger_properties.semantic_mutants"
     page = PAGE.read_text(encoding="utf-8")
     assert report.with_table(page, report.table(document, MUTANTS)) == page, \
         "the docs table is stale: run python -m ledger_properties.semantic_mutants --docs"
@@ -75,3 +77,21 @@ def test_a_patch_that_no_longer_applies_is_reported_never_skipped(tmp_path: Path
     mutant = attrs.evolve(MUTANTS[0], id="999", name="stale", patch=stale)
     [verdict] = runner.run_mutants([mutant], ROOT, baseline=False)
     assert verdict.verdict == runner.NOT_APPLIED
+
+
+def test_a_rewritten_patch_or_killing_test_makes_its_recorded_verdict_stale(tmp_path: Path) -> None:
+    mutant = MUTANTS[0]
+    document = {"mutants": [{"id": mutant.id, **runner.digests([mutant], ROOT)[mutant.id]}]}
+    assert runner.stale(document, [mutant], ROOT) == []
+    rewritten = tmp_path / mutant.patch.name
+    rewritten.write_text(mutant.patch.read_text(encoding="utf-8").replace("\n+", "\n+ ", 1))
+    assert runner.stale(document, [attrs.evolve(mutant, patch=rewritten)], ROOT) == \
+        [f"{mutant.id}: its patch changed since the recorded run"]
+    file, _, name = mutant.tests[0].partition("::")
+    tree = tmp_path / "tree"
+    (tree / file).parent.mkdir(parents=True)
+    source = (ROOT / file).read_text(encoding="utf-8")
+    (tree / file).write_text(source.replace(f"def {name}(", f"def {name}(  ", 1))
+    assert runner.stale(document, [mutant], tree) == [f"{mutant.id}: its killing tests changed since the recorded run"]
+    (tree / file).write_text(source + "\n\ndef test_added_elsewhere_in_the_file() -> None:\n    pass\n")
+    assert runner.stale(document, [mutant], tree) == [], "an edit outside the named tests is not a change"

@@ -74,7 +74,7 @@ def test_forged_calls_are_refused_and_change_nothing(tmp_path: pathlib.Path, ws:
 
 AS_OTHER = r"""
 import http.client, json, socket, sys
-state, secret, port = sys.argv[1], sys.argv[2], int(sys.argv[3])
+state, secret, port, root, payload = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4], sys.argv[5]
 result = {}
 try:
     open(state + "/service/secret").read()
@@ -90,6 +90,16 @@ try:
     result["socket"] = json.loads(s.makefile().readline())
 except PermissionError:
     result["socket"] = "denied"
+try:  # the thin client's framed hook call (ledger_impl.service.frame): the same socket, another route
+    s = socket.socket(socket.AF_UNIX); s.settimeout(10); s.connect(state + "/service/socket")
+    fields = [b"claude", root.encode(), root.encode(), b"", b"verbatim", payload.encode()]
+    try:
+        s.sendall(b"hook/3\n" + b"".join(b"%d\n" % len(field) + field for field in fields))
+    except BrokenPipeError:
+        pass
+    result["framed"] = s.makefile("rb").readline().decode("utf-8", "replace")
+except PermissionError:
+    result["framed"] = "denied"
 c = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
 c.request("POST", "/ledger/v1/hook/claude", body=json.dumps({"hook_event_name": "PreToolUse"}),
           headers={"X-Ledger-Secret": secret, "Content-Type": "application/json"})
@@ -112,19 +122,22 @@ def test_another_user_gets_nothing(ws: pathlib.Path) -> None:
 
         def as_other() -> dict:
             done = subprocess.run(["setpriv", f"--reuid={other}", f"--regid={other}", "--clear-groups",
-                                   "/usr/bin/python3", "-S", "-c", AS_OTHER, str(state), secret, port],
+                                   "/usr/bin/python3", "-S", "-c", AS_OTHER, str(state), secret, port,
+                                   str(ws), json.dumps(pre("o1", READ, ws))],
                                   capture_output=True, text=True, timeout=60, cwd="/")
             assert done.returncode == 0, done.stderr
             return json.loads(done.stdout)
 
-        assert as_other() == {"secret": "denied", "socket": "denied", "http": 403}
+        assert as_other() == {"secret": "denied", "socket": "denied", "framed": "denied", "http": 403}
         # Opened up on purpose: the file modes no longer stop the other user, the service still does.
         os.chmod(state / "service", 0o755)
         os.chmod(state / "service" / "socket", 0o666)
         seen = as_other()
         assert seen["secret"] == "denied" and seen["http"] == 403
         assert seen["socket"]["ok"] is False and seen["socket"]["status"] == 403
-        assert service.status()["refused"] == 3
+        assert seen["framed"].startswith("{") and json.loads(seen["framed"])["status"] == 403, seen["framed"]
+        assert service.status()["refused"] == 4
+        assert list_sessions(state) == [], "a refused call opened a session"
 
         # A workspace that belongs to someone else is not served, and no session is opened for it.
         foreign = base / "theirs"

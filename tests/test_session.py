@@ -3,6 +3,7 @@ verdicts byte-exact against a fresh run, and every degraded path costing reuse, 
 
 from __future__ import annotations
 
+import os
 import sqlite3
 from pathlib import Path
 
@@ -12,6 +13,7 @@ from ledger_impl import DurableSession, Policy
 from ledger_impl.execution import run_command
 from ledger_impl.store import database_path
 from ledger_properties import ground_truth
+from switched_program import SwitchedProgram
 
 
 def fresh(root: Path, command: str) -> tuple[str, int]:
@@ -76,6 +78,17 @@ def test_an_abandoned_call_makes_the_scope_unknown(workspace: Path, state_dir: P
         decision = session.decide("cat notes.txt", call_id="t3")
     assert decision.verdict == "allow"
     assert "unknown" in str(decision.degraded or "")
+
+
+def test_an_unknown_scope_change_is_still_unknown_when_another_process_loads_it(workspace: Path, state_dir: Path) -> None:
+    # Each hook call is a new process: what one recorded as changes unknown must be read back
+    # as such from the store, or the next process serves a read from before it.
+    call(workspace, state_dir, "cat notes.txt", "t1")
+    with DurableSession.open(workspace, state_dir=state_dir) as session:
+        session.decide("python3 script.py", call_id="lost")
+        assert session.abandon() == 1
+    assert call(workspace, state_dir, "cat notes.txt", "t2").verdict == "allow"
+    assert call(workspace, state_dir, "cat notes.txt", "t3").verdict == "reuse"
 
 
 def test_a_call_pending_past_the_deadline_is_abandoned(workspace: Path, state_dir: Path) -> None:
@@ -306,6 +319,27 @@ def test_a_program_shadowed_on_path_between_reads_is_never_served_stale(
     shim.chmod(0o755)
     second = call(workspace, state_dir, "head -n 2 notes.txt", "c2")
     assert second.verdict != "reuse", "served the output of the program PATH no longer resolves to"
+
+
+def test_a_program_switched_while_the_read_ran_is_not_served_once_switched_back(
+    workspace: Path, state_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Another process switches `cat` to another version between decide and record, and back
+    # before the next call: the fingerprint is then what it was at decide, but the recorded
+    # output came from the other version. Only the record's own comparison can tell. The probe
+    # is off (`ledger hook --no-probe`), so Reuse rests on the fingerprint alone.
+    program = SwitchedProgram(tmp_path / "alternatives")
+    monkeypatch.setenv("PATH", program.search_path(os.environ["PATH"]))
+    with DurableSession.open(workspace, state_dir=state_dir, probe=False) as session:
+        assert session.decide("cat notes.txt", call_id="c1").verdict == "allow"
+        program.switch("b")
+        session.record("c1", *fresh(workspace, "cat notes.txt"))
+    program.switch("a")
+    again = call(workspace, state_dir, "cat notes.txt", "c2", probe=False)
+    if again.verdict == "reuse":
+        assert (again.output, again.exit_code) == fresh(workspace, "cat notes.txt")
+    assert call(workspace, state_dir, "cat notes.txt", "c3", probe=False).verdict == "reuse", \
+        "a read recorded with the fingerprint unmoved is served"
 
 
 def test_a_session_kept_open_sees_what_another_process_stored(workspace: Path, state_dir: Path) -> None:

@@ -5,6 +5,7 @@ Reuse is compared byte for byte with a fresh run of the command at that moment."
 from __future__ import annotations
 
 import os
+import sqlite3
 import time
 from pathlib import Path
 
@@ -67,6 +68,23 @@ def test_a_call_id_reused_while_its_write_is_pending_is_not_served(workspace: Pa
     run(session, workspace, "cat a.txt", "1")
     session.decide("echo changed > a.txt", call_id="dup")
     assert session.decide("cat a.txt", call_id="dup").verdict != "reuse"
+
+
+def test_a_call_id_decided_again_keeps_the_earlier_call_s_may_write_flag(
+    workspace: Path, session: DurableSession
+) -> None:
+    # The earlier call under the id (a write) may still be running when the id is decided again
+    # as a read: until a record for the id comes, nothing is served, as with any writer in flight.
+    session.decide("echo changed > a.txt", call_id="dup")
+    session.decide("cat b.txt", call_id="dup")
+    run(session, workspace, "cat a.txt", "after")  # observed after the unknown scope of the re-decide
+    session.run_queued_probes()
+    decision = session.decide("cat a.txt", call_id="blocked")
+    assert decision.verdict != "reuse" and "may write" in (decision.degraded or "")
+    session.record("dup", *fresh(workspace, "cat b.txt"))
+    session.record("blocked", *fresh(workspace, "cat a.txt"))
+    session.run_queued_probes()
+    assert session.decide("cat a.txt", call_id="served").verdict == "reuse", "the block lifts with the id's record"
 
 
 def test_a_duplicate_id_is_visible(workspace: Path, session: DurableSession) -> None:
@@ -148,3 +166,23 @@ def test_a_read_recorded_after_an_overlapping_write_is_not_kept(workspace: Path,
     session.record("write", *write_result)
     session.record("read", *read_result)
     assert_not_stale(session, workspace, "cat a.txt", "again")
+
+
+def test_a_change_reported_against_a_damaged_baseline_is_never_dropped(
+    workspace: Path, stat_session: DurableSession
+) -> None:
+    # The stored stat index cannot be read: the detector's report is unknown scope with the
+    # problem. A listing shows the change only through that report (its fingerprint holds the
+    # directory's identity, not its entries, and its probe rests on the counters inside).
+    settle()
+    run(stat_session, workspace, "ls", "1")
+    stat_session.run_queued_probes()
+    assert stat_session.decide("ls", call_id="2").verdict == "reuse"
+    (workspace / "c.txt").write_text("charlie\n")
+    database = sqlite3.connect(stat_session.database)
+    try:
+        with database:
+            database.execute("UPDATE state SET stat_index = ?", (b"not a stat index",))
+    finally:
+        database.close()
+    assert_not_stale(stat_session, workspace, "ls", "3")

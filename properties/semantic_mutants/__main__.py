@@ -53,9 +53,11 @@ def main(argv: list[str] | None = None) -> int:
         if unknown:
             parser.error(f"no such mutant: {', '.join(sorted(unknown))}")
         mutants = tuple(mutant for mutant in mutants if mutant.id in args.only)
-    state, load_before, started = runner.tree_state(TREE), os.getloadavg(), time.monotonic()
+    # Hashed before the run, with the tree state, since the copy the mutants run in is made then.
+    state, hashed = runner.tree_state(TREE), runner.digests(mutants, TREE)
+    load_before, started = os.getloadavg(), time.monotonic()
     verdicts = runner.run_mutants(mutants, TREE, baseline=not args.no_baseline)
-    document = runner.result_document(verdicts, state, load_before, time.monotonic() - started)
+    document = runner.result_document(verdicts, state, load_before, time.monotonic() - started, hashed)
     print(json.dumps(document["summary"]))
     if not args.only:
         runner.write_json(document, RESULT)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import ast
+import hashlib
 import subprocess
 import tomllib
 from pathlib import Path
@@ -73,3 +75,31 @@ def applies(mutant: Mutant, tree: Path, *, reverse: bool = False) -> str | None:
     command = ["git", "apply", "--check", *(["-R"] if reverse else []), str(mutant.patch)]
     result = subprocess.run(command, cwd=tree, capture_output=True, text=True)
     return None if result.returncode == 0 else (result.stderr.strip() or f"git apply exited {result.returncode}")
+
+
+def patch_digest(mutant: Mutant) -> str:
+    """SHA-256 of the patch's bytes: a rewritten patch is another mutant, whatever its id."""
+    return hashlib.sha256(mutant.patch.read_bytes()).hexdigest()
+
+
+def tests_digest(mutant: Mutant, tree: Path) -> str:
+    """SHA-256 of the source of every test the mutant names (with its decorators, so a changed
+    parametrization counts), or of the whole file when a test names a file. Only the named
+    tests: an edit elsewhere in a busy test file does not make the verdict stale."""
+    digest = hashlib.sha256()
+    for test in mutant.tests:
+        file, _, name = test.partition("::")
+        digest.update(test.encode() + b"\0")
+        digest.update(_test_source(tree / file, name.split("[")[0]).encode() + b"\0")
+    return digest.hexdigest()
+
+
+def _test_source(path: Path, name: str) -> str:
+    text = path.read_text(encoding="utf-8")
+    if not name:
+        return text
+    for node in ast.parse(text).body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == name:
+            first = min([node.lineno, *(decorator.lineno for decorator in node.decorator_list)])
+            return "\n".join(text.splitlines()[first - 1 : node.end_lineno])
+    raise LookupError(f"no test {name} in {path}")

@@ -23,7 +23,7 @@ from typing import Final, Iterable
 
 import attrs
 
-from .catalog import Mutant, applies
+from .catalog import Mutant, applies, patch_digest, tests_digest
 
 KILLED: Final = "killed"
 SURVIVED: Final = "survived"
@@ -140,9 +140,38 @@ def tree_state(source: Path) -> tuple[str, bool]:
     return commit, dirty
 
 
-def result_document(verdicts: list[Verdict], state: tuple[str, bool], load_before: tuple[float, ...], seconds: float) -> dict[str, object]:
-    """The JSON recorded under benchmarks/results: what ran, on which commit, under what load."""
+def digests(mutants: Iterable[Mutant], tree: Path) -> dict[str, dict[str, str]]:
+    """Each mutant's patch and named tests as hashed now (`catalog.patch_digest`,
+    `catalog.tests_digest`): recorded with its verdict, so that a verdict whose patch or killing
+    test has changed since is known to be stale."""
+    return {mutant.id: {"patch_sha256": patch_digest(mutant), "tests_sha256": tests_digest(mutant, tree)}
+            for mutant in mutants}
+
+
+def stale(document: dict[str, object], mutants: Iterable[Mutant], tree: Path) -> list[str]:
+    """Why each verdict of the recorded `document` is not about the catalog's mutants as they
+    are now: an id added or gone, a patch rewritten, or a killing test changed (or named anew)."""
+    recorded = {entry["id"]: entry for entry in document["mutants"]}  # type: ignore[index,union-attr]
+    mutants = list(mutants)
+    problems = [f"{mutant_id}: not in the catalog any more" for mutant_id in recorded.keys() - {m.id for m in mutants}]
+    for mutant in mutants:
+        entry = recorded.get(mutant.id)
+        if entry is None:
+            problems.append(f"{mutant.id}: never run")
+            continue
+        now = digests([mutant], tree)[mutant.id]
+        for key, what in (("patch_sha256", "its patch"), ("tests_sha256", "its killing tests")):
+            if entry.get(key) != now[key]:
+                problems.append(f"{mutant.id}: {what} changed since the recorded run")
+    return problems
+
+
+def result_document(verdicts: list[Verdict], state: tuple[str, bool], load_before: tuple[float, ...], seconds: float,
+                    hashed: dict[str, dict[str, str]] | None = None) -> dict[str, object]:
+    """The JSON recorded under benchmarks/results: what ran, on which commit, under what load,
+    and (`hashed`, from `digests`) the patch and tests each verdict is about."""
     commit, dirty = state
+    hashed = hashed or {}
     after = os.getloadavg()
     return {
         "machine": f"{platform.system()} {platform.machine()}, {os.cpu_count()} CPUs",
@@ -155,7 +184,8 @@ def result_document(verdicts: list[Verdict], state: tuple[str, bool], load_befor
         "cpus": os.cpu_count(),
         "wall_seconds": round(seconds, 1),
         "summary": summary(verdicts),
-        "mutants": [attrs.asdict(verdict) | {"seconds": round(verdict.seconds, 1)} for verdict in verdicts],
+        "mutants": [attrs.asdict(verdict) | {"seconds": round(verdict.seconds, 1)} | hashed.get(verdict.id, {})
+                    for verdict in verdicts],
     }
 
 

@@ -78,6 +78,19 @@ def test_a_result_that_is_not_the_whole_output_is_never_served(
     assert not denied(run_twice(workspace, session, tool_input, result))
 
 
+def test_an_async_call_s_result_never_serves_the_same_command_run_in_sync_mode(
+        workspace: pathlib.Path, session: DurableSession) -> None:
+    # An async call's result is what it printed so far, even under a "completed" trailer: the
+    # async call itself is never denied, so only a later sync call of the same command shows
+    # whether that partial text was kept.
+    background = {"command": "cat notes.txt", "description": "x", "mode": "async"}
+    assert copilot.handle(call(workspace, "PreToolUse", "Bash", background), session) is None
+    copilot.handle(call(workspace, "PostToolUse", "Bash", background,
+                        **shell_result("alpha\n<shellId: 1 completed with exit code 0>")), session)
+    again = copilot.handle(call(workspace, "PreToolUse", "Bash", {"command": "cat notes.txt", "description": "x"}), session)
+    assert not denied(again)
+
+
 def test_a_repeated_view_is_noted_as_unchanged_never_denied(workspace: pathlib.Path, session: DurableSession) -> None:
     shell = {"command": f"cat {workspace / 'notes.txt'}", "description": "x"}
     run_twice(workspace, session, shell, shell_result("alpha\nbeta\n<shellId: 0 completed with exit code 0>"))

@@ -121,6 +121,16 @@ def test_a_background_command_is_not_served(workspace: pathlib.Path, session: Du
     assert reply is None or reply.get("decision") != "deny"
 
 
+def test_a_background_command_s_result_never_serves_it_run_in_the_foreground(
+        workspace: pathlib.Path, session: DurableSession) -> None:
+    # A background command's result is what it printed before Gemini moved on: never the output.
+    command = {"command": "cat notes.txt", "is_background": True}
+    assert gemini.handle(before(workspace, "run_shell_command", command), session) is None
+    gemini.handle(after(workspace, "run_shell_command", command, shell_response("alpha")), session)
+    reply = gemini.handle(before(workspace, "run_shell_command", {"command": "cat notes.txt"}), session)
+    assert reply is None or reply.get("decision") != "deny"
+
+
 def test_before_and_after_of_one_call_share_its_name_and_other_calls_do_not(workspace: pathlib.Path) -> None:
     call = before(workspace, "run_shell_command", {"command": "cat notes.txt"})
     assert gemini.call_id(call) == gemini.call_id({**call, "hook_event_name": "AfterTool", "tool_response": {}})
