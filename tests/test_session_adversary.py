@@ -80,7 +80,7 @@ def test_a_call_id_decided_again_keeps_the_earlier_call_s_may_write_flag(
     run(session, workspace, "cat a.txt", "after")  # observed after the unknown scope of the re-decide
     session.run_queued_probes()
     decision = session.decide("cat a.txt", call_id="blocked")
-    assert decision.verdict != "reuse" and "may write" in (decision.degraded or "")
+    assert decision.verdict != "reuse" and "may write" in str(decision.degraded or "")
     session.record("dup", *fresh(workspace, "cat b.txt"))
     session.record("blocked", *fresh(workspace, "cat a.txt"))
     session.run_queued_probes()
