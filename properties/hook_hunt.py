@@ -14,7 +14,8 @@ call's `tool_use_id` (Gemini CLI: BeforeTool and AfterTool, which carry no call 
 The grammar: reads (the shell idioms of `shell_strategies`, and reads whose output depends on
 the environment or on git's configuration), edits through the hooks, calls that fail,
 interrupted calls, calls decided twice under one id, abandoned calls (decided, run, never
-reported), edits by a process the hooks never see, one configuration file outside the root
+reported), calls whose command a second hook rewrote after Ledger's PreToolUse (the agent runs
+and reports the rewritten one), edits by a process the hooks never see, one configuration file outside the root
 edited at a time, a shadowed program rewritten in place behind its symbolic link, and
 environment changes between steps (`TZ`, `LC_ALL`/`LANG`/`LC_COLLATE`, `PATH` with a
 symlinked and a relative entry, `GIT_*`, `RIPGREP_CONFIG_PATH`).
@@ -536,7 +537,14 @@ class HookWorld:
         shutil.rmtree(self.parent, ignore_errors=True)
 
 
-HOW: tuple[str, ...] = ("plain", "interrupted", "redecide", "abandon")
+HOW: tuple[str, ...] = ("plain", "interrupted", "redecide", "abandon", "rewritten")
+
+
+def rewritten(command: str) -> str:
+    """What a second PreToolUse hook (Claude Code's `updatedInput`) makes of `command` after
+    Ledger decided it: the same read with a line of its own appended, so the output the agent
+    reports is never the decided command's. Storing it under the decided command is stale."""
+    return f"{command}; echo '(checked by another hook)'"
 
 
 def tool_call(world: HookWorld, command: str, how: str = "plain") -> ReuseCheck | None:
@@ -544,7 +552,8 @@ def tool_call(world: HookWorld, command: str, how: str = "plain") -> ReuseCheck 
 
     `how`: "plain" (PreToolUse, run, PostToolUse or PostToolUseFailure), "interrupted" (the
     command ran but the agent reports it interrupted), "redecide" (PreToolUse sent twice under
-    one id), "abandon" (decided and run, never reported). Returns None when nothing was served,
+    one id), "abandon" (decided and run, never reported), "rewritten" (decided as `command`,
+    then run and reported as `rewritten(command)`). Returns None when nothing was served,
     else the Reuse and what running the command at once showed.
     """
     if how not in HOW:
@@ -556,6 +565,8 @@ def tool_call(world: HookWorld, command: str, how: str = "plain") -> ReuseCheck 
     if how == "redecide":
         reply = world.hook(world.payload(world.simulated.pre_event, call_id, command))
     served = world.served(reply)
+    if served is None and how == "rewritten":
+        command = rewritten(command)
     output, code = world.run(command)  # the agent's run, or the oracle's run of a Reuse
     if served is not None:
         return ReuseCheck(command, world.expected(output, code), served)
@@ -593,13 +604,16 @@ def write_counterexample(document: Mapping[str, Any], out_dir: pathlib.Path) -> 
     return path
 
 
-def replay(document: Mapping[str, Any], hook_environment: Mapping[str, str] | None = None) -> list[ReuseCheck]:
-    """Play a counterexample's steps again through fresh hook processes; every Reuse served,
-    checked against a real run (a stale one has `held` False)."""
+def replay(
+    document: Mapping[str, Any], hook_environment: Mapping[str, str] | None = None, probe: bool = False
+) -> list[ReuseCheck]:
+    """Play a counterexample's steps again through fresh hook processes (`probe`: as shipped,
+    each read served only after its probe); every Reuse served, checked against a real run (a
+    stale one has `held` False)."""
     if document.get("format") != COUNTEREXAMPLE_FORMAT:
         raise ValueError(f"not a hook-path counterexample (format {document.get('format')!r})")
     world = HookWorld(str(document["agent"]), WorkspaceSetup.from_json(document["setup"]), bool(document["worktree"]),
-                      hook_environment)
+                      hook_environment, probe)
     checks = []
     try:
         for step in document["steps"]:

@@ -77,6 +77,18 @@ PLANTED = [
         [("plain", "cat a.txt"), ("plain", "cat a.txt")],
     ),
     (
+        "session: a rewritten command's output stored under the command decided (issue 19, hook composition)", "claude",
+        """
+        import ledger_impl.session as s
+        _real = s.DurableSession.record
+        def _record(self, call_id, output, exit_code, **options):
+            options["ran"] = None
+            return _real(self, call_id, output, exit_code, **options)
+        s.DurableSession.record = _record
+        """,
+        [("rewritten", "cat a.txt"), ("plain", "cat a.txt")],
+    ),
+    (
         "fingerprint: the environment compared by variable names only (a TZ change)", "claude",
         "import ledger_impl.fingerprint as f\nf._environment = lambda env: tuple(sorted((k, '') for k in env))\n",
         [("env", "TZ", "UTC"), ("plain", "ls -l"), ("env", "TZ", "Asia/Tokyo"), ("plain", "ls -l")],
@@ -84,6 +96,8 @@ PLANTED = [
 ]
 
 FINGERPRINT = next(i for i, planted in enumerate(PLANTED) if planted[0].startswith("fingerprint:"))
+REWRITE = next(i for i, planted in enumerate(PLANTED) if planted[0].startswith("session:"))
+STORED = sorted((pathlib.Path(__file__).parent.parent / "counterexamples" / "hook").glob("*.json"))
 
 
 def _play(world: HookWorld, scenario: list[tuple[str, ...]]) -> list[bool]:
@@ -153,3 +167,23 @@ def test_a_counterexample_file_replays_the_stale_reuse_and_only_with_the_bug(tmp
     assert [check.held for check in replay(document, plant)] == [False], "the replay serves the stale listing again"
     assert all(check.held for check in replay(document)), "without the bug nothing stale is served"
 
+
+
+def test_the_stored_hook_counterexamples_are_the_planted_cases() -> None:
+    assert [path.name for path in STORED] == ["claude-rewritten-command.json"]
+
+
+def test_the_stored_rewritten_command_file_is_stale_without_the_rule_and_fresh_with_it(tmp_path: pathlib.Path) -> None:
+    """Issue 19's hook composition: the file replays a stale Reuse on Ledger without the rule
+    that compares the PostToolUse's command with the one decided (as the issue found it), and
+    serves nothing stale as shipped. With the probe on, nothing stale is served even without the
+    rule: the probe reruns the command decided, its output differs from the one reported, and the
+    read is never served."""
+    document = json.loads(STORED[0].read_text())
+    plant = _planted(tmp_path / "plant", PLANTED[REWRITE][2])
+    stale = replay(document, plant)
+    assert [(repr(check.expected), repr(check.served)) for check in stale if not check.held] == [
+        (document["violation"]["expected"], document["violation"]["served"])
+    ], "without the rule the recorded stale Reuse comes back, exactly"
+    assert all(check.held for check in replay(document)), "as shipped nothing stale is served"
+    assert all(check.held for check in replay(document, plant, probe=True)), "the probe alone closes it too"
