@@ -54,7 +54,7 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, precondition,
 from ledger_impl.session import DurableSession
 from ledger_spec.errors import HarnessFailure, PropertyViolation
 
-from .oracle import GIT_ENVIRONMENT, Placement, hunt_environment, materialize, session_environment
+from .oracle import GIT_ENVIRONMENT, Placement, hunt_environment, materialize, session_environment, workspace_base
 from .profiles import Profile, profile as named_profile
 from .shell_strategies import (
     DETECTOR_READ_IDIOMS,
@@ -384,7 +384,7 @@ class HookWorld:
         self.probe = probe
         # Added to the hook processes' environment only (a test plants a bug through PYTHONPATH).
         self.hook_environment = dict(hook_environment or {})
-        self.parent = pathlib.Path(tempfile.mkdtemp(prefix="ledger-hook-hunt-"))
+        self.parent = pathlib.Path(tempfile.mkdtemp(prefix="ledger-hook-hunt-", dir=workspace_base()))
         placement = materialize(setup, self.parent)
         self.outside = placement.outside
         self.root = placement.root

@@ -66,6 +66,7 @@ from .shell_strategies import (
     PROBE_CLASS_READ_IDIOMS,
     READ_IDIOMS,
     RUN_TOOL_SCRIPT,
+    SESSION_FILES,
     SPELLINGS,
     WorkspaceSetup,
     edit_commands,
@@ -216,6 +217,10 @@ class Grammar:
     edit_idioms: Sequence[str] = EDIT_IDIOMS
     pool: Sequence[str] = DEFAULT_POOL
     spellings: Sequence[str] = SPELLINGS
+    session_files: bool = False
+    """Give every other run `SESSION_FILES` as its environment: a start file that sources
+    another, and a zone file, outside the root (what the `start-file` and `zone-file` idioms
+    edit). Off, the session's environment stays the machine's."""
 
 
 def make_hunt(
@@ -257,6 +262,8 @@ def make_hunt(
             # (invalid), so shrinking ends quickly. A crash is raised as found, unshrunk.
             hypothesis.assume(not violation_log.out_of_time() and violation_log.crashes < CRASHES_TO_SHOW)
             violation_log.examples += 1
+            if grammar.session_files and data.draw(st.booleans(), "start and zone files"):
+                setup = attrs.evolve(setup, environment={**setup.environment, **SESSION_FILES})
             self.setup = setup
             # Swarm testing: each run works on a few files with a few edit idioms, so that a
             # read, an edit and a re-read of the same file (what a stale Reuse needs) are
@@ -369,10 +376,11 @@ def hunt_settings(profile: Profile, **overrides: object) -> settings:
 FULL_GRAMMAR = Grammar(
     read_idioms=READ_IDIOMS + PROBE_CLASS_READ_IDIOMS,
     edit_idioms=EDIT_IDIOMS + FINGERPRINT_CLASS_IDIOMS + DESCENDANT_IDIOMS + PROBE_CLASS_EDIT_IDIOMS,
+    session_files=True,
 )
 """Every read idiom, including those with an open classifier fault, and every edit, including
 those outside the root that only the fingerprint covers, background writers that leave bash's
-process group or session, and the clock edges only the probe sees: what `ledger verify` hunts
+process group or session, the clock edges, start files and zone file only the probe sees: what `ledger verify` hunts
 (with the fingerprint and the probe on, as shipped)."""
 
 TRACED_ONLY: Final = "traced-only"

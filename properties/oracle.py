@@ -24,6 +24,8 @@ import contextlib
 import contextvars
 import os
 import pathlib
+import shlex
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -34,13 +36,16 @@ import attrs
 
 import ledger_spec
 from ledger_impl.execution import command_environment, run_command
+from ledger_impl.probe.dependencies import CTIME_SLACK_NS
 from ledger_impl.runtime import Runtime
 from ledger_impl.runtime import Step as RuntimeStep
 from ledger_spec import Policy
 
 from . import ground_truth, sweeper
 from .ground_truth import HashCache, Tree, owed_by_key
-from .shell_strategies import OUTSIDE_PLACEHOLDER, ROOT_PLACEHOLDER, WorkspaceSetup
+from .shell_strategies import (
+    OUTSIDE_PLACEHOLDER, ROOT_PLACEHOLDER, START_FILE, START_MORE, ZONE_FILE, ZONEINFO, WorkspaceSetup,
+)
 from .spec_driver import drive_step
 from .strategies import Step
 
@@ -165,6 +170,14 @@ def materialize(setup: WorkspaceSetup, parent: pathlib.Path) -> Placement:
             path.write_bytes(text.encode("utf-8"))
     (outside / "home").mkdir(exist_ok=True)
     (outside / "bin").mkdir(exist_ok=True)
+    # The start files and the zone file a setup's environment may name (`SESSION_FILES`),
+    # which the grammar's `start-file` and `zone-file` idioms rewrite.
+    (outside / START_FILE).write_text(f". {shlex.quote(str(outside.resolve() / START_MORE))}\n")
+    (outside / START_MORE).write_text("")
+    zone = pathlib.Path(ZONEINFO, "UTC")
+    if zone.is_file():
+        shutil.copyfile(zone, outside / ZONE_FILE)
+    written = time.monotonic()
     if setup.git:
         # An empty template: no sample hooks, fewer files to hash at every step. The first
         # commit starts no `git maintenance run --auto` (a process of its own, which a
@@ -172,6 +185,9 @@ def materialize(setup: WorkspaceSetup, parent: pathlib.Path) -> Placement:
         initial_commit = ["-c", "maintenance.auto=false", "commit", "-q", "--allow-empty", "-m", "initial"]
         for args in (["init", "-q", "-b", "main", "--template="], ["add", "-A"], initial_commit):
             subprocess.run(["git", *args], cwd=root, check=True, capture_output=True, env={**os.environ, **GIT_ENVIRONMENT})
+    # Every command reads the start files: written within the probe's ctime slack of the first
+    # command's start, they would count as changed while it ran, and no first read would serve.
+    time.sleep(max(0.0, written + 2 * CTIME_SLACK_NS / 1e9 - time.monotonic()))
     return Placement(root.resolve(), outside.resolve())
 
 
@@ -407,10 +423,24 @@ def _state_summary(state: ledger_spec.State) -> dict[str, object]:
     }
 
 
+def workspace_base() -> str:
+    """Where a hunt makes its workspaces: the temporary directory, except that the default /tmp
+    becomes /var/tmp. The probe's sandbox has a private /tmp into which only the root is bound
+    back, so under /tmp the directory outside the root (git's config, the shadowed programs,
+    the start and zone files) would be hidden from it: a read that depends on it would then
+    never be served for that reason alone, and the hunt would not test its traced set. An
+    explicit TMPDIR is kept."""
+    base = tempfile.gettempdir()
+    under_tmp = base == "/tmp" or base.startswith("/tmp/")
+    if under_tmp and "TMPDIR" not in os.environ and os.access("/var/tmp", os.W_OK | os.X_OK):
+        return "/var/tmp"
+    return base
+
+
 @contextlib.contextmanager
 def checked_session(setup: WorkspaceSetup, detector: object, policy: Policy | None = None) -> Iterator[CheckedSession]:
     """A CheckedSession in a fresh temporary directory, removed (background jobs killed) after."""
-    parent = pathlib.Path(tempfile.mkdtemp(prefix="ledger-hunt-"))
+    parent = pathlib.Path(tempfile.mkdtemp(prefix="ledger-hunt-", dir=workspace_base()))
     session: CheckedSession | None = None
     try:
         placement = materialize(setup, parent)

@@ -17,6 +17,7 @@ and the test script that rewrites it, and one file outside the root.
 from __future__ import annotations
 
 import difflib
+import os
 import posixpath
 import shlex
 from typing import Callable, Final, Mapping, Sequence
@@ -36,6 +37,21 @@ FIXTURE = "tests/fixture.txt"
 TEST_SCRIPT = "run_tests.py"
 TOOL_SCRIPT = "tool.py"
 OUTSIDE_FILE = "ext.txt"
+# Files outside the root a session's shell may read at start: with SESSION_FILES as its
+# setup's environment, BASH_ENV names START_FILE, which sources START_MORE (issue 19's indirect
+# start file), and TZ names ZONE_FILE, a copy of a zone from ZONEINFO (a system database
+# outside the root). `ledger_properties.oracle` writes them when it materializes a workspace;
+# the `start-file` and `zone-file` idioms rewrite them, and `ledger verify`'s hunt gives every
+# other run this environment.
+START_FILE = "start.sh"
+START_MORE = "start-more.sh"
+ZONE_FILE = "zone"
+ZONEINFO = "/usr/share/zoneinfo"
+ZONES: tuple[str, ...] = ("UTC", "Asia/Tokyo", "America/New_York")
+SESSION_FILES: Mapping[str, str] = {
+    "BASH_ENV": f"{OUTSIDE_PLACEHOLDER}/{START_FILE}",
+    **({"TZ": f"{OUTSIDE_PLACEHOLDER}/{ZONE_FILE}"} if os.path.isfile(os.path.join(ZONEINFO, "UTC")) else {}),
+}
 # Names that do not exist at the start but that edits create (copies, renames, links).
 NEW_FILES: tuple[str, ...] = ("new.txt", "src/new.py", "link.txt", "hard.txt")
 HARD_LINK = "hard.txt"
@@ -299,14 +315,20 @@ READ_IDIOMS: tuple[str, ...] = tuple(READ_IDIOM_TABLE)
 # dates and commits 89 s in the past, so `git log -1 --format=%cd` turns from seconds to
 # minutes. The reads are kept out of READ_IDIOMS (hunts that judge a detector alone draw what
 # they drew); `FULL_GRAMMAR` (`ledger verify`) adds both lists. Classes the hunt cannot draw
-# (the session environment is fixed: BASH_ENV, a relative PATH entry, TZ naming a zone file;
-# `chattr`, which the default detector misses) are Runtime tests in tests/test_probe_runtime.py.
+# (a relative PATH entry: the session's PATH is fixed; `chattr`, which the default detector
+# misses) are Runtime tests in tests/test_probe_runtime.py.
 PROBE_CLASS_READS: dict[str, Callable[[ReadContext], str]] = {
     "git-log-date": lambda c: "git log -1 --format=%cd",
 }
 READ_IDIOM_TABLE.update(PROBE_CLASS_READS)
 PROBE_CLASS_READ_IDIOMS: tuple[str, ...] = tuple(PROBE_CLASS_READS)
-PROBE_CLASS_EDIT_IDIOMS: tuple[str, ...] = ("clock-edge", "git-relative-date")
+# `start-file` rewrites the file the session's start file sources (a line every command then
+# prints, or none); `zone-file` copies another zone over the session's TZ file, which moves the
+# times `ls -l` prints. Only the probe's trace names either file: the fingerprint sees the
+# variables, not what the second start file or the zone file holds.
+PROBE_CLASS_EDIT_IDIOMS: tuple[str, ...] = ("clock-edge", "git-relative-date", "start-file") + (
+    ("zone-file",) if all(os.path.isfile(os.path.join(ZONEINFO, zone)) for zone in ZONES) else ()
+)
 SIX_MONTHS_SECONDS: Final = 15778476  # GNU ls: older than this, the year instead of the time
 
 
@@ -519,6 +541,13 @@ def edit_commands(
         return f"touch -d @$(( $(date +%s) - {SIX_MONTHS_SECONDS} + 1 )) {path}"
     if idiom == "git-relative-date":
         return "git config log.date relative && GIT_COMMITTER_DATE=@$(( $(date +%s) - 89 )) git commit -q --allow-empty -m step"
+    if idiom == "start-file":
+        more = f"{OUTSIDE_PLACEHOLDER}/{START_MORE}"
+        if draw(st.booleans()):
+            return f": > {more}"
+        return f"echo {shlex.quote(f'echo {shlex.quote(text)}')} > {more}"
+    if idiom == "zone-file":
+        return f"cp {ZONEINFO}/{draw(st.sampled_from(ZONES))} {OUTSIDE_PLACEHOLDER}/{ZONE_FILE}"
     if idiom == "outside-hardlink":
         return f"ln -f {ROOT_PLACEHOLDER}/{path} {OUTSIDE_PLACEHOLDER}/hl && echo {shlex.quote(text)} >> {OUTSIDE_PLACEHOLDER}/hl"
     raise ValueError(f"unknown edit idiom {idiom!r}")

@@ -144,6 +144,30 @@ def test_the_verify_grammar_draws_the_clock_classes() -> None:
     assert set(PROBE_CLASS_READ_IDIOMS) <= set(FULL_GRAMMAR.read_idioms)
 
 
+@pytest.mark.parametrize("idiom", ["start-file", "zone-file"])
+def test_the_start_and_zone_file_idioms_serve_stale_without_the_probe_and_fresh_with_it(idiom: str) -> None:
+    """The two idioms of `ledger verify`'s grammar reach their class: in a hunt's session with
+    `SESSION_FILES` (BASH_ENV and TZ naming files outside the root, as `materialize` writes them)
+    the read after the idiom's edit is served stale with the probe off, and not served with it on."""
+    from ledger_properties.oracle import REUSE_IS_FRESH, probe_line, run_checked
+    from ledger_properties.shell_strategies import OUTSIDE_PLACEHOLDER, PROBE_CLASS_EDIT_IDIOMS, START_MORE, ZONE_FILE, ZONEINFO
+    from ledger_properties.shell_strategies import SESSION_FILES, WorkspaceSetup
+
+    if idiom not in PROBE_CLASS_EDIT_IDIOMS:
+        pytest.skip(f"no time zone database under {ZONEINFO}")
+    if idiom == "start-file":
+        read, edit = "cat a.txt", f"echo 'echo from a start file' > {OUTSIDE_PLACEHOLDER}/{START_MORE}"
+    else:
+        read, edit = "ls -l --time-style=+%H:%M a.txt", f"cp {ZONEINFO}/Asia/Tokyo {OUTSIDE_PLACEHOLDER}/{ZONE_FILE}"
+    steps = ["touch -d '2026-01-01 12:00 UTC' a.txt && sleep 1", read, read, edit, read]
+    for probe in (False, True):
+        with probe_line(probe):
+            records = run_checked(WorkspaceSetup({"a.txt": "alpha\n"}, {}, environment=SESSION_FILES), steps, default_detector())
+        stale = [r for r in records if r.violation is not None and r.violation.property == REUSE_IS_FRESH]
+        assert [r.verdict for r in records][:3] == ["allow", "allow", "reuse"], (probe, records)
+        assert bool(stale) is not probe, (idiom, probe, records[-1])
+
+
 def test_a_short_hunt_on_the_traced_set_alone_finds_nothing() -> None:
     from ledger_properties.hunt import FULL_GRAMMAR, run_hunt
 
