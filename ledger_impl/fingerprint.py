@@ -126,10 +126,11 @@ def take(root: Path, command: Command, env: Mapping[str, str]) -> Fingerprint | 
     # semantics itself, which is right only for the system's own tools. A tool shadowed before
     # the read was recorded resolves the same at both fingerprints, so equality alone cannot
     # tell; the command text then makes only a verbatim repeat match.
-    # A start file (BASH_ENV) runs before the command and can print, or define a function over
-    # a line tool: the output is then not the file's lines alone, and cutting it is wrong too.
-    spelling = None
-    if isinstance(command.target, FileTarget) and (env.get("BASH_ENV") or not _line_tools_standard(programs, root_text)):
+    # So is a start file (BASH_ENV): it runs before the command and can print, or define a
+    # function over a line tool, and the output is then not the file's lines alone.
+    start_file = isinstance(command.target, FileTarget) and bool(env.get("BASH_ENV"))
+    spelling = command.text if start_file else None
+    if isinstance(command.target, FileTarget) and not _line_tools_standard(programs, root_text):
         spelling = command.text
     target = command.target
     if isinstance(target, FileTarget):
