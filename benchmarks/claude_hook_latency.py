@@ -96,6 +96,15 @@ def main(argv: Sequence[str] | None = None, results: pathlib.Path = record.RESUL
                             "tool_response": {"stdout": done.stdout.rstrip(), "stderr": "", "interrupted": False}}
                     samples[f"PostToolUse, {DETECTOR_NAMES[detector]}"].append(timed(hook(detector), json.dumps(post)))
         finally:
+            # Each PostToolUse left a detached probe that writes its verdict into the session's
+            # database after the hook has answered: the state directories go only once every
+            # probe is done (removing them under a running probe failed with ENOTEMPTY).
+            from ledger_impl.detectors.stat_index import StatIndex
+            from ledger_impl.session import DurableSession
+
+            for detector in detectors:
+                with DurableSession.open(root, state_dir=pathlib.Path(states) / detector, detector=StatIndex()) as session:
+                    session.wait_for_probes(60)
             if "watchman" in detectors:
                 from ledger_impl.detectors.watchman import Daemon
 
