@@ -51,6 +51,7 @@ from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, precondition, rule, run_state_machine_as_test
 
+from ledger_impl.detectors.watchman import Daemon
 from ledger_impl.session import DurableSession
 from ledger_spec.errors import HarnessFailure, PropertyViolation
 
@@ -534,6 +535,10 @@ class HookWorld:
         return self.simulated.shown(output, exit_code)
 
     def close(self) -> None:
+        # Where watchman is installed the hook processes started a daemon for the session; it
+        # would outlive its removed directory (each `ledger verify` left four behind).
+        if (self.state_dir / "watchman").is_dir():
+            Daemon(self.state_dir / "watchman").shutdown()
         shutil.rmtree(self.parent, ignore_errors=True)
 
 

@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import json
 import pathlib
+import shutil
 import textwrap
+import time
 from collections.abc import Iterator
 
 import pytest
@@ -187,3 +189,32 @@ def test_the_stored_rewritten_command_file_is_stale_without_the_rule_and_fresh_w
     ], "without the rule the recorded stale Reuse comes back, exactly"
     assert all(check.held for check in replay(document)), "as shipped nothing stale is served"
     assert all(check.held for check in replay(document, plant, probe=True)), "the probe alone closes it too"
+
+
+@pytest.mark.skipif(shutil.which("watchman") is None, reason="no watchman binary on PATH (.ci/run installs it)")
+def test_closing_a_run_stops_the_watchman_daemon_its_hooks_started(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("LEDGER_SESSION_DETECTOR", "watchman")  # as `ledger verify` runs where it is installed
+    world = HookWorld("claude", SETUP, worktree=False)
+    try:
+        _play(world, [("plain", "cat a.txt"), ("plain", "cat a.txt")])
+        state = str(world.state_dir)
+        assert _processes_naming(state), "the hooks ran on Watchman, which started a daemon for the session"
+    finally:
+        world.close()
+    deadline = time.monotonic() + 10
+    while _processes_naming(state) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert _processes_naming(state) == [], "a Watchman daemon outlived the run that started it"
+
+
+def _processes_naming(text: str) -> list[int]:
+    """The pids of processes whose command line names `text`."""
+    found = []
+    for entry in pathlib.Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if text.encode() in (entry / "cmdline").read_bytes():
+                    found.append(int(entry.name))
+            except OSError:
+                continue
+    return found
