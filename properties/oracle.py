@@ -44,7 +44,8 @@ from ledger_spec import Policy
 from . import ground_truth, sweeper
 from .ground_truth import HashCache, Tree, owed_by_key
 from .shell_strategies import (
-    OUTSIDE_PLACEHOLDER, ROOT_PLACEHOLDER, START_FILE, START_MORE, ZONE_FILE, ZONEINFO, WorkspaceSetup,
+    OUTSIDE_PLACEHOLDER, ROOT_PLACEHOLDER, SESSION_FILES, START_FILE, START_MORE, ZONE_FILE, ZONEINFO, ZONES,
+    WorkspaceSetup,
 )
 from .spec_driver import drive_step
 from .strategies import Step
@@ -170,14 +171,7 @@ def materialize(setup: WorkspaceSetup, parent: pathlib.Path) -> Placement:
             path.write_bytes(text.encode("utf-8"))
     (outside / "home").mkdir(exist_ok=True)
     (outside / "bin").mkdir(exist_ok=True)
-    # The start files and the zone file a setup's environment may name (`SESSION_FILES`),
-    # which the grammar's `start-file` and `zone-file` idioms rewrite.
-    (outside / START_FILE).write_text(f". {shlex.quote(str(outside.resolve() / START_MORE))}\n")
-    (outside / START_MORE).write_text("")
-    zone = pathlib.Path(ZONEINFO, "UTC")
-    if zone.is_file():
-        shutil.copyfile(zone, outside / ZONE_FILE)
-    written = time.monotonic()
+    written = _write_session_files(setup.environment, outside)
     if setup.git:
         # An empty template: no sample hooks, fewer files to hash at every step. The first
         # commit starts no `git maintenance run --auto` (a process of its own, which a
@@ -185,10 +179,24 @@ def materialize(setup: WorkspaceSetup, parent: pathlib.Path) -> Placement:
         initial_commit = ["-c", "maintenance.auto=false", "commit", "-q", "--allow-empty", "-m", "initial"]
         for args in (["init", "-q", "-b", "main", "--template="], ["add", "-A"], initial_commit):
             subprocess.run(["git", *args], cwd=root, check=True, capture_output=True, env={**os.environ, **GIT_ENVIRONMENT})
-    # Every command reads the start files: written within the probe's ctime slack of the first
-    # command's start, they would count as changed while it ran, and no first read would serve.
-    time.sleep(max(0.0, written + 2 * CTIME_SLACK_NS / 1e9 - time.monotonic()))
+    if written is not None:
+        # Every command reads them: written within the probe's ctime slack of the first
+        # command's start, they would count as changed while it ran, and no first read would serve.
+        time.sleep(max(0.0, written + 2 * CTIME_SLACK_NS / 1e9 - time.monotonic()))
     return Placement(root.resolve(), outside.resolve())
+
+
+def _write_session_files(environment: Mapping[str, str], outside: pathlib.Path) -> float | None:
+    """The start files and the zone file of `SESSION_FILES`, those `environment` names, written
+    under `outside` (the `start-file` and `zone-file` idioms rewrite them); when, or None if
+    it names none."""
+    names = {name for name, value in SESSION_FILES.items() if environment.get(name) == value}
+    if "BASH_ENV" in names:
+        (outside / START_FILE).write_text(f". {shlex.quote(str(outside.resolve() / START_MORE))}\n")
+        (outside / START_MORE).write_text("")
+    if "TZ" in names:
+        shutil.copyfile(pathlib.Path(ZONEINFO, ZONES[0]), outside / ZONE_FILE)
+    return time.monotonic() if names else None
 
 
 @attrs.frozen

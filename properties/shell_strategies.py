@@ -47,10 +47,11 @@ START_FILE = "start.sh"
 START_MORE = "start-more.sh"
 ZONE_FILE = "zone"
 ZONEINFO = "/usr/share/zoneinfo"
-ZONES: tuple[str, ...] = ("UTC", "Asia/Tokyo", "America/New_York")
+ZONES: tuple[str, ...] = ("UTC", "Asia/Tokyo", "America/New_York")  # the first is the one a session starts with
+HAS_ZONES: Final = all(os.path.isfile(os.path.join(ZONEINFO, zone)) for zone in ZONES)
 SESSION_FILES: Mapping[str, str] = {
     "BASH_ENV": f"{OUTSIDE_PLACEHOLDER}/{START_FILE}",
-    **({"TZ": f"{OUTSIDE_PLACEHOLDER}/{ZONE_FILE}"} if os.path.isfile(os.path.join(ZONEINFO, "UTC")) else {}),
+    **({"TZ": f"{OUTSIDE_PLACEHOLDER}/{ZONE_FILE}"} if HAS_ZONES else {}),
 }
 # Names that do not exist at the start but that edits create (copies, renames, links).
 NEW_FILES: tuple[str, ...] = ("new.txt", "src/new.py", "link.txt", "hard.txt")
@@ -327,7 +328,7 @@ PROBE_CLASS_READ_IDIOMS: tuple[str, ...] = tuple(PROBE_CLASS_READS)
 # times `ls -l` prints. Only the probe's trace names either file: the fingerprint sees the
 # variables, not what the second start file or the zone file holds.
 PROBE_CLASS_EDIT_IDIOMS: tuple[str, ...] = ("clock-edge", "git-relative-date", "start-file") + (
-    ("zone-file",) if all(os.path.isfile(os.path.join(ZONEINFO, zone)) for zone in ZONES) else ()
+    ("zone-file",) if HAS_ZONES else ()
 )
 SIX_MONTHS_SECONDS: Final = 15778476  # GNU ls: older than this, the year instead of the time
 

@@ -13,7 +13,7 @@ import json
 import pathlib
 import shutil
 import textwrap
-import time
+import uuid
 from collections.abc import Iterator
 
 import pytest
@@ -21,6 +21,7 @@ import pytest
 from ledger_properties.hook_hunt import HookViolation, HookWorld, counterexample, replay, run_hook_hunt, tool_call, write_counterexample
 from ledger_properties.oracle import hunt_environment
 from ledger_properties.shell_strategies import WorkspaceSetup
+from test_interrupt import marked_processes, wait_for
 
 SETUP = WorkspaceSetup(
     {"a.txt": "alpha 1 beta\nbeta 2 gamma\n", "b.txt": "omega\n", "src/app.py": "x = 1\n", "docs/naïve notes.txt": "n\n"},
@@ -98,7 +99,6 @@ PLANTED = [
 ]
 
 FINGERPRINT = next(i for i, planted in enumerate(PLANTED) if planted[0].startswith("fingerprint:"))
-REWRITE = next(i for i, planted in enumerate(PLANTED) if planted[0].startswith("session:"))
 STORED = sorted((pathlib.Path(__file__).parent.parent / "counterexamples" / "hook").glob("*.json"))
 
 
@@ -170,23 +170,26 @@ def test_a_counterexample_file_replays_the_stale_reuse_and_only_with_the_bug(tmp
     assert all(check.held for check in replay(document)), "without the bug nothing stale is served"
 
 
+def test_there_are_stored_hook_counterexamples() -> None:
+    assert STORED, "counterexamples/hook/ holds the hook-path files this module replays"
 
-def test_the_stored_hook_counterexamples_are_the_planted_cases() -> None:
-    assert [path.name for path in STORED] == ["claude-rewritten-command.json"]
 
-
-def test_the_stored_rewritten_command_file_is_stale_without_the_rule_and_fresh_with_it(tmp_path: pathlib.Path) -> None:
-    """Issue 19's hook composition: the file replays a stale Reuse on Ledger without the rule
-    that compares the PostToolUse's command with the one decided (as the issue found it), and
-    serves nothing stale as shipped. With the probe on, nothing stale is served even without the
-    rule: the probe reruns the command decided, its output differs from the one reported, and the
-    read is never served."""
-    document = json.loads(STORED[0].read_text())
-    plant = _planted(tmp_path / "plant", PLANTED[REWRITE][2])
-    stale = replay(document, plant)
-    assert [(repr(check.expected), repr(check.served)) for check in stale if not check.held] == [
+@pytest.mark.parametrize("path", STORED, ids=[path.stem for path in STORED])
+def test_a_stored_hook_counterexample_is_stale_with_its_planted_bug_and_fresh_without(
+    tmp_path: pathlib.Path, path: pathlib.Path
+) -> None:
+    """Each file names the planted bug it shows (`found_by.planted`, a prefix of a PLANTED
+    name). With it, the recorded stale Reuse comes back exactly; as shipped, nothing stale is
+    served. claude-rewritten-command.json is issue 19's hook composition: the bug takes out the
+    session's comparison of the reported command with the one decided. With the probe on it is
+    fresh even with that bug: the probe reruns the command decided, its output differs from the
+    one reported, and the read is never served."""
+    document = json.loads(path.read_text())
+    patch = next(planted[2] for planted in PLANTED if planted[0].startswith(document["found_by"]["planted"] + ":"))
+    plant = _planted(tmp_path / "plant", patch)
+    assert [(repr(check.expected), repr(check.served)) for check in replay(document, plant) if not check.held] == [
         (document["violation"]["expected"], document["violation"]["served"])
-    ], "without the rule the recorded stale Reuse comes back, exactly"
+    ], "with the bug the recorded stale Reuse comes back, exactly"
     assert all(check.held for check in replay(document)), "as shipped nothing stale is served"
     assert all(check.held for check in replay(document, plant, probe=True)), "the probe alone closes it too"
 
@@ -194,27 +197,11 @@ def test_the_stored_rewritten_command_file_is_stale_without_the_rule_and_fresh_w
 @pytest.mark.skipif(shutil.which("watchman") is None, reason="no watchman binary on PATH (.ci/run installs it)")
 def test_closing_a_run_stops_the_watchman_daemon_its_hooks_started(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("LEDGER_SESSION_DETECTOR", "watchman")  # as `ledger verify` runs where it is installed
-    world = HookWorld("claude", SETUP, worktree=False)
+    marker = f"LEDGER_HOOK_HUNT_TEST={uuid.uuid4().hex}"  # inherited by the daemon the hooks start
+    world = HookWorld("claude", SETUP, worktree=False, hook_environment=dict([marker.split("=")]))
     try:
         _play(world, [("plain", "cat a.txt"), ("plain", "cat a.txt")])
-        state = str(world.state_dir)
-        assert _processes_naming(state), "the hooks ran on Watchman, which started a daemon for the session"
+        assert marked_processes(marker), "the hooks ran on Watchman, which started a daemon for the session"
     finally:
         world.close()
-    deadline = time.monotonic() + 10
-    while _processes_naming(state) and time.monotonic() < deadline:
-        time.sleep(0.1)
-    assert _processes_naming(state) == [], "a Watchman daemon outlived the run that started it"
-
-
-def _processes_naming(text: str) -> list[int]:
-    """The pids of processes whose command line names `text`."""
-    found = []
-    for entry in pathlib.Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                if text.encode() in (entry / "cmdline").read_bytes():
-                    found.append(int(entry.name))
-            except OSError:
-                continue
-    return found
+    assert wait_for(lambda: not marked_processes(marker), 10), "a Watchman daemon outlived the run that started it"

@@ -149,16 +149,19 @@ def test_the_start_and_zone_file_idioms_serve_stale_without_the_probe_and_fresh_
     """The two idioms of `ledger verify`'s grammar reach their class: in a hunt's session with
     `SESSION_FILES` (BASH_ENV and TZ naming files outside the root, as `materialize` writes them)
     the read after the idiom's edit is served stale with the probe off, and not served with it on."""
+    import hypothesis
+
     from ledger_properties.oracle import REUSE_IS_FRESH, probe_line, run_checked
-    from ledger_properties.shell_strategies import OUTSIDE_PLACEHOLDER, PROBE_CLASS_EDIT_IDIOMS, START_MORE, ZONE_FILE, ZONEINFO
-    from ledger_properties.shell_strategies import SESSION_FILES, WorkspaceSetup
+    from ledger_properties.shell_strategies import PROBE_CLASS_EDIT_IDIOMS, SESSION_FILES, ZONEINFO, ZONES
+    from ledger_properties.shell_strategies import WorkspaceSetup, edit_commands
 
     if idiom not in PROBE_CLASS_EDIT_IDIOMS:
         pytest.skip(f"no time zone database under {ZONEINFO}")
-    if idiom == "start-file":
-        read, edit = "cat a.txt", f"echo 'echo from a start file' > {OUTSIDE_PLACEHOLDER}/{START_MORE}"
-    else:
-        read, edit = "ls -l --time-style=+%H:%M a.txt", f"cp {ZONEINFO}/Asia/Tokyo {OUTSIDE_PLACEHOLDER}/{ZONE_FILE}"
+    # The idiom's own command, one that changes what the read prints: a start file that prints,
+    # or a zone other than the one a session starts with.
+    changes = (lambda c: c.startswith("echo")) if idiom == "start-file" else (lambda c: ZONES[0] not in c)
+    edit = hypothesis.find(edit_commands(idioms=(idiom,)), changes)
+    read = "cat a.txt" if idiom == "start-file" else "ls -l --time-style=+%H:%M a.txt"
     steps = ["touch -d '2026-01-01 12:00 UTC' a.txt && sleep 1", read, read, edit, read]
     for probe in (False, True):
         with probe_line(probe):
