@@ -245,6 +245,11 @@ def _worker_main(
         pass  # stopped while answering: the parent is no longer waiting for the answer
     finally:
         sender.close()
+        # Nothing is left to unwind: a SIGTERM from `_stop` now could only interrupt the
+        # interpreter's own exit (an atexit removal of a temporary directory), which then
+        # printed a KeyboardInterrupt traceback into the user's output and left the directory.
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        signal.signal(signal.SIGALRM, signal.SIG_IGN)
 
 
 def _stop_cleanly_on_terminate() -> None:

@@ -166,6 +166,24 @@ def test_an_exception_in_a_worker_is_raised_in_the_parent() -> None:
         run_in_workers(job, 2)
 
 
+def test_workers_stopped_after_answering_exit_without_a_traceback() -> None:
+    """The parent stops its workers once they have answered; one stopped while its interpreter
+    was exiting printed a KeyboardInterrupt traceback from an atexit removal into every
+    `ledger verify` log."""
+    import subprocess
+
+    program = (
+        "from ledger_impl.detectors import default_detector\n"
+        "from ledger_properties.hunt import Grammar, HuntJob\n"
+        "from ledger_properties.parallel import run_in_workers\n"
+        "from ledger_properties.profiles import profile\n"
+        "run_in_workers(HuntJob(default_detector, profile('ci'), 3, 4, Grammar(), False, 5.0), 2)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert "Traceback" not in done.stderr, done.stderr
+
+
 # The oracle itself must be able to fail: each property is shown violated by a hand-made case.
 
 
