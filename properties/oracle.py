@@ -44,8 +44,8 @@ from ledger_spec import Policy
 from . import ground_truth, sweeper
 from .ground_truth import HashCache, Tree, owed_by_key
 from .shell_strategies import (
-    OUTSIDE_PLACEHOLDER, ROOT_PLACEHOLDER, SESSION_FILES, START_FILE, START_MORE, ZONE_FILE, ZONEINFO, ZONES,
-    WorkspaceSetup,
+    GROUP_FILE, GROUP_NAME, OUTSIDE_PLACEHOLDER, OWNER_NAMES, PASSWD_FILE, ROOT_PLACEHOLDER, SESSION_FILES, START_FILE,
+    START_MORE, ZONE_FILE, ZONEINFO, ZONES, WorkspaceSetup, passwd_line,
 )
 from .spec_driver import drive_step
 from .strategies import Step
@@ -187,15 +187,19 @@ def materialize(setup: WorkspaceSetup, parent: pathlib.Path) -> Placement:
 
 
 def _write_session_files(environment: Mapping[str, str], outside: pathlib.Path) -> float | None:
-    """The start files and the zone file of `SESSION_FILES`, those `environment` names, written
-    under `outside` (the `start-file` and `zone-file` idioms rewrite them); when, or None if
-    it names none."""
+    """The start files, the zone file and the user databases of `SESSION_FILES`, those
+    `environment` names, written under `outside` (the `start-file`, `zone-file` and
+    `passwd-name` idioms rewrite them); when, or None if it names none."""
     names = {name for name, value in SESSION_FILES.items() if environment.get(name) == value}
     if "BASH_ENV" in names:
         (outside / START_FILE).write_text(f". {shlex.quote(str(outside.resolve() / START_MORE))}\n")
         (outside / START_MORE).write_text("")
     if "TZ" in names:
         shutil.copyfile(pathlib.Path(ZONEINFO, ZONES[0]), outside / ZONE_FILE)
+    if "NSS_WRAPPER_PASSWD" in names:
+        uid, gid = str(os.getuid()), str(os.getgid())
+        (outside / PASSWD_FILE).write_text(passwd_line(OWNER_NAMES[0], uid, gid) + "\n")
+        (outside / GROUP_FILE).write_text(f"{GROUP_NAME}:x:{gid}:\n")
     return time.monotonic() if names else None
 
 

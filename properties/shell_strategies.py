@@ -20,6 +20,8 @@ import difflib
 import os
 import posixpath
 import shlex
+import shutil
+import subprocess
 from typing import Callable, Final, Mapping, Sequence
 
 import attrs
@@ -37,22 +39,56 @@ FIXTURE = "tests/fixture.txt"
 TEST_SCRIPT = "run_tests.py"
 TOOL_SCRIPT = "tool.py"
 OUTSIDE_FILE = "ext.txt"
-# Files outside the root a session's shell may read at start: with SESSION_FILES as its
-# setup's environment, BASH_ENV names START_FILE, which sources START_MORE (issue 19's indirect
-# start file), and TZ names ZONE_FILE, a copy of a zone from ZONEINFO (a system database
-# outside the root). `ledger_properties.oracle` writes them when it materializes a workspace;
-# the `start-file` and `zone-file` idioms rewrite them, and `ledger verify`'s hunt gives every
-# other run this environment.
+# Files outside the root a session's commands may read: with SESSION_FILES as its setup's
+# environment, BASH_ENV names START_FILE, which sources START_MORE (issue 19's indirect start
+# file); TZ names ZONE_FILE, a copy of a zone from ZONEINFO; and libnss_wrapper, preloaded,
+# makes PASSWD_FILE and GROUP_FILE the user and group databases (system databases outside the
+# root; a test may not edit /etc/passwd). `ledger_properties.oracle` writes them when it
+# materializes a workspace; the `start-file`, `zone-file` and `passwd-name` idioms rewrite them,
+# and `ledger verify`'s hunt gives every other run this environment.
 START_FILE = "start.sh"
 START_MORE = "start-more.sh"
 ZONE_FILE = "zone"
 ZONEINFO = "/usr/share/zoneinfo"
 ZONES: tuple[str, ...] = ("UTC", "Asia/Tokyo", "America/New_York")  # the first is the one a session starts with
 HAS_ZONES: Final = all(os.path.isfile(os.path.join(ZONEINFO, zone)) for zone in ZONES)
+PASSWD_FILE = "passwd"
+GROUP_FILE = "group"
+NSS_WRAPPER = "libnss_wrapper.so"  # Debian's libnss-wrapper
+OWNER_NAMES: tuple[str, ...] = ("builder", "reviewer")  # the first is the one a session starts with
+GROUP_NAME = "staff"
+
+
+def _preloadable(library: str) -> bool:
+    """Whether the dynamic loader finds `library` to preload (it only warns when it does not)."""
+    try:
+        run = subprocess.run(["env", f"LD_PRELOAD={library}", "true"], capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.SubprocessError):
+        return False
+    return run.returncode == 0 and library not in run.stderr
+
+
+HAS_NSS_WRAPPER: Final = _preloadable(NSS_WRAPPER)
 SESSION_FILES: Mapping[str, str] = {
     "BASH_ENV": f"{OUTSIDE_PLACEHOLDER}/{START_FILE}",
     **({"TZ": f"{OUTSIDE_PLACEHOLDER}/{ZONE_FILE}"} if HAS_ZONES else {}),
+    **(
+        {
+            "LD_PRELOAD": NSS_WRAPPER,
+            "NSS_WRAPPER_PASSWD": f"{OUTSIDE_PLACEHOLDER}/{PASSWD_FILE}",
+            "NSS_WRAPPER_GROUP": f"{OUTSIDE_PLACEHOLDER}/{GROUP_FILE}",
+        }
+        if HAS_NSS_WRAPPER
+        else {}
+    ),
 }
+
+
+def passwd_line(name: str, uid: str = "$(id -u)", gid: str = "$(id -g)") -> str:
+    """The passwd entry that names the session's user `name` (shell words by default)."""
+    return f"{name}:x:{uid}:{gid}::/:/bin/sh"
+
+
 # Names that do not exist at the start but that edits create (copies, renames, links).
 NEW_FILES: tuple[str, ...] = ("new.txt", "src/new.py", "link.txt", "hard.txt")
 HARD_LINK = "hard.txt"
@@ -314,21 +350,33 @@ READ_IDIOMS: tuple[str, ...] = tuple(READ_IDIOM_TABLE)
 # mtime one second short of `ls -l`'s six-month cut-off (15778476 s), so a listing a second
 # later prints the year instead of the time of day; `git-relative-date` configures relative
 # dates and commits 89 s in the past, so `git log -1 --format=%cd` turns from seconds to
-# minutes. The reads are kept out of READ_IDIOMS (hunts that judge a detector alone draw what
-# they drew); `FULL_GRAMMAR` (`ledger verify`) adds both lists. Classes the hunt cannot draw
-# (a relative PATH entry: the session's PATH is fixed; `chattr`, which the default detector
-# misses) are Runtime tests in tests/test_probe_runtime.py.
+# minutes. A device node in the root (`device-node`: the kernel's urandom, or a link to it
+# where mknod needs a privilege the hunt lacks) prints new bytes at every read while nothing
+# that a detector sees moves. The reads are kept out of READ_IDIOMS (hunts that judge a
+# detector alone draw what they drew); `FULL_GRAMMAR` (`ledger verify`) adds both lists. A
+# relative PATH entry is drawn by the hook-path hunt (`ledger_properties.hook_hunt`), whose
+# sessions vary PATH.
+DEVICE_NODE = "random"
 PROBE_CLASS_READS: dict[str, Callable[[ReadContext], str]] = {
     "git-log-date": lambda c: "git log -1 --format=%cd",
+    "device-read": lambda c: f"od -An -N4 -tu4 {DEVICE_NODE}",
+    # ctimes to the nanosecond: what an attribute change (`chattr`, below) alone moves
+    "ls-ctime": lambda c: f"ls -lc --full-time {shlex.quote(c.directory)}",
 }
 READ_IDIOM_TABLE.update(PROBE_CLASS_READS)
 PROBE_CLASS_READ_IDIOMS: tuple[str, ...] = tuple(PROBE_CLASS_READS)
 # `start-file` rewrites the file the session's start file sources (a line every command then
 # prints, or none); `zone-file` copies another zone over the session's TZ file, which moves the
-# times `ls -l` prints. Only the probe's trace names either file: the fingerprint sees the
-# variables, not what the second start file or the zone file holds.
-PROBE_CLASS_EDIT_IDIOMS: tuple[str, ...] = ("clock-edge", "git-relative-date", "start-file") + (
-    ("zone-file",) if HAS_ZONES else ()
+# times `ls -l` prints; `passwd-name` renames the session's user in its passwd database, which
+# changes the owner `ls -l` prints. Only the probe's trace names these files: the fingerprint
+# sees the variables, not what the files hold. `chattr` sets or clears a file's no-dump flag,
+# which moves only its ctime, through an ioctl that raises no attribute event (where the
+# filesystem has no flags, it fails and changes nothing).
+PROBE_CLASS_EDIT_IDIOMS: tuple[str, ...] = (
+    ("clock-edge", "git-relative-date", "start-file", "device-node")
+    + (("chattr",) if shutil.which("chattr") else ())
+    + (("zone-file",) if HAS_ZONES else ())
+    + (("passwd-name",) if HAS_NSS_WRAPPER else ())
 )
 SIX_MONTHS_SECONDS: Final = 15778476  # GNU ls: older than this, the year instead of the time
 
@@ -549,6 +597,15 @@ def edit_commands(
         return f"echo {shlex.quote(f'echo {shlex.quote(text)}')} > {more}"
     if idiom == "zone-file":
         return f"cp {ZONEINFO}/{draw(st.sampled_from(ZONES))} {OUTSIDE_PLACEHOLDER}/{ZONE_FILE}"
+    if idiom == "passwd-name":
+        line = passwd_line(draw(st.sampled_from(OWNER_NAMES)))
+        return f'echo "{line}" > {OUTSIDE_PLACEHOLDER}/{PASSWD_FILE}'
+    if idiom == "chattr":
+        return f"chattr {draw(st.sampled_from(('+d', '-d')))} {path}"
+    if idiom == "device-node":
+        # mknod needs CAP_MKNOD; without it a link to the same device is the next best thing,
+        # and a node already there is replaced by the link (a change of type, which is seen).
+        return f"mknod -m 644 {DEVICE_NODE} c 1 9 2>/dev/null || ln -sfn /dev/urandom {DEVICE_NODE}"
     if idiom == "outside-hardlink":
         return f"ln -f {ROOT_PLACEHOLDER}/{path} {OUTSIDE_PLACEHOLDER}/hl && echo {shlex.quote(text)} >> {OUTSIDE_PLACEHOLDER}/hl"
     raise ValueError(f"unknown edit idiom {idiom!r}")

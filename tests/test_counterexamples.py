@@ -9,6 +9,7 @@ reproduces against the default means a real bug is open.
 
 from __future__ import annotations
 
+import os
 import pathlib
 import re
 import shutil
@@ -58,6 +59,8 @@ def _lacking(counterexample: Counterexample) -> str | None:
         return f"no {preload} to preload (libnss_wrapper: Debian's libnss-wrapper)"
     if "localedef" in commands and not (shutil.which("localedef") and pathlib.Path("/usr/share/i18n/locales/fr_FR").is_file()):
         return "no localedef or locale sources"
+    if "mknod" in commands and os.geteuid() != 0:
+        return "mknod needs root (CAP_MKNOD)"
     if "chattr" in commands and not (shutil.which("chattr") and _chattr_works()):
         return "chattr is not supported on this filesystem"
     missing = [path for path in re.findall(r"/usr/share/\S+", commands) if not pathlib.Path(path).exists()]

@@ -329,6 +329,59 @@ def test_a_write_through_a_loop_device_raises_no_event_but_is_seen(tmp_path: pat
         subprocess.run(["losetup", "-d", device], capture_output=True, timeout=60)
 
 
+def test_a_chattr_flag_change_raises_no_attrib_event_but_is_seen(tmp_path: pathlib.Path, detector) -> None:
+    # FS_IOC_SETFLAGS moves the file's ctime (`stat` and `ls -lc` print it) but raises only
+    # IN_OPEN and IN_CLOSE_NOWRITE, never IN_ATTRIB (counterexamples/probe-chattr-attribute-change).
+    scratch = tmp_path / "scratch"
+    scratch.write_text("x\n")
+    tried = subprocess.run(["chattr", "+d", str(scratch)], capture_output=True) if shutil.which("chattr") else None
+    if tried is None or tried.returncode != 0:
+        pytest.skip("chattr is not supported on this filesystem")
+    root = tmp_path / "root"
+    root.mkdir()
+    (root / "a.txt").write_text("a\n")
+    (root / "b.txt").write_text("b\n")
+    detector.before(root, "true")
+    detector.after(root, "true", 0)  # the baseline, its watches and their proof
+    before = os.stat(root / "a.txt").st_ctime_ns
+    detector.before(root, "chattr +d a.txt")
+    assert sh(root, "chattr +d a.txt") == 0
+    changes = detector.after(root, "chattr +d a.txt", 0)
+    assert os.stat(root / "a.txt").st_ctime_ns != before, "the scenario must really change ctime"
+    assert changes == Changes(frozenset({"a.txt"})), changes
+    assert detector.fallbacks == 0, "the file's own inode watch must account for it, not a full diff"
+
+
+def test_reading_files_opened_without_writing_reports_nothing(tmp_path, detector):
+    # Inode watches see every close without a write, so a read makes the file be stat'ed
+    # again: the comparison must find nothing, also for a file whose baseline entry is racy
+    # with no digest (written by the previous command, re-stat'ed by events without hashing).
+    sh(tmp_path, "echo a > a.txt && mkdir sub && echo b > sub/b.txt")
+    session = Session(detector, tmp_path)
+    session.step("true")  # the baseline, its watches, and the proof of its racy entries
+    session.step("echo new > fresh.txt && echo more >> a.txt")
+    for command in ["cat a.txt", "cat fresh.txt sub/b.txt", "lsattr a.txt fresh.txt || true", "grep -rn zzz . || true"]:
+        changes, truth = session.step(command)
+        assert truth == frozenset()
+        assert changes.empty, (command, changes)
+    assert detector.fallbacks == 0
+
+
+def test_a_directory_watch_that_took_a_file_s_mask_reports_no_read_below_it(tmp_path, detector):
+    # A file's inode watch is added with MASK_ADD after its stat: if the name has become a
+    # watched directory meanwhile, that directory's watch takes IN_CLOSE_NOWRITE as well, and
+    # then reports every read below it. The file's own watch already covers the file.
+    sh(tmp_path, "mkdir sub && echo b > sub/b.txt")
+    session = Session(detector, tmp_path)
+    session.step("true")
+    session.step("echo more >> sub/b.txt")  # its entry is now racy with no digest
+    detector._inotify.add_watch(str(tmp_path / "sub"), events.FILE_WATCH_MASK)  # as that race would
+    for command in ("cat sub/b.txt", "ls sub"):
+        changes, _ = session.step(command)
+        assert changes.empty, (command, changes)
+    assert detector.fallbacks == 0
+
+
 def test_a_change_to_an_empty_root_s_metadata_is_reported_as_unknown(tmp_path, detector):
     session = Session(detector, tmp_path)
     changes, _ = session.step("chmod 700 .")

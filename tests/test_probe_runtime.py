@@ -30,9 +30,11 @@ def _fresh(root: Path, command: str, environment: dict[str, str]) -> str:
     return run_command(command, root, 30, 1 << 20, command_environment(environment)).output
 
 
-def _stale(root: Path, environment: dict[str, str], read: str, change: "object", *, probe: bool) -> bool:
+def _stale(
+    root: Path, environment: dict[str, str], read: str, change: "object", *, probe: bool, detector: "object | None" = None
+) -> bool:
     """Read, make a change, read again: was a stale output served?"""
-    with Runtime(root, environment=environment, probe=probe) as runtime:
+    with Runtime(root, environment=environment, probe=probe, detector=detector) as runtime:
         first = runtime.step(read)
         assert first.verdict == "allow"
         change() if callable(change) else runtime.step(str(change))
@@ -73,7 +75,11 @@ def test_a_relative_path_entry_is_looked_up_where_the_command_runs(root: Path) -
     assert not _stale(root, environment, "cd sub && cat a.txt", shadow, probe=True)
 
 
-def test_an_attribute_change_the_detector_misses_is_seen(root: Path) -> None:
+def test_an_attribute_change_a_detector_misses_is_seen_by_the_probe(root: Path) -> None:
+    """The default detector sees a `chattr` (`tests/test_event_detector.py`); the one that
+    missed it stands in for any detector that does, and the probe still refuses the read."""
+    from ledger_impl.detectors.unsound import events_without_closes
+
     (root / "ref").touch()
     if subprocess.run(["chattr", "+d", str(root / "a.txt")], capture_output=True).returncode != 0:
         pytest.skip("chattr is not supported on this filesystem")
@@ -81,10 +87,13 @@ def test_an_attribute_change_the_detector_misses_is_seen(root: Path) -> None:
     (root / "ref").touch()
     environment = dict(os.environ)
     read = "find . -cnewer ref -name a.txt"
-    assert _stale(root, environment, read, "chattr +d a.txt", probe=False)
+    assert _stale(root, environment, read, "chattr +d a.txt", probe=False, detector=events_without_closes())
     subprocess.run(["chattr", "-d", str(root / "a.txt")], check=True)
     (root / "ref").touch()
-    assert not _stale(root, environment, read, "chattr +d a.txt", probe=True)
+    assert not _stale(root, environment, read, "chattr +d a.txt", probe=True, detector=events_without_closes())
+    subprocess.run(["chattr", "-d", str(root / "a.txt")], check=True)
+    (root / "ref").touch()
+    assert not _stale(root, environment, read, "chattr +d a.txt", probe=False)  # the default detector sees it
 
 
 def test_the_traced_set_alone_sees_a_program_shadowed_outside_the_root(root: Path, outside: Path) -> None:
@@ -144,24 +153,29 @@ def test_the_verify_grammar_draws_the_clock_classes() -> None:
     assert set(PROBE_CLASS_READ_IDIOMS) <= set(FULL_GRAMMAR.read_idioms)
 
 
-@pytest.mark.parametrize("idiom", ["start-file", "zone-file"])
-def test_the_start_and_zone_file_idioms_serve_stale_without_the_probe_and_fresh_with_it(idiom: str) -> None:
-    """The two idioms of `ledger verify`'s grammar reach their class: in a hunt's session with
-    `SESSION_FILES` (BASH_ENV and TZ naming files outside the root, as `materialize` writes them)
-    the read after the idiom's edit is served stale with the probe off, and not served with it on."""
+@pytest.mark.parametrize("idiom", ["start-file", "zone-file", "passwd-name"])
+def test_the_session_file_idioms_serve_stale_without_the_probe_and_fresh_with_it(idiom: str) -> None:
+    """The idioms of `ledger verify`'s grammar that edit a file outside the root every command
+    may read reach their class: in a hunt's session with `SESSION_FILES` (BASH_ENV, TZ and a
+    preloaded passwd database naming files outside the root, as `materialize` writes them) the
+    read after the idiom's edit is served stale with the probe off, and not served with it on."""
     import hypothesis
 
     from ledger_properties.oracle import REUSE_IS_FRESH, probe_line, run_checked
-    from ledger_properties.shell_strategies import PROBE_CLASS_EDIT_IDIOMS, SESSION_FILES, ZONEINFO, ZONES
+    from ledger_properties.shell_strategies import OWNER_NAMES, PROBE_CLASS_EDIT_IDIOMS, SESSION_FILES, ZONES
     from ledger_properties.shell_strategies import WorkspaceSetup, edit_commands
 
     if idiom not in PROBE_CLASS_EDIT_IDIOMS:
-        pytest.skip(f"no time zone database under {ZONEINFO}")
+        pytest.skip(f"{idiom} is not drawn here: no time zone database, or no libnss_wrapper to preload")
     # The idiom's own command, one that changes what the read prints: a start file that prints,
-    # or a zone other than the one a session starts with.
-    changes = (lambda c: c.startswith("echo")) if idiom == "start-file" else (lambda c: ZONES[0] not in c)
+    # a zone other than the one a session starts with, another name for the session's user.
+    changes = {
+        "start-file": lambda c: c.startswith("echo"),
+        "zone-file": lambda c: ZONES[0] not in c,
+        "passwd-name": lambda c: OWNER_NAMES[0] not in c,
+    }[idiom]
     edit = hypothesis.find(edit_commands(idioms=(idiom,)), changes)
-    read = "cat a.txt" if idiom == "start-file" else "ls -l --time-style=+%H:%M a.txt"
+    read = {"start-file": "cat a.txt", "zone-file": "ls -l --time-style=+%H:%M a.txt"}.get(idiom, "ls -l --time-style=+ a.txt")
     steps = ["touch -d '2026-01-01 12:00 UTC' a.txt && sleep 1", read, read, edit, read]
     for probe in (False, True):
         with probe_line(probe):
@@ -169,6 +183,26 @@ def test_the_start_and_zone_file_idioms_serve_stale_without_the_probe_and_fresh_
         stale = [r for r in records if r.violation is not None and r.violation.property == REUSE_IS_FRESH]
         assert [r.verdict for r in records][:3] == ["allow", "allow", "reuse"], (probe, records)
         assert bool(stale) is not probe, (idiom, probe, records[-1])
+
+
+def test_the_device_idioms_serve_stale_without_the_probe_and_fresh_with_it() -> None:
+    """`device-node` makes a device in the root whose every read prints new bytes (urandom, or a
+    link to it without the privilege to make a node); `device-read` reads it. With the probe
+    off the repeat is served stale; with it on it is never served."""
+    import hypothesis
+
+    from ledger_properties.oracle import REUSE_IS_FRESH, probe_line, run_checked
+    from ledger_properties.shell_strategies import WorkspaceSetup, edit_commands, read_commands
+
+    edit = hypothesis.find(edit_commands(idioms=("device-node",)), lambda c: True)
+    read = hypothesis.find(read_commands(idioms=("device-read",)), lambda c: True)
+    for probe in (False, True):
+        with probe_line(probe):
+            records = run_checked(WorkspaceSetup({"a.txt": "alpha\n"}, {}), [edit, read, read], default_detector())
+        stale = [r for r in records if r.violation is not None and r.violation.property == REUSE_IS_FRESH]
+        assert [r.exit_code for r in records] == [0, 0, 0], records
+        assert bool(stale) is not probe, (probe, records[-1])
+        assert probe is (records[2].verdict != "reuse"), records[2]
 
 
 def test_a_short_hunt_on_the_traced_set_alone_finds_nothing() -> None:

@@ -19,7 +19,10 @@ When events cannot be trusted, the detector falls back to a full snapshot diff a
 baseline (which is why it keeps one): on queue overflow (IN_Q_OVERFLOW), an event from a watch
 it cannot map to a path, the root itself being moved or deleted, or a failure to add a watch
 (ENOSPC when fs.inotify.max_user_watches is exhausted). A failed watch, or inotify being
-unavailable, makes the detector run the full diff at every `after()` from then on.
+unavailable, makes the detector run the full diff at every `after()` from then on. Since file
+watches see a close without a write (below), reading files queues one event per file read: a
+command that reads more files than fs.inotify.max_queued_events (16384 by default) between two
+polls overflows the queue and gets the full diff.
 
 Hard links: a directory watch reports a write only under the name it went through, and only if
 that name is in a watched directory. A write through a hard link outside the root notifies the
@@ -51,8 +54,17 @@ Kernel-level changes that raise no inotify event, and how each is covered:
   (`/sys/block/loop*/loop/backing_file`) inside the root are re-stat'ed at every `after()`;
 - a file written through a hard link made from outside the root: no event under any name in
   the root, but one on the inode's own watch (above);
-- `chattr` flags change ctime with no event; a file target's fingerprint (its ctime) still
-  refuses a Reuse of a read that prints ctime, a tree read (`ls -lc`) does not.
+- `chattr` flags (the FS_IOC_SETFLAGS ioctl) change a file's ctime with no IN_ATTRIB. The ioctl
+  needs an open descriptor (an O_PATH one cannot issue it), and closing one opened for reading
+  raises IN_CLOSE_NOWRITE on the file's inode watch, whose mask has it: such a close makes the
+  inode's keys re-stat'ed and their stat data compared with the baseline. A plain read moves
+  none of it and reports nothing; the content needs no digest, since a write raises IN_MODIFY
+  on the same watch. An ioctl through a descriptor that stays open is seen once it is closed,
+  at the `after()` that follows. `chattr` on a directory stays a blind spot: directories have
+  no inode watch, and their watches do not take IN_CLOSE_NOWRITE, which would raise an event
+  for every file read in them. Nothing else compares a directory's ctime inside the root (the
+  fingerprint and the probe leave directories' times out), so a read that prints it
+  (`find . -cnewer ref -name sub` after `chattr +d sub`) can be served stale.
 
 Every degraded mode (no inotify, watch limit, queue overflow, an unmappable event, the root
 replaced, the mount table changed) is reported in `degraded`, which the Runtime puts in `Step`
@@ -121,17 +133,27 @@ if _flags is not None:
     _NEW_NAME = int(_flags.CREATE | _flags.MOVED_TO)
     _CREATE = int(_flags.CREATE)
     _CLOSE_WRITE = int(_flags.CLOSE_WRITE)
+    _CLOSE_NOWRITE = int(_flags.CLOSE_NOWRITE)
     _MOVED_FROM = int(_flags.MOVED_FROM)
     _SELF_GONE = int(_flags.DELETE_SELF | _flags.MOVE_SELF)
-    # Inode watches on files: a write or a link count change, whatever name it went through.
+    # Inode watches on files: a write or a link count change, whatever name it went through,
+    # and a close without a write: `chattr` changes flags and ctime through an ioctl on an
+    # open descriptor and raises nothing else. Directory watches do not take CLOSE_NOWRITE:
+    # every read of a file in them would raise a second event for it.
     # MASK_ADD: if the name became a watched directory meanwhile, a plain add would replace
     # that directory's mask with this one.
     FILE_WATCH_MASK: int = (
-        _flags.MODIFY | _flags.ATTRIB | _flags.CLOSE_WRITE | _flags.DONT_FOLLOW | _flags.MASK_ADD
+        _flags.MODIFY
+        | _flags.ATTRIB
+        | _flags.CLOSE_WRITE
+        | _flags.CLOSE_NOWRITE
+        | _flags.DONT_FOLLOW
+        | _flags.MASK_ADD
     )
 else:  # pragma: no cover
     WATCH_MASK = FILE_WATCH_MASK = 0
-    _Q_OVERFLOW = _IGNORED = _ISDIR = _NEW_NAME = _CREATE = _CLOSE_WRITE = _MOVED_FROM = _SELF_GONE = 0
+    _Q_OVERFLOW = _IGNORED = _ISDIR = _NEW_NAME = _CREATE = _CLOSE_WRITE = _CLOSE_NOWRITE = 0
+    _MOVED_FROM = _SELF_GONE = 0
 
 def _stat_data(st: os.stat_result) -> tuple:
     """The stat part of an `Entry.sig` (everything but a symlink's target)."""
@@ -224,16 +246,19 @@ class EventDetector:
         *,
         complete_link_tracking: bool = True,
         watch_inodes: bool = True,
+        watch_closes: bool = True,
     ) -> None:
         """`complete_link_tracking=False` reproduces two faults the thorough safety hunt found:
         a hard link made and removed within a command, and a hard link to a symlink, each
         change an inode's ctime and link count under names no event mentions. `watch_inodes=
         False` watches directories only, which misses a file written through a hard link made
-        outside the root. Both for the documented unsound variants and tests only."""
+        outside the root. `watch_closes=False` leaves IN_CLOSE_NOWRITE out of the inode
+        watches, which misses a `chattr`. All for the documented unsound variants and tests only."""
         self.racy_window_ns = racy_window_ns
         self.marker_timeout_s = marker_timeout_s
         self.complete_link_tracking = complete_link_tracking
         self.watch_inodes = watch_inodes
+        self._file_watch_mask = FILE_WATCH_MASK if watch_closes else FILE_WATCH_MASK & ~_CLOSE_NOWRITE
         self._root: str | None = None
         self._baseline: Snapshot | None = None
         self._inotify = None
@@ -427,7 +452,7 @@ class EventDetector:
             return
         path = os.path.join(self._root, key)
         try:
-            wd = self._inotify.add_watch(path, FILE_WATCH_MASK)
+            wd = self._inotify.add_watch(path, self._file_watch_mask)
         except (FileNotFoundError, NotADirectoryError):
             return  # the name is gone already: its directory's event is queued
         except OSError as error:
@@ -568,6 +593,7 @@ class EventDetector:
         """Refresh the baseline at every path the events name; collect the keys that changed."""
         shallow: set[str] = set()  # paths whose own entry to re-stat
         deep: set[str] = set()  # paths to rescan with everything below them
+        opened: set[str] = set()  # names of inodes only closed without a write: stat data to compare
         # A name made by link() gets IN_CREATE and never IN_CLOSE_WRITE. If it is gone again by
         # now, the inode it named (whose ctime and link count changed) cannot be found from
         # its name, so only a full diff can say what changed.
@@ -581,7 +607,10 @@ class EventDetector:
                 # An inode watch: written or relinked through some name, maybe outside the root.
                 if mask & _IGNORED:  # the kernel dropped it (the inode's last link is gone): its last event
                     self._forget_inode_watch(event.wd)
-                shallow.update(self._inodes.get(inode, ()))
+                if mask == _CLOSE_NOWRITE:
+                    opened.update(self._inodes.get(inode, ()))  # read, or an ioctl such as chattr's
+                else:
+                    shallow.update(self._inodes.get(inode, ()))
                 continue
             if event.wd in self._released:
                 if mask & _IGNORED:
@@ -594,6 +623,11 @@ class EventDetector:
                     if mask & _IGNORED:
                         continue  # the removal notice of a watch we already forgot
                     raise _Fallback  # an event we cannot map to a path
+            if mask & ~_ISDIR == _CLOSE_NOWRITE:
+                # Only a file's inode watch added (MASK_ADD) to a name that had become this
+                # directory gives a directory watch this bit. A read below it changes nothing,
+                # and a file's own watch reports the file's close.
+                continue
             if mask & _IGNORED:
                 # The kernel dropped the watch (its directory is gone): confirm by stat.
                 if self._wd_to_dir.get(event.wd) == directory:
@@ -627,6 +661,8 @@ class EventDetector:
             self._refresh(key, changed, deep=True)
         for key in sorted(shallow - deep):
             self._refresh(key, changed, deep=False)
+        for key in sorted(opened - shallow - deep):
+            self._refresh_opened(key, changed)
         if self._degraded:
             raise _Fallback  # a watch could not be added while scanning a new directory
         if self.complete_link_tracking and any(
@@ -634,6 +670,21 @@ class EventDetector:
         ):
             raise _Fallback
         self._refresh_other_links(changed)
+
+    def _refresh_opened(self, key: str, changed: set[str]) -> None:
+        """Compare the stat data of a file whose inode was only closed without a write this
+        round (read, or an ioctl such as chattr's). Its content cannot have changed: a write
+        raises IN_MODIFY on the same watch. So equal stat data prove it unchanged, also for a
+        racy entry with no digest (events refresh without hashing), which `_refresh` would
+        hash and report: every read of a file written a command earlier would be a change."""
+        old = self._baseline.entries.get(key)
+        try:
+            st = os.lstat(os.path.join(self._root, key))
+        except OSError:
+            st = None
+        if old is not None and st is not None and old.sig[:NLINK + 1] == _stat_data(st):
+            return
+        self._refresh(key, changed, deep=False)
 
     def _refresh_loop_backed(self, changed: set[str]) -> None:
         """Re-stat the files in the root that back a loop device: writes through the device

@@ -19,6 +19,10 @@ Reuse for each within the `ci` profile; the counterexamples it found are stored 
                      the inotify detector as it was before inode watches: directories only,
                      so a file written through a hard link made outside the root (after the
                      session started) raises no event the detector sees
+  events_without_closes
+                     the inotify detector as it was before its file watches took a close
+                     without a write: `chattr` changes a file's flags and ctime through an
+                     ioctl that raises no other event
   watchman_by_name   the Watchman detector trusting the names Watchman gives, as first
                      written: `ln` raises an event for the new name only, so the old name's
                      link count and ctime change unreported
@@ -43,6 +47,11 @@ def events_by_name() -> EventDetector:
 def events_by_directory() -> EventDetector:
     """The inotify detector with directory watches only, no watch on any file's inode."""
     return EventDetector(watch_inodes=False)
+
+
+def events_without_closes() -> EventDetector:
+    """The inotify detector whose file watches leave IN_CLOSE_NOWRITE out (misses `chattr`)."""
+    return EventDetector(watch_closes=False)
 
 
 def watchman_by_name() -> object:
