@@ -258,6 +258,16 @@ class CheckedSession:
         self._unknown = False
         self._changed_any: set[str] = set()
 
+    def set_environment(self, name: str, value: str | None) -> None:
+        """Change one variable between two commands (its placeholders rendered; @PATH@: the
+        session's PATH), as an agent harness that sets variables per call does: the commands
+        and the oracle's own runs use it."""
+        if value is None:
+            self.environment.pop(name, None)
+        else:
+            self.environment[name] = self.placement.render(value).replace("@PATH@", self.environment.get("PATH", ""))
+        self.runtime.environment = dict(self.environment)
+
     def _look(self) -> Tree:
         return ground_truth.look(self.placement.root, self.hashes)
 

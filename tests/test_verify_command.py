@@ -92,3 +92,18 @@ def test_each_z3_row_shows_its_real_time(monkeypatch: pytest.MonkeyPatch, capsys
 
 def test_a_time_is_shown_in_milliseconds_below_a_second() -> None:
     assert [verify.shown_seconds(s) for s in (0.0004, 0.034, 0.9994, 1.0, 12.345)] == ["0.4 ms", "34 ms", "999 ms", "1.0 s", "12.3 s"]
+
+
+def test_stage_runs_only_the_named_stages_and_says_so(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setattr(verify, "CHECKS", (("safety hunt", holds), ("hook-path hunt", fails)))
+    assert cli.main(["verify", "--stage", "hunt"]) == 0
+    out = capsys.readouterr().out
+    assert "[1/1] safety hunt" in out and "hook-path hunt" not in out and "only hunt" in out
+    assert cli.main(["verify", "--stage", "hunt", "--stage", "hook"]) == 1
+    assert cli.main(["verify"]) == 1  # no --stage: every stage
+    with pytest.raises(SystemExit):
+        cli.main(["verify", "--stage", "nonsense"])
+
+
+def test_every_stage_name_names_a_check() -> None:
+    assert set(verify.STAGES.values()) == {title for title, _ in verify.CHECKS}

@@ -100,7 +100,20 @@ def _hunt(profile: Profile, seed: int | None) -> list[CheckResult]:
         CheckResult("safety hunt: default detector", not report.found, detail, report.seconds),
         _traced_only_hunt(profile, seed),
         _overlap_hunt(profile, seed),
+        _runtime_sweep(),
     ]
+
+
+def _runtime_sweep() -> CheckResult:
+    """Every class `runtime_sweep` lists, played once whatever the random budget drew."""
+    from ledger_properties.runtime_sweep import CASES, run_runtime_sweep
+
+    started = time.perf_counter()
+    commands, found = run_runtime_sweep()
+    detail = f"{len(CASES)} classes, {commands} commands, each Reuse re-run and compared"
+    for name, violation in found:
+        detail += f"; {name}: {violation.message}"
+    return CheckResult("safety hunt: each listed class once (Runtime)", not found, detail, time.perf_counter() - started)
 
 
 def _traced_only_hunt(profile: Profile, seed: int | None) -> CheckResult:
@@ -139,7 +152,20 @@ def _hook_path_hunt(profile: Profile, seed: int | None) -> list[CheckResult]:
         detail += (f"; {violation.property} at call {violation.step} ({violation.agent}): {violation.command!r} "
                    f"served {violation.served}, a run now shows {violation.expected} "
                    f"(store it with `python -m ledger_properties.hook_hunt --profile {profile.name} --seed {report.seed} --out DIR`)")
-    return [CheckResult("safety hunt: the hook path", not report.violations, detail, report.seconds)]
+    return [CheckResult("safety hunt: the hook path", not report.violations, detail, report.seconds), _class_sweep()]
+
+
+def _class_sweep() -> CheckResult:
+    """Every class the hook-path grammar lists, played once whatever the random budget drew."""
+    from ledger_properties.hook_hunt import SWEEP, run_class_sweep
+
+    started = time.perf_counter()
+    calls, found = run_class_sweep()
+    detail = f"{len(SWEEP)} classes, {calls} tool calls, each Reuse re-run and compared"
+    for name, violation, _ in found:
+        detail += f"; {name}: {violation.property} at call {violation.step} ({violation.agent}): {violation.command!r} " \
+                  f"served {violation.served}, a run now shows {violation.expected}"
+    return CheckResult("safety hunt: each listed class once (hook path)", not found, detail, time.perf_counter() - started)
 
 
 CHECKS: tuple[tuple[str, Check], ...] = (
@@ -150,6 +176,15 @@ CHECKS: tuple[tuple[str, Check], ...] = (
     ("safety hunt", _hunt),
     ("hook-path hunt", _hook_path_hunt),
 )
+# `--stage` names: one short name per title of CHECKS.
+STAGES: dict[str, str] = {
+    "proofs": "Z3 proofs",
+    "contracts": "CrossHair contracts",
+    "spec": "spec properties",
+    "differential": "spec vs impl differential",
+    "hunt": "safety hunt",
+    "hook": "hook-path hunt",
+}
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -162,6 +197,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--workers", type=int, default=None, metavar="N",
         help=f"processes sharing the safety hunt (default: the number of cores, {default_workers()} here; "
         "with --scheduler, one task per thread of the cluster)",
+    )
+    parser.add_argument(
+        "--stage", action="append", choices=list(STAGES), metavar="STAGE",
+        help=f"run only this stage (repeatable: {', '.join(STAGES)}); the summary says which ran",
     )
     add_cluster_arguments(parser)
     parser.set_defaults(run=run)
@@ -182,11 +221,13 @@ def run(args: argparse.Namespace) -> int:
         console.print(f"ledger verify: {problem}")
         return EXIT_USAGE
     profile = attrs.evolve(profile, workers=workers, scheduler=args.scheduler, database=args.database)
+    titles = {STAGES[name] for name in args.stage or ()}
+    checks = [(title, check) for title, check in CHECKS if not titles or title in titles]
     results: list[CheckResult] = []
     live = console.is_terminal
     spinner = Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(), console=console)
     with spinner if live else contextlib.nullcontext(spinner) as progress:
-        for number, (title, check) in enumerate(CHECKS, 1):
+        for number, (title, check) in enumerate(checks, 1):
             task = progress.add_task(f"{title} ({profile.name})", total=None)
             started = time.monotonic()
             try:
@@ -198,9 +239,10 @@ def run(args: argparse.Namespace) -> int:
             progress.update(task, total=1, completed=1)
             if not live:
                 held = sum(r.held for r in produced)
-                print(f"[{number}/{len(CHECKS)}] {title} ({profile.name}): {held} held, {len(produced) - held} failed "
+                print(f"[{number}/{len(checks)}] {title} ({profile.name}): {held} held, {len(produced) - held} failed "
                       f"in {shown_seconds(elapsed)}", flush=True)
-    table = Table(title=f"ledger verify ({profile.name} profile)")
+    only = f"; only {', '.join(args.stage)}" if args.stage else ""
+    table = Table(title=f"ledger verify ({profile.name} profile{only})")
     table.add_column("check")
     table.add_column("result")
     table.add_column("time", justify="right", no_wrap=True)

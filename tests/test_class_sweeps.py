@@ -1,0 +1,88 @@
+"""The class sweeps of `ledger verify`: every listed class played once, on the Runtime and through the hooks.
+
+Each sweep must hold as shipped and must fail with a bug planted in the class it plays; the
+semantic mutants they catch with `ledger verify` are recorded by scripts/verify_under_mutants.py.
+"""
+
+from __future__ import annotations
+
+import pathlib
+import textwrap
+
+import pytest
+
+from ledger_properties import hook_hunt, runtime_sweep
+from ledger_properties.oracle import hunt_environment
+
+
+def test_the_runtime_sweep_holds_as_shipped() -> None:
+    commands, found = runtime_sweep.run_runtime_sweep()
+    assert not found, found
+    assert commands >= len(runtime_sweep.CASES)
+
+
+def test_the_runtime_sweep_sees_an_environment_compared_by_names(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Semantic mutant 001's bug: the environment cache keyed by variable names, so a new value
+    of TZ leaves the fingerprint as it was. The random hunt keeps a run's environment fixed."""
+    import ledger_impl.fingerprint as fingerprint
+
+    kept: dict[tuple[str, ...], tuple[tuple[str, str], ...]] = {}
+    monkeypatch.setattr(fingerprint, "_environment", lambda env: kept.setdefault(tuple(sorted(env)), tuple(sorted(env.items()))))
+    _, found = runtime_sweep.run_runtime_sweep()
+    assert [name for name, _ in found] == ["a new value of TZ between two listings"], found
+
+
+def test_an_environment_step_changes_what_the_commands_and_the_oracle_run_with() -> None:
+    steps = (("step", "echo $TZ"), ("environment", "TZ", "Asia/Tokyo"), ("step", "echo $TZ"), ("environment", "TZ", None),
+             ("step", "echo ${TZ-unset}"))
+    from ledger_impl.detectors import default_detector
+    from ledger_properties.oracle import checked_session, hunt_environment
+
+    with hunt_environment(), checked_session(runtime_sweep.SETUP, default_detector()) as session:
+        outputs = [session.step(step[1]).output for step in steps if step[0] == "step" or session.set_environment(step[1], step[2])]
+    assert outputs == ["UTC\n", "Asia/Tokyo\n", "unset\n"]
+
+
+def test_the_hook_sweep_holds_as_shipped() -> None:
+    calls, found = hook_hunt.run_class_sweep()
+    assert not found, [(name, violation) for name, violation, _ in found]
+    assert calls >= 2 * len(hook_hunt.SWEEP)
+
+
+def test_the_hook_sweep_sees_a_bug_planted_in_the_hook_processes(tmp_path: pathlib.Path) -> None:
+    """Semantic mutant 056's bug, loaded into every hook process: an empty result stored as ''
+    where Claude shows a placeholder."""
+    plant = tmp_path / "plant"
+    plant.mkdir()
+    (plant / "sitecustomize.py").write_text(textwrap.dedent("import ledger_impl.agents.claude as c\nc.NO_OUTPUT = ''\n"))
+    _, found = hook_hunt.run_class_sweep(hook_environment={"PYTHONPATH": str(plant)})
+    assert "an empty result" in [name for name, _, _ in found], found
+    document = next(document for name, _, document in found if name == "an empty result")
+    assert document["found_by"] == {"tool": "class sweep", "class": "an empty result"}
+
+
+def test_a_sweep_step_of_an_unknown_kind_is_an_error() -> None:
+    with pytest.raises(ValueError, match="unknown sweep step"):
+        runtime_sweep.run_case("shipped", (("teleport", "a.txt"),))
+
+
+
+def test_a_sweep_failure_is_a_counterexample_that_replays_with_the_bug_only(tmp_path: pathlib.Path) -> None:
+    """A class found stale by the sweep is a counterexample like the random hunt's: its
+    document replays the stale Reuse with the bug planted, and serves nothing stale without it."""
+    plant = tmp_path / "plant"
+    plant.mkdir()
+    (plant / "sitecustomize.py").write_text("import ledger_impl.agents.claude as c\nc.NO_OUTPUT = ''\n")
+    with hunt_environment():
+        agent, steps = hook_hunt.SWEEP["an empty result"]
+        world = hook_hunt.HookWorld(agent, hook_hunt.SWEEP_SETUP, False, {"PYTHONPATH": str(plant)})
+        try:
+            violation = hook_hunt.sweep_world(world, steps)
+            assert violation is not None
+            document = hook_hunt.counterexample(world, violation, {"tool": "class sweep"})
+        finally:
+            world.close()
+        with_bug = hook_hunt.replay(document, {"PYTHONPATH": str(plant)})
+        without = hook_hunt.replay(document)
+    assert [check.held for check in with_bug] == [False]
+    assert [check.held for check in without] == [True]
