@@ -503,6 +503,14 @@ class HookWorld:
                 connection.close()
         self.events.append({"event": "damage-store"})
 
+    def git_in_main(self, *args: str) -> None:
+        """In a linked worktree: `git ARGS` run in the main checkout by a process the hooks never
+        see (another terminal). A branch it makes or moves is a loose ref in the common
+        directory, outside the root; nothing in the worktree changes."""
+        subprocess.run(["git", *args], cwd=self.parent / "ws", check=True, capture_output=True,
+                       env={**os.environ, **GIT_ENVIRONMENT})
+        self.events.append({"event": "git-in-main", "args": list(args)})
+
     def edit_unseen(self, key: str, text: str) -> None:
         """An edit by a process the hooks never see (an editor, a build, another terminal)."""
         path = self.root / key
@@ -632,7 +640,7 @@ def tool_call(world: HookWorld, command: str, how: str = "plain") -> ReuseCheck 
 
 COUNTEREXAMPLE_FORMAT = "ledger-hook-counterexample/1"
 # The events a replay applies, in order; the others (hook calls, runs) are the trace.
-REPLAYED_EVENTS = frozenset({"call", "environment", "edit-outside", "edit-unseen", "damage-store"})
+REPLAYED_EVENTS = frozenset({"call", "environment", "edit-outside", "edit-unseen", "damage-store", "git-in-main"})
 
 
 def counterexample(world: HookWorld, violation: HookViolation, found_by: Mapping[str, object]) -> dict[str, Any]:
@@ -685,6 +693,8 @@ def replay(
                 world.edit_unseen(step["file"], step["text"])
             elif kind == "damage-store":
                 world.damage_store()
+            elif kind == "git-in-main":
+                world.git_in_main(*step["args"])
     finally:
         world.close()
     return checks
@@ -798,7 +808,8 @@ def make_hook_hunt(
 # plays each class once, in a world of its own, through the same hook processes and the same
 # check of every Reuse; the random hunt still finds what no one listed. Steps: ("call",
 # command[, shape]), ("environment", name, choice), ("outside-config", file, text),
-# ("unseen-edit", key, text), ("damage-store",).
+# ("unseen-edit", key, text), ("damage-store",), ("git-in-main", *args). The classes whose names
+# `IN_A_WORKTREE` holds run in a linked worktree of the repository.
 SweepStep = tuple[str, ...]
 
 
@@ -840,9 +851,14 @@ SWEEP: dict[str, tuple[str, tuple[SweepStep, ...]]] = {
     "a change reported against a damaged stat index": ("codex", (
         ("environment", "LEDGER_SESSION_DETECTOR", "stat-index"), ("call", "ls"), ("call", "ls"),
         ("unseen-edit", "c.txt", "charlie\n"), ("damage-store",), ("call", "ls"))),
+    "a branch made in the main checkout of a linked worktree": ("codex", _read_change_read(
+        "git branch", ("git-in-main", "branch", "side"))),
     "a call id decided twice": ("codex", (("call", "echo changed > a.txt", "redecide"), ("call", "cat a.txt"),
                                           ("call", "cat a.txt"))),
 }
+
+
+IN_A_WORKTREE: frozenset[str] = frozenset({"a branch made in the main checkout of a linked worktree"})
 
 
 def sweep_world(world: HookWorld, steps: tuple[SweepStep, ...]) -> HookViolation | None:
@@ -861,6 +877,8 @@ def sweep_world(world: HookWorld, steps: tuple[SweepStep, ...]) -> HookViolation
             world.edit_unseen(rest[0], rest[1])
         elif kind == "damage-store":
             world.damage_store()
+        elif kind == "git-in-main":
+            world.git_in_main(*rest)
         else:
             raise ValueError(f"unknown sweep step {step!r}")
     return None
@@ -879,7 +897,7 @@ def run_class_sweep(hook_environment: Mapping[str, str] | None = None, probe: bo
     calls = 0
     with hunt_environment():
         for name, (agent, steps) in SWEEP.items():
-            world = HookWorld(agent, SWEEP_SETUP, False, hook_environment, probe)
+            world = HookWorld(agent, SWEEP_SETUP, name in IN_A_WORKTREE, hook_environment, probe)
             try:
                 try:
                     violation = sweep_world(world, steps)
