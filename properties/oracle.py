@@ -30,7 +30,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from typing import Callable, Iterator, Mapping
+from typing import Any, Callable, Iterator, Mapping
 
 import attrs
 
@@ -89,12 +89,23 @@ Off: the replay of counterexamples found before the probe existed, which show wh
 
 
 @contextlib.contextmanager
-def _switched(line: contextvars.ContextVar[bool], enabled: bool) -> Iterator[None]:
+def _switched(line: contextvars.ContextVar[Any], enabled: object) -> Iterator[None]:
     token = line.set(enabled)
     try:
         yield
     finally:
         line.reset(token)
+
+
+PROCESS_TRACKING_LINE: contextvars.ContextVar[str | None] = contextvars.ContextVar("PROCESS_TRACKING_LINE", default=None)
+"""How checked sessions follow a command's descendants (`ledger_impl.descendants`): None for the
+best available (as shipped), or "session", the fallback where no cgroup can be made: the replay
+of counterexamples that show what only a cgroup closes."""
+
+
+def process_tracking_line(how: str | None) -> contextlib.AbstractContextManager[None]:
+    """Run the checked sessions opened inside with this process tracking."""
+    return _switched(PROCESS_TRACKING_LINE, how)
 
 
 def probe_line(enabled: bool) -> contextlib.AbstractContextManager[None]:
@@ -172,6 +183,8 @@ def materialize(setup: WorkspaceSetup, parent: pathlib.Path) -> Placement:
     (outside / "home").mkdir(exist_ok=True)
     (outside / "bin").mkdir(exist_ok=True)
     written = _write_session_files(setup.environment, outside)
+    if setup.environment and written is None:
+        written = time.monotonic()  # a variable may name a file written above that every command reads
     if setup.git:
         # An empty template: no sample hooks, fewer files to hash at every step. The first
         # commit starts no `git maintenance run --auto` (a process of its own, which a
@@ -245,6 +258,7 @@ class CheckedSession:
         self.runtime = Runtime(
             placement.root, detector, self.policy, timeout=STEP_TIMEOUT, output_limit=OUTPUT_LIMIT,
             environment=self.environment, fingerprint=FINGERPRINT_LINE.get(), probe=PROBE_LINE.get(),
+            process_tracking=PROCESS_TRACKING_LINE.get(),
         )
         self.spec_state: ledger_spec.State = ledger_spec.INITIAL
         self.hashes = HashCache(ground_truth.racy_window_for(placement.root))

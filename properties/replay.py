@@ -24,13 +24,13 @@ import pathlib
 import signal
 import subprocess
 import sys
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Final, Sequence
 
 import attrs
 
 from . import sandbox
 from .counterexample import Counterexample, CounterexampleError, from_json, to_json
-from .oracle import Placement, StepRecord, Violation, fingerprint_line, probe_line, run_checked
+from .oracle import Placement, StepRecord, Violation, fingerprint_line, probe_line, process_tracking_line, run_checked
 from .shell_strategies import WorkspaceSetup
 from ledger_spec.errors import DetectorFailure, HarnessFailure
 
@@ -188,6 +188,9 @@ class ReplayResult:
         return self.counterexample.property
 
 
+AS_RECORDED: Final = "as recorded"  # `replay`'s default: each switch as the file's `found_by` says
+
+
 def replay(
     counterexample: Counterexample,
     detector_factory: DetectorFactory,
@@ -195,17 +198,21 @@ def replay(
     *,
     fingerprint: bool | None = None,
     probe: bool | None = None,
+    process_tracking: str | None = AS_RECORDED,
 ) -> ReplayResult:
     """Run the counterexample's steps in a fresh temporary repository, every step checked.
 
     `fingerprint` turns the Runtime's observation fingerprint on or off, `probe` its probe;
     by default each is set as it was when the counterexample was found (`found_by.fingerprint`,
-    `found_by.probe`; off for files older than the line)."""
+    `found_by.probe`; off for files older than the line). `process_tracking` likewise
+    (`found_by.process_tracking`; absent: the best available); None asks for the best available."""
     if fingerprint is None:
         fingerprint = bool(counterexample.found_by.get("fingerprint", False))
     if probe is None:
         probe = bool(counterexample.found_by.get("probe", False))
-    with fingerprint_line(fingerprint), probe_line(probe):
+    if process_tracking == AS_RECORDED:
+        process_tracking = counterexample.found_by.get("process_tracking")
+    with fingerprint_line(fingerprint), probe_line(probe), process_tracking_line(process_tracking):
         records = run_recorded(
             counterexample.setup.workspace(), counterexample.commands, make_detector(detector_factory), on_record=on_record
         )

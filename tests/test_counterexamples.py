@@ -20,7 +20,7 @@ from typing import Iterator
 import attrs
 import pytest
 
-from ledger_impl import probe
+from ledger_impl import descendants, probe
 from ledger_impl.detectors import watchman
 from ledger_properties.counterexample import Counterexample, Outcome, load, outcomes
 from ledger_properties.oracle import REUSE_IS_FRESH
@@ -139,6 +139,22 @@ def test_a_probe_case_is_stale_without_the_probe_and_fresh_with_it(path: pathlib
     assert not [r for r in on.records if r.violation is not None and r.violation.property == REUSE_IS_FRESH]
     served = [i for i, step in enumerate(counterexample.steps[: stale[0]]) if step.verdict == "reuse"]
     assert [on.records[i].verdict for i in served] == ["reuse"] * len(served), f"{path.name}: a control repeat is no longer served"
+
+
+# Files that show what only a cgroup per command closes (issue 19's background writers).
+TRACKING_CASES = [path for path in COUNTEREXAMPLES if load(path).found_by.get("process_tracking")]
+
+
+@pytest.mark.skipif(descendants.available() != descendants.CGROUP, reason="no cgroup can be made here (root, or a delegated subtree)")
+@pytest.mark.parametrize("path", TRACKING_CASES, ids=lambda p: p.stem)
+def test_a_process_tracking_case_is_stale_with_its_tracking_and_fresh_with_a_cgroup(path: pathlib.Path) -> None:
+    counterexample = load(path)
+    factory = load_factory(counterexample.detector)
+    recorded = replay(counterexample, factory)
+    assert recorded.reproduced, recorded.mismatch
+    tracked = replay(counterexample, factory, process_tracking=descendants.CGROUP)
+    assert not [r for r in tracked.records if r.violation is not None], [r.violation for r in tracked.records if r.violation]
+    assert tracked.records[-1].verdict != "reuse"
 
 
 def _ls_long_counterexample() -> "tuple[object, Outcome, Outcome]":
