@@ -53,7 +53,7 @@ VERIFY_TIMEOUT: Final = 1800.0
 
 def verify(tree: Path, profile: str, seed: int, workers: int) -> tuple[int, str, float]:
     """(exit status, output, seconds) of `ledger verify` run from `tree`."""
-    environment = dict(os.environ, PYTHONPATH=str(tree), PYTHONDONTWRITEBYTECODE="1", COLUMNS="200")
+    environment = dict(os.environ, PYTHONPATH=str(tree), PYTHONDONTWRITEBYTECODE="1", COLUMNS="1000")
     command = [
         sys.executable, "-c", "import sys; from ledger_cli.main import main; sys.exit(main())",
         "verify", "--profile", profile, "--seed", str(seed), "--workers", str(workers), *STAGES,
@@ -67,9 +67,20 @@ def verify(tree: Path, profile: str, seed: int, workers: int) -> tuple[int, str,
 
 
 def failed_checks(output: str) -> list[str]:
-    """The names of the checks verify's summary reports as not held (its stage lines say how many)."""
+    """The names of the stages verify reports with a check not held (its stage lines say how many)."""
     return [line.split("]", 1)[1].split("(", 1)[0].strip() for line in output.splitlines()
             if re.match(r"^\[\d+/\d+\]", line) and not re.search(r"\b0 failed\b", line)]
+
+
+def failed_rows(output: str) -> list[str]:
+    """The rows of verify's table that do not hold: the check's name, then its detail (the
+    table is printed COLUMNS wide, so that a row with a short detail stays on one line)."""
+    rows = []
+    for line in output.splitlines():
+        cells = [cell.strip() for cell in line.split("│")]
+        if len(cells) >= 5 and cells[2] == "FAILS":
+            rows.append(f"{cells[1]}: {cells[4]}")
+    return rows
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -100,10 +111,14 @@ def main(argv: list[str] | None = None) -> int:
             finally:
                 subprocess.run(["git", "apply", "-R", str(mutant.patch)], cwd=tree, check=True, capture_output=True)
             failed = failed_checks(output)
+            failing = failed_rows(output)
             verdict = "verify failed" if status != 0 else "verify passed"
             rows.append({"id": mutant.id, "description": mutant.description, "exit_status": status,
-                         "failed_stages": failed, "seconds": round(seconds, 1), "verdict": verdict})
+                         "failed_stages": failed, "failed_checks": failing, "seconds": round(seconds, 1),
+                         "verdict": verdict})
             print(f"{mutant.id} {verdict:>13} {seconds:6.0f}s  {', '.join(failed) or '-'}  {mutant.description}", flush=True)
+            for row in failing:
+                print(f"      {row[:300]}", flush=True)
             if status == 0 and args.only:
                 print(output[-3000:])
     caught = sum(1 for row in rows if row["exit_status"] != 0)
