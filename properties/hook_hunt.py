@@ -135,7 +135,7 @@ SENSITIVE_READS: dict[tuple[str, str], tuple[str, ...]] = {
     ("environment", "PATH"): ("cat a.txt", "cat -n src/app.py"),
     ("environment", "GIT_CONFIG_PARAMETERS"): ("git log --oneline", "git status --short --untracked-files=all"),
     ("environment", "GIT_CEILING_DIRECTORIES"): ("git status --short",),
-    ("environment", "RIPGREP_CONFIG_PATH"): ("rg -n alpha",),
+    ("environment", "RIPGREP_CONFIG_PATH"): ("rg -n --sort path alpha",),
     ("environment", "GIT_EXTERNAL_DIFF"): ("git diff",),
     ("outside-config", "home"): ("git log --oneline", "git status --short"),
     ("outside-config", "xdg"): ("git log --oneline", "git status --short --untracked-files=all"),
@@ -143,7 +143,7 @@ SENSITIVE_READS: dict[tuple[str, str], tuple[str, ...]] = {
     ("outside-config", "excludes"): ("git status --short --untracked-files=all", "git status --short"),
     ("outside-config", "shadow-program"): ("cat a.txt",),
     ("outside-config", "extdiff"): ("git diff",),
-    ("outside-config", "ripgreprc"): ("rg -n alpha",),
+    ("outside-config", "ripgreprc"): ("rg -n --sort path alpha",),
     ("unseen-edit", "a.txt"): ("cat a.txt", "wc -l a.txt", "ls -l"),
     ("unseen-edit", "new.txt"): ("ls", "git status --short", "cat new.txt"),
 }
@@ -836,7 +836,7 @@ SWEEP: dict[str, tuple[str, tuple[SweepStep, ...]]] = {
         "git diff", ("outside-config", "extdiff", OUTSIDE_CONFIG["extdiff"][1]),
         before=(("environment", "GIT_EXTERNAL_DIFF", "@OUTSIDE@/extdiff"), ("call", "echo more >> a.txt")), settle=1)),
     **({"the file RIPGREP_CONFIG_PATH names": ("codex", _read_change_read(
-        "rg -n alpha", ("outside-config", "ripgreprc", OUTSIDE_CONFIG["ripgreprc"][2]),
+        "rg -n --sort path alpha", ("outside-config", "ripgreprc", OUTSIDE_CONFIG["ripgreprc"][2]),
         before=(("environment", "RIPGREP_CONFIG_PATH", "@OUTSIDE@/ripgreprc"),)))} if shutil.which("rg") else {}),
     "a new value of TZ": ("codex", _read_change_read("ls -l", ("environment", "TZ", "Asia/Tokyo"))),
     "a file edited by a process the hooks never see": ("claude", _read_change_read(

@@ -87,7 +87,7 @@ def test_other_single_file_reads_have_views_that_are_never_sliced(command, view)
         ("grep -rn foo src", "src", Category.SEARCH),
         ("grep -rn 'def x' --include=*.py .", ".", Category.SEARCH),
         ("grep -rli foo --include='*.py' src", "src", Category.SEARCH),
-        ("rg -n foo src", "src", Category.SEARCH),
+        ("rg -n --sort path foo src", "src", Category.SEARCH),
         ("find . -name '*.py' -type f", ".", Category.SEARCH),
         ("find src -name '*.py' | head -20", "src", Category.SEARCH),
         ("ls -l", ".", Category.SEARCH),  # `ls -la` at the root reads its parent: no target

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Final
+
 from ledger_spec import WHOLE_FILE
 
 from ..shell import Word
@@ -52,14 +54,25 @@ def grep(args: list[Word]) -> Effect:
     return effect
 
 
+# rg searches files on several threads and prints each file's matches as its thread finishes,
+# so the order of files differs from run to run: a repeat is the same output only when rg sorts
+# (by path, or by a time only a change moves; `accessed` moves with every read) or runs on one
+# thread, which walks the directories in their own order.
+_RG_ORDERS: Final = frozenset({"path", "modified", "created"})
+
+
 def rg(args: list[Word]) -> Effect:
-    o = Options(args, short="nNilcwvoqsSFuUH", short_arg="eABCmtTg",  # not -L: follows links
+    o = Options(args, short="nNilcwvoqsSFuUH", short_arg="eABCmtTgj",  # not -L: follows links
                  long=frozenset({"line-number", "no-line-number", "ignore-case", "smart-case", "files-with-matches",
                                  "count", "word-regexp", "invert-match", "only-matching", "fixed-strings", "hidden",
                                  "no-ignore", "no-heading", "heading", "with-filename", "no-filename", "files"}),
                  long_arg=frozenset({"regexp", "type", "type-not", "glob", "iglob", "max-count", "context",
-                                     "after-context", "before-context", "color"}))
+                                     "after-context", "before-context", "color", "sort", "sortr", "threads"}))
     if not o.ok or any(v != "never" for v in o.values("color")):
+        return RUN
+    sorted_ = bool(o.values("sort", "sortr")) and all(v in _RG_ORDERS for v in o.values("sort", "sortr"))
+    one_thread = bool(o.values("j", "threads")) and all(v == "1" for v in o.values("j", "threads"))
+    if not (sorted_ or one_thread):
         return RUN
     operands = [w for _, w in o.operands]
     if not (o.has("e", "regexp") or o.has("files")):
