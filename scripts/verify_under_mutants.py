@@ -21,6 +21,7 @@ import argparse
 import datetime
 import json
 import os
+import platform
 import re
 import subprocess
 import sys
@@ -96,6 +97,7 @@ def main(argv: list[str] | None = None) -> int:
     if unknown:
         parser.error(f"no mutant {', '.join(unknown)} in the catalog")
     commit, dirty = tree_state(ROOT)
+    load_before = os.getloadavg()[0]
     rows: list[dict[str, object]] = []
     started = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="verify-under-mutants-") as scratch:
@@ -128,6 +130,8 @@ def main(argv: list[str] | None = None) -> int:
             "what": "ledger verify run with each of issue 23's semantic mutants applied (scripts/verify_under_mutants.py)",
             "commit": commit, "dirty": dirty, "date": datetime.date.today().isoformat(),
             "profile": args.profile, "seed": args.seed, "workers": args.workers, "cpus": os.cpu_count(),
+            "machine": f"{os.cpu_count()} cores, {platform.system()} {platform.release()}, Python {platform.python_version()}",
+            "load": f"1-minute load average {load_before:.2f} before, {os.getloadavg()[0]:.2f} after",
             "seconds": round(time.monotonic() - started), "caught": caught, "mutants": rows,
         }
         RESULT.write_text(json.dumps(document, indent=2) + "\n")

@@ -96,8 +96,8 @@ def test_verify_runs_its_hunt_on_the_cluster(scheduler: str, tmp_path: pathlib.P
     small = attrs.evolve(
         named_profile("ci"), hunt_examples=2, hunt_steps=5, workers=None, scheduler=scheduler, database=str(tmp_path / "db")
     )
-    hunt, traced, overlap = verify._hunt(small, 3)
-    assert hunt.held and traced.held and overlap.held, (hunt, traced, overlap)
+    hunt, traced, overlap, sweep = verify._hunt(small, 3)
+    assert hunt.held and traced.held and overlap.held and sweep.held, (hunt, traced, overlap, sweep)
     assert f"on {scheduler}" in hunt.detail and "2 runs" in hunt.detail, hunt.detail
     assert _tasks_run(scheduler) - before == 2
 

@@ -75,7 +75,7 @@ def test_a_relative_path_entry_is_looked_up_where_the_command_runs(root: Path) -
     assert not _stale(root, environment, "cd sub && cat a.txt", shadow, probe=True)
 
 
-def test_an_attribute_change_a_detector_misses_is_seen_by_the_probe(root: Path) -> None:
+def test_an_attribute_change_the_detector_misses_is_seen(root: Path) -> None:
     """The default detector sees a `chattr` (`tests/test_event_detector.py`); the one that
     missed it stands in for any detector that does, and the probe still refuses the read."""
     from ledger_impl.detectors.unsound import events_without_closes
