@@ -44,7 +44,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 import attrs
 import hypothesis
@@ -643,6 +643,27 @@ COUNTEREXAMPLE_FORMAT = "ledger-hook-counterexample/1"
 REPLAYED_EVENTS = frozenset({"call", "environment", "edit-outside", "edit-unseen", "damage-store", "git-in-main"})
 
 
+def apply_event(world: HookWorld, step: Mapping[str, Any]) -> ReuseCheck | None:
+    """Play one replayed event of a counterexample file (`REPLAYED_EVENTS`) in `world`; a tool
+    call's served Reuse and what a run showed, else None."""
+    kind = step["event"]
+    if kind == "call":
+        return tool_call(world, step["command"], step.get("how", "plain"))
+    if kind == "environment":
+        world.set_environment(step["name"], step["choice"])
+    elif kind == "edit-outside":
+        world.edit_config(step["file"], step["text"])
+    elif kind == "edit-unseen":
+        world.edit_unseen(step["file"], step["text"])
+    elif kind == "damage-store":
+        world.damage_store()
+    elif kind == "git-in-main":
+        world.git_in_main(*step["args"])
+    else:
+        raise ValueError(f"unknown step {step!r}")
+    return None
+
+
 def counterexample(world: HookWorld, violation: HookViolation, found_by: Mapping[str, object]) -> dict[str, Any]:
     """A failing run as a JSON document that `replay` plays again: the workspace, the agent,
     the steps (tool calls, environment changes, edits outside the hooks) and what was seen."""
@@ -680,21 +701,9 @@ def replay(
     checks = []
     try:
         for step in document["steps"]:
-            kind = step["event"]
-            if kind == "call":
-                check = tool_call(world, step["command"], step["how"])
-                if check is not None:
-                    checks.append(check)
-            elif kind == "environment":
-                world.set_environment(step["name"], step["choice"])
-            elif kind == "edit-outside":
-                world.edit_config(step["file"], step["text"])
-            elif kind == "edit-unseen":
-                world.edit_unseen(step["file"], step["text"])
-            elif kind == "damage-store":
-                world.damage_store()
-            elif kind == "git-in-main":
-                world.git_in_main(*step["args"])
+            check = apply_event(world, step)
+            if check is not None:
+                checks.append(check)
     finally:
         world.close()
     return checks
@@ -861,26 +870,26 @@ SWEEP: dict[str, tuple[str, tuple[SweepStep, ...]]] = {
 IN_A_WORKTREE: frozenset[str] = frozenset({"a branch made in the main checkout of a linked worktree"})
 
 
+# A sweep step as the event a counterexample file stores (what `apply_event` plays).
+_SWEEP_EVENTS: dict[str, Callable[..., dict[str, Any]]] = {
+    "call": lambda command, how="plain": {"event": "call", "command": command, "how": how},
+    "environment": lambda name, choice: {"event": "environment", "name": name, "choice": choice},
+    "outside-config": lambda file, text: {"event": "edit-outside", "file": file, "text": text},
+    "unseen-edit": lambda file, text: {"event": "edit-unseen", "file": file, "text": text},
+    "damage-store": lambda: {"event": "damage-store"},
+    "git-in-main": lambda *args: {"event": "git-in-main", "args": list(args)},
+}
+
+
 def sweep_world(world: HookWorld, steps: tuple[SweepStep, ...]) -> HookViolation | None:
     """Play `steps` in `world`; the first stale Reuse, or None."""
     for index, step in enumerate(steps, 1):
         kind, *rest = step
-        if kind == "call":
-            check = tool_call(world, rest[0], rest[1] if len(rest) > 1 else "plain")
-            if check is not None and not check.held:
-                return HookViolation(HOOK_REUSE_IS_FRESH, index, rest[0], repr(check.expected), repr(check.served), world.agent)
-        elif kind == "environment":
-            world.set_environment(rest[0], rest[1])
-        elif kind == "outside-config":
-            world.edit_config(rest[0], rest[1])
-        elif kind == "unseen-edit":
-            world.edit_unseen(rest[0], rest[1])
-        elif kind == "damage-store":
-            world.damage_store()
-        elif kind == "git-in-main":
-            world.git_in_main(*rest)
-        else:
+        if kind not in _SWEEP_EVENTS:
             raise ValueError(f"unknown sweep step {step!r}")
+        check = apply_event(world, _SWEEP_EVENTS[kind](*rest))
+        if check is not None and not check.held:
+            return HookViolation(HOOK_REUSE_IS_FRESH, index, rest[0], repr(check.expected), repr(check.served), world.agent)
     return None
 
 

@@ -182,9 +182,8 @@ def materialize(setup: WorkspaceSetup, parent: pathlib.Path) -> Placement:
             path.write_bytes(text.encode("utf-8"))
     (outside / "home").mkdir(exist_ok=True)
     (outside / "bin").mkdir(exist_ok=True)
-    written = _write_session_files(setup.environment, outside)
-    if setup.environment and written is None:
-        written = time.monotonic()  # a variable may name a file written above that every command reads
+    _write_session_files(setup.environment, outside)
+    written = time.monotonic()
     if setup.git:
         # An empty template: no sample hooks, fewer files to hash at every step. The first
         # commit starts no `git maintenance run --auto` (a process of its own, which a
@@ -192,17 +191,18 @@ def materialize(setup: WorkspaceSetup, parent: pathlib.Path) -> Placement:
         initial_commit = ["-c", "maintenance.auto=false", "commit", "-q", "--allow-empty", "-m", "initial"]
         for args in (["init", "-q", "-b", "main", "--template="], ["add", "-A"], initial_commit):
             subprocess.run(["git", *args], cwd=root, check=True, capture_output=True, env={**os.environ, **GIT_ENVIRONMENT})
-    if written is not None:
-        # Every command reads them: written within the probe's ctime slack of the first
-        # command's start, they would count as changed while it ran, and no first read would serve.
+    if setup.environment:
+        # A variable may name a file written above that every command reads (a start file, a
+        # zone, a passwd database): written within the probe's ctime slack of the first
+        # command's start, it would count as changed while it ran, and no first read would serve.
         time.sleep(max(0.0, written + 2 * CTIME_SLACK_NS / 1e9 - time.monotonic()))
     return Placement(root.resolve(), outside.resolve())
 
 
-def _write_session_files(environment: Mapping[str, str], outside: pathlib.Path) -> float | None:
+def _write_session_files(environment: Mapping[str, str], outside: pathlib.Path) -> None:
     """The start files, the zone file and the user databases of `SESSION_FILES`, those
     `environment` names, written under `outside` (the `start-file`, `zone-file` and
-    `passwd-name` idioms rewrite them); when, or None if it names none."""
+    `passwd-name` idioms rewrite them)."""
     names = {name for name, value in SESSION_FILES.items() if environment.get(name) == value}
     if "BASH_ENV" in names:
         (outside / START_FILE).write_text(f". {shlex.quote(str(outside.resolve() / START_MORE))}\n")
@@ -213,7 +213,6 @@ def _write_session_files(environment: Mapping[str, str], outside: pathlib.Path) 
         uid, gid = str(os.getuid()), str(os.getgid())
         (outside / PASSWD_FILE).write_text(passwd_line(OWNER_NAMES[0], uid, gid) + "\n")
         (outside / GROUP_FILE).write_text(f"{GROUP_NAME}:x:{gid}:\n")
-    return time.monotonic() if names else None
 
 
 @attrs.frozen

@@ -32,13 +32,15 @@ def test_the_runtime_sweep_sees_an_environment_compared_by_names(monkeypatch: py
 
 
 def test_an_environment_step_changes_what_the_commands_and_the_oracle_run_with() -> None:
-    steps = (("step", "echo $TZ"), ("environment", "TZ", "Asia/Tokyo"), ("step", "echo $TZ"), ("environment", "TZ", None),
-             ("step", "echo ${TZ-unset}"))
     from ledger_impl.detectors import default_detector
-    from ledger_properties.oracle import checked_session, hunt_environment
+    from ledger_properties.oracle import checked_session
 
     with hunt_environment(), checked_session(runtime_sweep.SETUP, default_detector()) as session:
-        outputs = [session.step(step[1]).output for step in steps if step[0] == "step" or session.set_environment(step[1], step[2])]
+        outputs = [session.step("echo $TZ").output]
+        session.set_environment("TZ", "Asia/Tokyo")
+        outputs.append(session.step("echo $TZ").output)
+        session.set_environment("TZ", None)
+        outputs.append(session.step("echo ${TZ-unset}").output)
     assert outputs == ["UTC\n", "Asia/Tokyo\n", "unset\n"]
 
 
