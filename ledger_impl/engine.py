@@ -24,8 +24,14 @@ What each driver still owns:
   `changes_since` against a stored baseline, pending rows (their expiry, through spec
   `expire`; a call id decided twice; the `may_write` a read inherits from an earlier writer
   under its id), and the probe queued for after the agent's answer; start and finish are the
-  spec's `start` and `finish`, one hook call apart. No Reuse while a writer is in flight is
-  the spec's rule (`ledger_spec.writers_in_flight`), not a driver's.
+  spec's `start` and `finish`, one hook call apart.
+
+No driver refuses a Reuse on its own: every refusal is a rule of spec `govern`, where the
+proofs and the differential see it. No Reuse while a writer is in flight
+(`ledger_spec.writers_in_flight`); and what a hook knows of its call travels as a
+`ledger_spec.Request`: a call id still in flight is never served, an agent's rendered output
+serves only the same command, and a call the agent runs anyway gets the Nudge naming the
+result instead of a Reuse.
 """
 
 from __future__ import annotations
@@ -33,7 +39,9 @@ from __future__ import annotations
 import os
 from typing import Iterable, Mapping
 
-from ledger_spec import STEADY, Changes, Command, Decision, Fingerprint, Reuse
+import attrs
+
+from ledger_spec import ANY_CALL, STEADY, Changes, Command, Decision, Fingerprint, Request, Reuse
 
 from . import fingerprint as fingerprints
 from .ledger import Ledger
@@ -58,13 +66,15 @@ def observation_fingerprint(
 
 
 def first_reuse(
-    ledger: Ledger, command: Command, candidates: Iterable[Fingerprint | None], last: Fingerprint | None
+    ledger: Ledger, command: Command, candidates: Iterable[Fingerprint | None], last: Fingerprint | None,
+    request: Request = ANY_CALL,
 ) -> tuple[Decision, Fingerprint | None]:
-    """Govern `command` with each candidate fingerprint in turn and stop at the first Reuse;
-    failing that, the decision with `last`. Returns the decision and the fingerprint it was
-    made with."""
+    """Govern `command` (asked as `request`) with the first candidate fingerprint under which
+    a stored result serves it (a Reuse; for a call never withheld, the Nudge naming that
+    result); failing that, with `last`. Returns the decision and the fingerprint it was made
+    with."""
+    served = attrs.evolve(request, withhold=True)
     for now in candidates:
-        decision = ledger.govern(command, now)
-        if isinstance(decision, Reuse):
-            return decision, now
-    return ledger.govern(command, last), last
+        if isinstance(ledger.govern(command, now, served), Reuse):
+            return ledger.govern(command, now, request), now
+    return ledger.govern(command, last, request), last

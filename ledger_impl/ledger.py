@@ -41,10 +41,10 @@ import attrs
 
 from ledger_spec import Policy, State
 from ledger_spec.state import INTERVENING, NUDGEABLE_ANY_TIME, NUDGEABLE_IN_SHORT_LOOP, REUSABLE, SEQUENTIAL, WITHHOLDING
-from ledger_spec.state import check_startable
+from ledger_spec.state import answering, check_startable
 from ledger_spec.state import serve as spec_serve
-from ledger_spec.values import STEADY, Allow, Changes, Command, CommandRecord, Decision, FileTarget, Fingerprint
-from ledger_spec.values import Modification, Nudge, Observation, Pending, Reuse, Verdict, check_key
+from ledger_spec.values import ANY_CALL, STEADY, Allow, Changes, Command, CommandRecord, Decision, FileTarget, Fingerprint
+from ledger_spec.values import Modification, Nudge, Observation, Pending, Request, Reuse, Verdict, check_key
 
 # The view's and the decisions' texts must be byte-identical to the spec's, so the spec's
 # wording is called, never copied.
@@ -379,35 +379,41 @@ class Ledger:
 
     # --- govern -------------------------------------------------------------------------------
 
-    def govern(self, command: Command, fingerprint: Fingerprint | None = STEADY) -> Decision:
+    def govern(self, command: Command, fingerprint: Fingerprint | None = STEADY, request: Request = ANY_CALL) -> Decision:
         """Allow, Reuse or Nudge `command`, exactly as spec `govern` would on this state, given
-        `fingerprint`, the fingerprint of `command` taken now."""
+        `fingerprint`, the fingerprint of `command` taken now, and what the caller says of the
+        call (`request`)."""
         if self._interventions >= self.policy.intervention_cap:
             return Allow()
         if self.writers_in_flight():
             return Allow()  # their writes may not have landed yet (spec `govern`)
-        reuse = self._reuse(command, fingerprint)
-        if reuse is not None:
-            return reuse
+        if request.call is None or request.call not in self._pending:
+            reuse = self._reuse(command, fingerprint, answering(self.policy, request))
+            if reuse is not None and request.withhold:
+                return reuse
+            if reuse is not None:
+                return Nudge(texts.unchanged_note(reuse.observation.step))
         nudge = self._nudge(command)
         if nudge is not None:
             return nudge
         return Allow()
 
-    def _reuse(self, command: Command, fingerprint: Fingerprint | None) -> Reuse | None:
+    def _reuse(self, command: Command, fingerprint: Fingerprint | None, policy: Policy) -> Reuse | None:
         target = command.target
         if command.category not in REUSABLE or target is None:
             return None
         # Only observations of the same file (or tree observations, for a tree target) can
         # serve, and the epoch holds exactly the current ones among those.
         epoch = self._file_epochs.get(target.key) if isinstance(target, FileTarget) else self._tree_epoch
-        observation = epoch.newest_serving(command, fingerprint) if epoch is not None else None
+        observation = (
+            epoch.newest_serving(command, fingerprint, ranges=policy.range_reuse) if epoch is not None else None
+        )
         if observation is None:
             return None
-        served = spec_serve(observation, command, self.policy)
+        served = spec_serve(observation, command, policy)
         assert served is not None, "the reuse index chose an observation that cannot serve"
         output, exit_status = served
-        output, note = texts.reuse_answer(observation.step, output, self.policy.reuse_mode)
+        output, note = texts.reuse_answer(observation.step, output, policy.reuse_mode)
         return Reuse(observation=observation, output=output, exit_status=exit_status, note=note)
 
     def _nudge(self, command: Command) -> Nudge | None:

@@ -163,12 +163,14 @@ class _FingerprintEpoch:
             if frontier is not None:
                 frontier.remove(observation)
 
-    def newest_serving(self, command: Command) -> Observation | None:
+    def newest_serving(self, command: Command, ranges: bool) -> Observation | None:
+        """The newest observation spec `serve` answers `command` from; `ranges=False`: one of
+        the same command only (the caller's range reuse is off)."""
         target = command.target
         assert target is not None
         slot = self._exact.get((command.normalized, target))
         best = slot.newest_serving(command) if slot is not None else None
-        if isinstance(target, FileTarget):
+        if ranges and isinstance(target, FileTarget):
             frontier = self._ranges.get(target.view)  # only sliceable views are ever indexed
             if frontier is not None:
                 ranged = frontier.newest_serving(target.lines, -1 if best is None else best.step)
@@ -208,13 +210,13 @@ class CurrentEpoch:
         if index is not None:
             index.remove(observation)
 
-    def newest_serving(self, command: Command, fingerprint: Fingerprint | None) -> Observation | None:
+    def newest_serving(self, command: Command, fingerprint: Fingerprint | None, *, ranges: bool = True) -> Observation | None:
         """The newest observation in this epoch, recorded with `fingerprint`, that spec `serve`
-        would answer `command` from."""
+        would answer `command` from (`ranges=False`: under range reuse off)."""
         if fingerprint is None:
             return None
         index = self._by_fingerprint.get(fingerprint)
-        return index.newest_serving(command) if index is not None else None
+        return index.newest_serving(command, ranges) if index is not None else None
 
 
 class ModificationIndex:

@@ -19,6 +19,8 @@ Theory of operation.
 - Reuse is refused while another call that may write is in flight: its writes may not have
   landed yet. Calls in flight that only read do not block it. The spec's govern enforces this
   (`ledger_spec.writers_in_flight`, from each pending call's `may_write`).
+- What the hook says of its call is the spec's `Request` (`decide`'s `call_id`, `serve_slices`
+  and `withhold`), and govern applies it: the session adds no refusal of its own.
 - A call decided and never recorded (the agent was interrupted, the tool failed with no
   PostToolUse) is abandoned after `abandon_after` seconds, or at once by `abandon()` (spec
   `expire`): the workspace is then treated as changed in unknown scope, and the call no longer
@@ -41,9 +43,9 @@ from typing import Mapping, Protocol
 
 import attrs
 
-from ledger_spec import Changes, Command, Policy, Reuse, State
+from ledger_spec import Changes, Command, Policy, Request, Reuse, State
 from ledger_spec.degraded import Degraded, from_notes
-from ledger_spec.values import Allow, FileTarget, Nudge
+from ledger_spec.values import FileTarget, Nudge
 
 from . import session_probe, state_codec
 from .classifier import classify
@@ -181,13 +183,17 @@ class DurableSession:
     # --- the two calls around a command -------------------------------------------------------
 
     def decide(
-        self, command: str, *, call_id: str, cwd: str | os.PathLike[str] | None = None, serve_slices: bool = True
+        self, command: str, *, call_id: str, cwd: str | os.PathLike[str] | None = None, serve_slices: bool = True,
+        withhold: bool = True,
     ) -> Decision:
         """Govern `command` before the agent runs it. Unless the verdict is 'reuse', the agent
         runs it and `record(call_id, ...)` follows. `serve_slices=False`: the recorded outputs
         are an agent's rendering (Claude strips leading blank lines and trailing whitespace),
         not the command's bytes, so lines cut from one command's output cannot serve another:
-        only an observation of the same command does."""
+        only an observation of the same command does. `withhold=False`: the agent runs this
+        call whatever the answer (a file read its edits require, a command sent to the
+        background), so a stored result that would serve it is named in a Nudge instead. Both
+        are the spec's `Request`, as is `call_id`: a call id still in flight is never served."""
         if not isinstance(command, str):
             raise TypeError(f"a command is a string, got {type(command).__name__}")
         _check_call_id(call_id)
@@ -199,20 +205,12 @@ class DurableSession:
                 command, cwd=self._relative_cwd(cwd), root=self.root, environment=self._environment()
             )
             started_with = observation_fingerprint(self.root, classified, self._environment())
-            decision, probed = self._govern(state, classified, started_with, serve_slices)
+            request = Request(call=call_id, same_command_only=not serve_slices, withhold=withhold)
+            decision, probed = self._govern(state, classified, started_with, request)
             # An id still pending names two calls at once: which result a record carries is
-            # unknowable, so the earlier call is treated as abandoned (below) and its may-write
-            # flag carried over, and nothing is served while it may still be running.
+            # unknowable, so nothing is served (spec `Request.call`), and the earlier call is
+            # treated as abandoned (below) with its may-write flag carried over.
             earlier = next((row for row in self._store.pending() if row.call_id == call_id and not row.abandoned), None)
-            if (
-                isinstance(decision, Reuse)
-                and not serve_slices
-                and decision.observation.command.normalized != classified.normalized
-            ):
-                decision = Allow()
-            if isinstance(decision, Reuse) and earlier is not None:
-                state.notes.append(f"not reused: call id {call_id!r} is already in flight")
-                decision = Allow()
             writers = state.ledger.writers_in_flight()
             if writers and classified.read_only and classified.target is not None:
                 # Govern serves nothing while they run (spec `writers_in_flight`): say why.
@@ -477,20 +475,21 @@ class DurableSession:
         self._saved = (policy, blob, state.ledger)
 
     def _govern(
-        self, state: "_State", classified: Command, started_with: Fingerprint | None, serve_slices: bool
+        self, state: "_State", classified: Command, started_with: Fingerprint | None, request: Request
     ) -> tuple[object, Degraded | None]:
         """The ledger's decision, and why the probe costs reuse here (None: it does not). With
         the probe on, govern is given, in turn, a fingerprint naming each confirmed probe that
         could answer and whose traced dependencies all hold (newest first), as the Runtime does
         (`ledger_impl.probe.guard`), and last one naming no probe."""
         if not self.probe or started_with is None or not classified.read_only or classified.target is None:
-            return state.ledger.govern(classified, started_with), None
+            return state.ledger.govern(classified, started_with, request), None
         unavailable = session_probe.unavailable()
         if unavailable is not None:
-            return state.ledger.govern(classified, TracedFingerprint(started_with, NONE_HOLDS)), unavailable
-        key = classified.target.key if serve_slices and isinstance(classified.target, FileTarget) else None
+            return state.ledger.govern(classified, TracedFingerprint(started_with, NONE_HOLDS), request), unavailable
+        sliced = not request.same_command_only and isinstance(classified.target, FileTarget)
+        key = classified.target.key if sliced else None  # type: ignore[union-attr]
         candidates = session_probe.candidates(self._store, classified, key, started_with, state.ledger)
-        return first_reuse(state.ledger, classified, candidates, TracedFingerprint(started_with, NONE_HOLDS))[0], None
+        return first_reuse(state.ledger, classified, candidates, TracedFingerprint(started_with, NONE_HOLDS), request)[0], None
 
     def _probed_start(
         self, classified: Command, started_with: Fingerprint | None, call_id: str, cwd: str | os.PathLike[str] | None

@@ -28,6 +28,7 @@ from .state import (
 )
 from .values import (
     NL_NUMBERED,
+    ANY_CALL,
     NO_CHANGES,
     NUMBERED,
     PLAIN,
@@ -48,6 +49,7 @@ from .values import (
     Nudge,
     Observation,
     Pending,
+    Request,
     Reuse,
     Target,
     TreeTarget,
@@ -61,6 +63,8 @@ __all__ = [
     "advance",
     "finish",
     "Pending",
+    "Request",
+    "ANY_CALL",
     "start",
     "Allow",
     "can_serve",

@@ -58,6 +58,15 @@ be stale, and "nothing changed since" unproven. Govern therefore answers Allow, 
 nor Nudge, while a pending command may write (its `may_write`, set at `start` for every
 command that is not read-only, cleared by `expire`). Reads in flight block neither.
 
+What the caller says of one call (`Request`). An agent's hook knows three things about a call
+that the command text does not, and each narrows what govern may answer. A call whose name is
+still running is never served: a result recorded later under that name could belong to
+either. A call whose stored outputs are the agent's rendering, not the command's bytes, is
+served only from an observation of the same command (range reuse off for it). A call the
+agent must run whatever the answer is never withheld: where a Reuse would serve, the answer is
+a Nudge naming the step whose result it already saw, and the call runs and is recorded like
+any other.
+
 Stored outputs are bounded: a modification drops the output of every observation it makes
 stale, and after each step the least recently used outputs (recorded or served last) are
 dropped until their total is within `Policy.stored_output_limit` bytes.
@@ -78,7 +87,8 @@ import attrs
 from . import lines, texts
 from .policy import Policy
 from .values import READ_ONLY, SLICEABLE_VIEWS, Allow, Category, Changes, Command, CommandRecord, Decision, FileTarget
-from .values import Fingerprint, Modification, Nudge, Observation, Pending, Reuse, STEADY, TreeTarget, Verdict, check_key
+from .values import ANY_CALL, Fingerprint, Modification, Nudge, Observation, Pending, Request, Reuse, STEADY, TreeTarget
+from .values import Verdict, check_key
 
 # Which categories each verdict may apply to. Reuse is further limited to commands with a
 # target and a current observation that serves it; Nudge to repeats with nothing but
@@ -435,12 +445,16 @@ def only_transient_changes_since(state: State, record: CommandRecord, policy: Po
 # --- govern -------------------------------------------------------------------------------
 
 
-def govern(state: State, command: Command, policy: Policy, fingerprint: Fingerprint | None = STEADY) -> Decision:
+def govern(
+    state: State, command: Command, policy: Policy, fingerprint: Fingerprint | None = STEADY,
+    request: Request = ANY_CALL,
+) -> Decision:
     """Allow, Reuse or Nudge `command`, by the rules in this module's header. `fingerprint` is
-    the fingerprint of `command` taken now.
+    the fingerprint of `command` taken now; `request`, what the caller says of this call.
 
     post: implies(isinstance(__return__, Reuse), command.category in REUSABLE)
     post: implies(isinstance(__return__, Reuse), writers_in_flight(state) == 0)
+    post: implies(isinstance(__return__, Reuse), request.withhold and not running_as(state, request.call))
     """
     if interventions(state) >= policy.intervention_cap:
         return Allow()
@@ -448,13 +462,27 @@ def govern(state: State, command: Command, policy: Policy, fingerprint: Fingerpr
         # Their writes may not have landed yet: neither "the same output" (Reuse) nor "nothing
         # changed since" (Nudge) can be said.
         return Allow()
-    reuse = _reuse(state, command, policy, fingerprint)
-    if reuse is not None:
-        return reuse
+    if not running_as(state, request.call):
+        reuse = _reuse(state, command, answering(policy, request), fingerprint)
+        if reuse is not None and request.withhold:
+            return reuse
+        if reuse is not None:
+            return Nudge(texts.unchanged_note(reuse.observation.step))
     nudge = _nudge(state, command, policy)
     if nudge is not None:
         return nudge
     return Allow()
+
+
+def running_as(state: State, call: Hashable | None) -> bool:
+    """Whether a command named `call` is in flight (never, for a sequential step's None)."""
+    return call is not None and any(pending.call == call for pending in state.pending)
+
+
+def answering(policy: Policy, request: Request) -> Policy:
+    """The policy a Reuse for `request` is served under: with range reuse off when only the
+    same command's stored rendering may answer it."""
+    return attrs.evolve(policy, range_reuse=False) if request.same_command_only and policy.range_reuse else policy
 
 
 def _reuse(state: State, command: Command, policy: Policy, fingerprint: Fingerprint | None) -> Reuse | None:

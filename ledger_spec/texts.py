@@ -54,6 +54,13 @@ def nudge_note(previous: CommandRecord, *, any_time: bool) -> str:
     )
 
 
+
+def unchanged_note(observation_step: int) -> str:
+    """The Nudge of a call that a Reuse from the observation of `observation_step` would have
+    answered, had the agent accepted a stored result for it (`Request.withhold` off): it runs,
+    and the model learns that it already saw this result."""
+    return f"[ledger] Unchanged since step {shown_step(observation_step)}: you already saw this result then."
+
 # --- the view -----------------------------------------------------------------------------
 
 

@@ -300,6 +300,31 @@ Decision = Allow | Reuse | Nudge
 
 
 @attrs.frozen
+class Request:
+    """What the caller of govern says about the one call it asks for, beyond its command.
+
+    `call`: the name the command will run under (a tool call id); None for a sequential step.
+    While a call of that name is still running, nothing is served: a later result could belong
+    to either call.
+    `same_command_only`: the stored outputs are an agent's rendering of what ran (stripped,
+    reformatted), not the command's bytes, so no other command's lines may be cut from them;
+    only an observation of the same command serves (a Reuse with `Policy.range_reuse` off).
+    `withhold`: the agent accepts a stored result in place of running the call. False for a
+    call it must run whatever the answer (a file tool whose read its edits require, a command
+    sent to the background): where a Reuse would be answered, a Nudge naming the step whose
+    result is unchanged is, and the call runs.
+    """
+
+    call: Hashable | None = None
+    same_command_only: bool = attrs.field(default=False, validator=attrs.validators.instance_of(bool))
+    withhold: bool = attrs.field(default=True, validator=attrs.validators.instance_of(bool))
+
+
+ANY_CALL: Final[Request] = Request()
+"""A sequential step that may be answered in any way the rules allow."""
+
+
+@attrs.frozen
 class CommandRecord:
     """One governed command: what it was, the verdict, and its exit status."""
 

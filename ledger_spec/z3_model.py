@@ -110,6 +110,9 @@ class Variant:
     """Range reuse cuts stored lines [a - s, b - s + offset): 1 is the spec's inclusive end."""
     reuse_checks_fingerprint: bool = True
     """Reuse needs the observation's fingerprint to equal (and both to exist) the one taken now."""
+    reuse_honours_request: bool = True
+    """Reuse needs the caller to accept a withheld call and no call of its name to be running
+    (`ledger_spec.Request`); a call that must run gets the Nudge naming the result instead."""
     detector: Detector = "complete"
     """What the environment's detector may do (an assumption, not a rule of the ledger)."""
 
@@ -133,6 +136,7 @@ BROKEN_VARIANTS: dict[str, Variant] = {
         Variant(name="reuse-not-counted-toward-cap", intervening=INTERVENING - {Verdict.REUSE}),
         Variant(name="slice-off-by-one", slice_end_offset=0),
         Variant(name="reuse-ignores-fingerprint", reuse_checks_fingerprint=False),
+        Variant(name="reuse-ignores-request", reuse_honours_request=False),
     )
 }
 
@@ -250,6 +254,8 @@ class Event:
     recorded_fingerprinted: z3.BoolRef  # the observation of this step records a fingerprint
     recorded_fingerprint: z3.ArithRef  # the fingerprint it records
     outside_changed: z3.BoolRef  # O advanced during this step (after govern)
+    withhold: z3.BoolRef  # the caller accepts a stored result in place of running (`Request.withhold`)
+    name_running: z3.BoolRef  # a call of the name this one runs under is in flight (`Request.call`)
 
     @classmethod
     def fresh(cls, prefix: str) -> "Event":
@@ -270,6 +276,8 @@ class Event:
             recorded_fingerprinted=z3.Bool(f"{prefix}.recorded_fingerprinted"),
             recorded_fingerprint=z3.Int(f"{prefix}.recorded_fingerprint"),
             outside_changed=z3.Bool(f"{prefix}.outside_changed"),
+            withhold=z3.Bool(f"{prefix}.withhold"),
+            name_running=z3.Bool(f"{prefix}.name_running"),
         )
 
 
@@ -349,15 +357,23 @@ def reuse_possible(variant: Variant, pre: State, event: Event) -> z3.BoolRef:
 
 
 def decide(variant: Variant, pre: State, event: Event) -> z3.ExprRef:
-    """`ledger_spec.state.govern`: past the cap Allow; else Reuse, else Nudge, else Allow."""
+    """`ledger_spec.state.govern`: past the cap Allow; else Reuse (when the request allows it),
+    else Nudge (the history rules, or a stored result that serves a call that must run), else
+    Allow. A call whose name is running is never served."""
     nudgeable = in_categories(event.category, NUDGEABLE_ANY_TIME | NUDGEABLE_IN_SHORT_LOOP)
+    serving = z3.And(reuse_possible(variant, pre, event), z3.Not(event.name_running))
+    honoured = z3.And(event.withhold, z3.Not(event.name_running)) if variant.reuse_honours_request else z3.BoolVal(True)
     return z3.If(
         pre.interventions >= pre.cap,
         VERDICT_TERM[Verdict.ALLOW],
         z3.If(
-            reuse_possible(variant, pre, event),
+            z3.And(reuse_possible(variant, pre, event), honoured),
             VERDICT_TERM[Verdict.REUSE],
-            z3.If(z3.And(nudgeable, event.nudge_ok), VERDICT_TERM[Verdict.NUDGE], VERDICT_TERM[Verdict.ALLOW]),
+            z3.If(
+                z3.Or(serving, z3.And(nudgeable, event.nudge_ok)),
+                VERDICT_TERM[Verdict.NUDGE],
+                VERDICT_TERM[Verdict.ALLOW],
+            ),
         ),
     )
 

@@ -47,6 +47,7 @@ from .z3_model import (
     key_set,
     read_lines,
     read_trace,
+    reuse_possible,
     report_is_empty,
     serve_lines,
     transition,
@@ -166,6 +167,8 @@ def _event_watch(event: Event, key: z3.ExprRef | None = None) -> dict[str, z3.Ex
         "event.reports_nothing": report_is_empty(event),
         "event.serves": event.serves,
         "event.nudge_ok": event.nudge_ok,
+        "event.withhold": event.withhold,
+        "event.name_running": event.name_running,
     }
     if key is not None:
         watch["k in event.reported"] = event.reported[key]
@@ -457,6 +460,22 @@ def _check_allow_nudge_execute(variant: Variant) -> tuple[Status, str, None]:
     return _step_property(variant, prop, _govern_watch(variant))
 
 
+def _check_reuse_as_requested(variant: Variant) -> tuple[Status, str, None]:
+    def prop(pre: State, event: Event, post: State) -> z3.BoolRef:
+        verdict = decide(variant, pre, event)
+        serving = z3.And(reuse_possible(variant, pre, event), pre.interventions < pre.cap)
+        return z3.And(
+            z3.Implies(verdict == VERDICT_TERM[Verdict.REUSE], z3.And(event.withhold, z3.Not(event.name_running))),
+            # A stored result that serves a call the agent must run is named in a Nudge: it runs.
+            z3.Implies(
+                z3.And(serving, z3.Not(event.withhold), z3.Not(event.name_running)),
+                verdict == VERDICT_TERM[Verdict.NUDGE],
+            ),
+        )
+
+    return _step_property(variant, prop, _govern_watch(variant))
+
+
 def _check_intervention_cap(variant: Variant) -> tuple[Status, str, None]:
     return _inductive(
         variant,
@@ -667,6 +686,13 @@ THEOREMS: tuple[Theorem, ...] = (
         "that changed nothing becomes an observation",
         "positive",
         _check_allow_nudge_execute,
+    ),
+    Theorem(
+        "govern-reuse-as-requested",
+        "Reuse is never returned for a call the agent must run or whose name is still running; "
+        "a stored result that serves a call that must run is named in a Nudge, and the call runs",
+        "positive",
+        _check_reuse_as_requested,
     ),
     Theorem(
         "intervention-cap",

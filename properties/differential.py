@@ -17,6 +17,9 @@ ledger's `snapshot()` must equal the spec state. Three session shapes are driven
                   sessions almost never serve a range from a wider one, or hold several current
                   observations that could serve the same request, and these do both
 
+Calls carry a `Request` now and then: only the same command's rendering may serve, the agent
+runs the call whatever the answer, or (overlapping) a call id still in flight is decided again.
+
 Every shape also varies the fingerprint: each step's is drawn from a few values (and None), the
 one recorded can differ from the one govern saw (the runtime records None when the fingerprint
 moved while the command ran), and small `stored_output_limit`s make eviction happen.
@@ -51,6 +54,7 @@ import ledger_spec
 from ledger_impl import state_codec
 from ledger_impl.ledger import Ledger
 from ledger_spec import (
+    ANY_CALL,
     NUMBERED,
     PLAIN,
     Allow,
@@ -61,6 +65,7 @@ from ledger_spec import (
     FileTarget,
     Observation,
     Policy,
+    Request,
     State,
 )
 from ledger_properties.spec_driver import take_step
@@ -88,6 +93,7 @@ class Event:
     harness_allows: bool = False  # run the command whatever govern said, as an Allow
     fingerprint: object = ledger_spec.STEADY  # the fingerprint govern is given
     recorded_fingerprint: object = ledger_spec.STEADY  # the one an observation of this step records
+    request: Request = ANY_CALL  # what the caller says of the call (its `call` is set for a start)
 
 
 class Divergence(PropertyViolation, AssertionError):
@@ -137,8 +143,8 @@ class LedgerMatchesSpec(RuleBasedStateMachine):
             self.state = _replay_call(where, event, self.state, self.ledger, self.policy)
             return self.state.observations[-1] if len(self.state.observations) > before else None
         assert event.command is not None
-        expected = ledger_spec.govern(self.state, event.command, self.policy, event.fingerprint)
-        actual = self.ledger.govern(event.command, event.fingerprint)
+        expected = ledger_spec.govern(self.state, event.command, self.policy, event.fingerprint, event.request)
+        actual = self.ledger.govern(event.command, event.fingerprint, event.request)
         _agree(where + ": govern", expected, actual)
         decision: Decision = Allow() if event.harness_allows and not isinstance(expected, Allow) else expected
         self.keys |= event.step_changes.paths
@@ -193,6 +199,7 @@ class LedgerMatchesSpec(RuleBasedStateMachine):
             harness_allows=data.draw(st.integers(0, 5), label="harness allows") == 0,
             fingerprint=now,
             recorded_fingerprint=recorded,
+            request=data.draw(requests(), label="request"),
         )
         observation = self.apply(event, f"run {event!r}")
         return multiple() if observation is None else observation
@@ -212,16 +219,21 @@ class LedgerMatchesSpec(RuleBasedStateMachine):
 
     @rule(proposal=proposals, data=st.data())
     def start_call(self, proposal: Event, data: st.DataObject) -> None:
-        """Start a proposed step as a tool call that runs alongside others (govern, then start)."""
+        """Start a proposed step as a tool call that runs alongside others (govern, then start),
+        now and then under the name of a call still in flight (an id decided twice)."""
         if len(self.state.pending) >= 3:
             return
         self.calls += 1
+        call = f"call-{self.calls}"
+        if self.state.pending and data.draw(st.integers(0, 5), label="name in flight") == 0:
+            call = data.draw(st.sampled_from([pending.call for pending in self.state.pending]), label="call")
         event = attrs.evolve(
             proposal,
-            call=f"call-{self.calls}",
+            call=call,
             phase="start",
             harness_allows=data.draw(st.integers(0, 5), label="harness allows") == 0,
             may_write=data.draw(st.integers(0, 7), label="may write") == 0,
+            request=attrs.evolve(data.draw(requests(), label="request"), call=call),
         )
         self.apply(event, f"start {event!r}")
 
@@ -336,12 +348,16 @@ def _replay_call(where: str, event: Event, state: State, ledger: Ledger, policy:
     if event.phase != "start":
         return state
     assert event.command is not None
-    expected = ledger_spec.govern(state, event.command, policy, event.fingerprint)
-    _agree(where + ": govern", expected, ledger.govern(event.command, event.fingerprint))
+    expected = ledger_spec.govern(state, event.command, policy, event.fingerprint, event.request)
+    _agree(where + ": govern", expected, ledger.govern(event.command, event.fingerprint, event.request))
     if isinstance(expected, ledger_spec.Reuse) and not event.harness_allows:
         ledger.advance(event.command, expected, "", 0, Changes())
         return ledger_spec.advance(state, event.command, expected, "", 0, Changes(), policy=policy)
     decision = Allow() if isinstance(expected, ledger_spec.Reuse) else expected
+    if in_flight:
+        # An id decided twice: the earlier call under it is given up, as a durable session does.
+        ledger.abandon(event.call)
+        state = ledger_spec.abandon(state, event.call)
     ledger.start(event.call, event.command, decision, event.recorded_fingerprint, may_write=event.may_write)
     return ledger_spec.start(
         state, event.call, event.command, decision, event.recorded_fingerprint, may_write=event.may_write
@@ -358,6 +374,13 @@ def _steps_as_events(script: Sequence[object]) -> list[Event]:
 
 
 FINGERPRINTS: tuple[object, ...] = (ledger_spec.STEADY, ledger_spec.STEADY, ledger_spec.STEADY, 1, 2, None)
+
+
+def requests() -> st.SearchStrategy[Request]:
+    """What a caller says of a call: mostly nothing, sometimes that only the same command's
+    stored rendering may answer it, or that the agent runs it whatever the answer."""
+    flag = st.integers(0, 3).map(lambda drawn: drawn == 0)
+    return st.builds(Request, same_command_only=flag, withhold=flag.map(lambda drawn: not drawn))
 
 
 @st.composite
@@ -403,8 +426,15 @@ def overlapping_events(draw: st.DrawFn) -> list[Event]:
             events.append(Event(changes=draw(changes(unknown_probability=0.1))))
         elif can_start and (move == "start" or not in_flight):
             number += 1
-            started = attrs.evolve(waiting.pop(0), call=f"call-{number}", phase="start")
-            started = attrs.evolve(started, harness_allows=draw(st.integers(0, 5)) == 0)
+            call = f"call-{number}"
+            if in_flight and draw(st.integers(0, 5)) == 0:
+                # An id decided twice: the earlier call under it is given up at this start.
+                call = in_flight.pop(draw(st.integers(0, len(in_flight) - 1))).call
+            started = attrs.evolve(waiting.pop(0), call=call, phase="start")
+            started = attrs.evolve(
+                started, harness_allows=draw(st.integers(0, 5)) == 0,
+                request=attrs.evolve(draw(requests()), call=call),
+            )
             in_flight.append(started)
             events.append(started)
         elif in_flight:
@@ -446,6 +476,7 @@ def range_reads(draw: st.DrawFn) -> Event:
         # Running a read that govern would have served records a second, narrower current
         # observation inside a wider one: the case where "newest" and "widest" differ.
         harness_allows=draw(st.booleans()),
+        request=draw(requests()),
     )
 
 

@@ -43,7 +43,9 @@ class Recorder:
         self.recorded: list[tuple[str, str, int, bool]] = []
         self.ran: list[str | None] = []  # the command each finished payload named
 
-    def decide(self, command: str, *, call_id: str, cwd: str | None = None, serve_slices: bool = True) -> _Allowed:
+    def decide(
+        self, command: str, *, call_id: str, cwd: str | None = None, serve_slices: bool = True, withhold: bool = True
+    ) -> _Allowed:
         self.decided.append(command)
         return _Allowed()
 

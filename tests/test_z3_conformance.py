@@ -59,6 +59,9 @@ def event_for(step: Step, decision: object, observations: tuple) -> zm.Event:
         recorded_fingerprinted=z3.BoolVal(True),
         recorded_fingerprint=z3.IntVal(0),
         outside_changed=z3.BoolVal(False),
+        # Sequential steps asked with the default request: withheld if served, no name running.
+        withhold=z3.BoolVal(True),
+        name_running=z3.BoolVal(False),
     )
 
 

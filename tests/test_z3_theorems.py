@@ -47,6 +47,7 @@ BREAKS: dict[str, list[str]] = {
     "freshness-tree": ["tree-checks-only-wildcard", "global-only-on-unknown", "wildcard-without-global"],
     "govern-reuse-read-only": ["reuse-applies-to-test"],
     "govern-allow-nudge-execute": ["nudge-withholds"],
+    "govern-reuse-as-requested": ["reuse-ignores-request"],
     "intervention-cap": ["reuse-not-counted-toward-cap"],
     "range-reuse-exact": ["slice-off-by-one"],
     "reuse-fingerprint-unchanged": ["reuse-ignores-fingerprint"],

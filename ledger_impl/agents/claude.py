@@ -15,7 +15,8 @@ What Claude Code 2.1 sends and expects (observed with the real CLI, see tests/ag
 - **Read** is decided as the shell read of the same lines (`cat -n FILE`, `sed -n 'A,Bp' FILE`)
   so that a repeated Read can be nudged, but it is never denied: Claude's Edit and Write refuse
   a file that was not Read in the same session, so a denied Read would break the next edit.
-  A Reuse verdict on a Read becomes a Nudge saying the lines are unchanged. Its result (numbered
+  It is decided with `withhold=False` (spec `Request`): where a stored result would serve it,
+  the verdict is a Nudge saying the lines are unchanged. Its result (numbered
   lines, long lines cut) is not a shell command's output, so it is recorded inexact.
 - **Edit, MultiEdit, Write, NotebookEdit** change files outside any shell. They are decided as
   a write of their `file_path` (`touch -c -- FILE`, a spelling every detector and the classifier
@@ -164,13 +165,15 @@ def _pre_tool_use(
     tool: str, tool_input: dict[str, Any], call_id: str, cwd: Any, owner: str | None, session: HookSession
 ) -> Reply:
     # A Bash result is recorded as Claude renders it (stripped), so no other command's lines can
-    # be cut from it; a Read is never served, so its nudge may still come from any of them.
-    decision = session.decide(command_for(tool, tool_input), call_id=call_id,
-                              cwd=cwd if isinstance(cwd, str) else None, serve_slices=tool != "Bash")
-    # A command sent to the background expects a task handle back, not a result.
+    # be cut from it; a Read is never served, so its nudge may still come from any of them. A
+    # Read is never withheld (Edit and Write refuse a file not Read in the session), nor is a
+    # command sent to the background (it expects a task handle back, not a result).
     servable = tool == "Bash" and not tool_input.get("run_in_background")
+    decision = session.decide(command_for(tool, tool_input), call_id=call_id,
+                              cwd=cwd if isinstance(cwd, str) else None, serve_slices=tool != "Bash",
+                              withhold=servable)
     output = {"hookEventName": "PreToolUse",
-              **verdict_fields(decision, lambda served: _reuse_answer(served, owner, session), servable=servable)}
+              **verdict_fields(decision, lambda served: _reuse_answer(served, owner, session))}
     return pre_tool_use_reply(output, decision)
 
 

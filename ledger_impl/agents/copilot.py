@@ -31,7 +31,8 @@ tests/agents/test_copilot_e2e.py):
   hooks:\\n<note>". `continue: false` does not end the turn, so "stop" is such a note, and every
   later call of the session is denied with the reason.
 - **Read** is decided as the shell read of the same lines (`cat FILE`, `sed -n 'A,Bp' FILE`)
-  but never denied: a Reuse verdict becomes a Nudge saying the lines are unchanged, and its
+  but never denied (`withhold=False`): where a stored result would serve it, the verdict is a
+  Nudge saying the lines are unchanged, and its
   result (a file's text, cut above 20 KB) is recorded inexact. **Edit** and **Write** are
   decided as a write of their `path` (`touch -c -- FILE`), so the detector brackets them.
 """
@@ -150,11 +151,12 @@ def command_for(tool: str, tool_input: dict[str, Any]) -> str:
 def _pre_tool_use(tool: str, tool_input: dict[str, Any], call_id: str, cwd: Any, session: HookSession) -> Reply:
     # A Bash result is recorded as Copilot renders it (trailing whitespace stripped), so no
     # other command's lines may be cut from it.
-    decision = session.decide(command_for(tool, tool_input), call_id=call_id,
-                              cwd=cwd if isinstance(cwd, str) else None, serve_slices=False)
-    # A Read is never denied: Copilot's edit tools expect the file read in the session.
+    # A Read is never denied (Copilot's edit tools expect the file read in the session), nor an
+    # asynchronous command.
     servable = tool == "Bash" and tool_input.get("mode", "sync") == "sync"
-    output = {"hookEventName": "PreToolUse", **verdict_fields(decision, reuse_fields, servable=servable)}
+    decision = session.decide(command_for(tool, tool_input), call_id=call_id,
+                              cwd=cwd if isinstance(cwd, str) else None, serve_slices=False, withhold=servable)
+    output = {"hookEventName": "PreToolUse", **verdict_fields(decision, reuse_fields)}
     return pre_tool_use_reply(output, decision)
 
 

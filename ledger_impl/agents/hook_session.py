@@ -60,7 +60,9 @@ class HookSession(Protocol):
     reuse_answer: str
     context: ContextLog
 
-    def decide(self, command: str, *, call_id: str, cwd: str | None = None, serve_slices: bool = True) -> Verdict: ...
+    def decide(
+        self, command: str, *, call_id: str, cwd: str | None = None, serve_slices: bool = True, withhold: bool = True
+    ) -> Verdict: ...
 
     def record(
         self, call_id: str, output: str, exit_code: int, *, exact: bool = True, ran: str | None = None,
@@ -120,18 +122,6 @@ def reuse_text(decision: Verdict, *, with_status: bool = False) -> str:
     return f"{header}\n{decision.output or ''}"
 
 
-def unchanged_text(decision: Verdict) -> str:
-    """A Reuse verdict on a call that cannot be answered with the stored result (a file tool
-    whose result is the agent's own rendering): a note that nothing changed since."""
-    since = "an earlier step" if decision.served_step is None else f"step {shown_step(decision.served_step)}"
-    return f"[ledger] Unchanged since {since}: you already saw this result then."
-
-
-def unchanged_note(decision: Verdict) -> dict[str, Any]:
-    """A Reuse verdict on a file read the agent must still run (its file tools refuse an edit
-    of a file not read in the session): a note that the lines are unchanged."""
-    return {"additionalContext": unchanged_text(decision)}
-
 
 def reference_text(step: int) -> str:
     """A Reuse answered by reference: the model already holds the result of `step` in full, in
@@ -151,12 +141,12 @@ def nudge_fields(decision: Verdict) -> dict[str, Any]:
     return {"additionalContext": nudge_text(decision)}
 
 
-def verdict_fields(decision: Verdict, reuse_fields: Callable[[Verdict], dict[str, Any]], *,
-                   servable: bool) -> dict[str, Any]:
-    """The PreToolUse fields for a verdict: a servable Reuse as the agent's `reuse_fields`, one
-    the call must still run for as a note that it is unchanged, a Nudge as its note."""
+def verdict_fields(decision: Verdict, reuse_fields: Callable[[Verdict], dict[str, Any]]) -> dict[str, Any]:
+    """The PreToolUse fields for a verdict: a Reuse as the agent's `reuse_fields`, a Nudge as
+    its note. A call the agent must run anyway was decided with `withhold=False`, so a stored
+    result that serves it arrives as a Nudge naming it (spec `Request.withhold`)."""
     if decision.verdict == "reuse":
-        return reuse_fields(decision) if servable else unchanged_note(decision)
+        return reuse_fields(decision)
     return nudge_fields(decision) if decision.verdict == "nudge" else {}
 
 

@@ -45,7 +45,7 @@ from typing import Any
 
 from ..probe import rendering
 from .hook_session import (HookSession, Outcome, Verdict, after_call_nudge, command_named, context_note, js_length,
-                           record_outcome, reuse_text, stop_fields, unchanged_text, with_degraded)
+                           record_outcome, reuse_text, stop_fields, with_degraded)
 from .spec import Agent, Hooks, Replies, Reply, SettingsFiles, ToolRoles
 
 SHELL = "run_shell_command"
@@ -85,13 +85,14 @@ def handle(payload: dict[str, Any], session: HookSession) -> Reply:
 
 def _pre_tool_use(tool: str, tool_input: dict[str, Any], call_id: str, cwd: Any, session: HookSession) -> Reply:
     # Results are recorded as Qwen renders them, so only the same command can serve another.
+    # A background command expects its PID back, and a file read its own rendering: never
+    # withheld; a stored result that serves one arrives as a Nudge, handed over after the call.
+    servable = tool == SHELL and not tool_input.get("is_background")
     decision = session.decide(command_for(tool, tool_input), call_id=call_id, cwd=cwd if isinstance(cwd, str) else None,
-                              serve_slices=False)
+                              serve_slices=False, withhold=servable)
     reply: dict[str, Any] = {}
-    if decision.verdict == "reuse" and tool == SHELL and not tool_input.get("is_background"):
+    if decision.verdict == "reuse":
         reply["hookSpecificOutput"] = {"hookEventName": "PreToolUse", **reuse_fields(decision)}
-    elif decision.verdict == "reuse":
-        reply["systemMessage"] = unchanged_text(decision)
     return with_degraded(reply, decision)
 
 

@@ -104,14 +104,18 @@ def test_an_inexact_result_is_never_served(workspace: pathlib.Path, session: Dur
     assert reply is None or reply.get("decision") != "deny"
 
 
-def test_a_read_file_is_decided_but_never_denied_and_a_nudge_goes_to_the_user(
+def test_a_read_file_is_decided_but_never_denied_and_its_unchanged_note_follows_the_result(
         workspace: pathlib.Path, session: DurableSession) -> None:
+    """A stored result that would serve a read_file makes it a Nudge (spec `Request.withhold`):
+    the read runs, and the note naming the step comes back with its result."""
     read = {"file_path": "notes.txt"}
     assert gemini.command_for("read_file", read) == "cat -n notes.txt"
     assert gemini.command_for("read_file", {"file_path": "a b", "start_line": 2, "end_line": 5}) == "sed -n '2,5p' 'a b'"
     assert run_shell(workspace, session, "cat -n notes.txt", shell_response("1\talpha\n2\tbeta")) is None
-    reply = gemini.handle(before(workspace, "read_file", read), session)
-    assert reply is not None and "decision" not in reply and reply["systemMessage"].startswith("[ledger]")
+    assert gemini.handle(before(workspace, "read_file", read), session) is None
+    reply = gemini.handle(after(workspace, "read_file", read, {"llmContent": "alpha\nbeta", "returnDisplay": ""}), session)
+    assert reply is not None
+    assert reply["hookSpecificOutput"]["additionalContext"] == "[ledger] Unchanged since step 1: you already saw this result then."
 
 
 def test_a_background_command_is_not_served(workspace: pathlib.Path, session: DurableSession) -> None:

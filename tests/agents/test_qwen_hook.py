@@ -92,12 +92,18 @@ def test_an_interrupted_call_and_an_inexact_result_are_never_served(
     assert reply is None or "hookSpecificOutput" not in reply
 
 
-def test_a_read_file_is_never_denied_and_its_note_goes_to_the_user(
+def test_a_read_file_is_never_denied_and_its_unchanged_note_follows_the_result(
         workspace: pathlib.Path, session: DurableSession) -> None:
+    """A stored result that would serve a read_file makes it a Nudge (spec `Request.withhold`):
+    the read runs, and the note naming the step comes back with its result."""
     assert qwen.command_for(qwen.READ, {"file_path": "a b", "offset": 2, "limit": 3}) == "sed -n '3,5p' 'a b'"
     run_shell(workspace, session, "t1", "cat -n notes.txt", shell_text("cat -n notes.txt", "1\talpha\n     2\tbeta"))
-    reply = qwen.handle(call(workspace, "PreToolUse", "t2", qwen.READ, {"file_path": "notes.txt"}), session)
-    assert reply is not None and "hookSpecificOutput" not in reply and reply["systemMessage"].startswith("[ledger]")
+    read = {"file_path": "notes.txt"}
+    assert qwen.handle(call(workspace, "PreToolUse", "t2", qwen.READ, read), session) is None
+    reply = qwen.handle(call(workspace, "PostToolUse", "t2", qwen.READ, read,
+                             tool_response={"llmContent": "alpha\nbeta", "returnDisplay": ""}), session)
+    assert reply is not None
+    assert reply["hookSpecificOutput"]["additionalContext"] == "[ledger] Unchanged since step 1: you already saw this result then."
 
 
 def test_stop_replies_and_shell_turns_are_qwen_s(workspace: pathlib.Path) -> None:
