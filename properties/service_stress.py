@@ -82,7 +82,8 @@ class _Service:
 
 def run_service_stress(base: pathlib.Path, *, sessions: int = 8, workspaces: int = 2, calls: int = 40,
                        seed: int = 0, kill_every_s: tuple[float, float] = (0.5, 1.5)) -> ServiceStressReport:
-    """`sessions` threads × `calls` tool calls each on `workspaces` workspaces under `base`."""
+    """`sessions` threads × `calls` tool calls each on `workspaces` workspaces under `base`
+    (plus the user's own edits between them, about one for every nine calls)."""
     state = base / "state"
     roots = [base / f"ws{n}" for n in range(workspaces)]
     for root in roots:
@@ -114,13 +115,16 @@ def run_service_stress(base: pathlib.Path, *, sessions: int = 8, workspaces: int
     def agent(slot: int) -> None:
         rng = random.Random(seed * 1000 + slot)
         root = roots[slot % workspaces]
-        for index in range(calls):
+        made, index = 0, -1
+        while made < calls:  # `calls` tool calls; the user's own edits come between them
+            index += 1
             call_id, n = f"s{slot}-c{index}", rng.randrange(FILES)
             kind = rng.choices(("read", "list", "write", "create", "outside"), (0.4, 0.25, 0.15, 0.1, 0.1))[0]
             if kind == "outside":  # the user's own edit, no tool call: only a detector can see it
                 with locks[root]:
                     (root / f"user-{slot}-{index}").touch()
                 continue
+            made += 1
             command = {"read": f"cat f{n}", "list": "ls", "write": f"echo v{slot}-{index} > f{n}",
                        "create": f"touch new-{slot}-{index}"}[kind]
             base_payload = {"session_id": f"session-{slot}", "cwd": str(root), "tool_name": "Bash",
