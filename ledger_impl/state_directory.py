@@ -2,7 +2,7 @@
 
 The default is `$XDG_STATE_HOME/ledger`, and `~/.local/state/ledger` when XDG_STATE_HOME is
 unset or empty. Under it: `sessions/` (the session databases, `ledger_impl.store`),
-`detector-index/` (the persisted stat index of `StatIndexDetector`), `service/` (the resident
+`detector-index/` (the persisted stat index of `stat_index.detector()`), `service/` (the resident
 service's socket, secret and port, `ledger_impl.service.layout`), Watchman's files, and what
 the CLI and the economizer keep.
 

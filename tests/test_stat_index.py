@@ -13,7 +13,7 @@ import pytest
 
 from ledger_impl.detectors import stat_index
 from ledger_impl.detectors.stat_index import (
-    INDEX_FORMAT, IndexDamaged, StatIndexDetector, changes_since, decode, encode, make, same_snapshot,
+    INDEX_FORMAT, IndexDamaged, changes_since, decode, encode, make, same_snapshot,
 )
 from ledger_impl.tree_snapshot import take_snapshot
 
@@ -52,12 +52,12 @@ def test_an_index_of_another_root_is_not_used(tree: Path, tmp_path: Path, name: 
 
 def test_separate_instances_bracket_a_command_through_the_state_dir(tree: Path, tmp_path: Path) -> None:
     state = tmp_path / "state"
-    StatIndexDetector(state).before(tree, "sed -i s/alpha/ALPHA/ a.txt")
+    stat_index.detector(state).before(tree, "sed -i s/alpha/ALPHA/ a.txt")
     (tree / "a.txt").write_text("ALPHA\n")  # same size, same tick: caught by the racy digest
     (tree / "d" / "e" / "new").write_text("")
-    changes = StatIndexDetector(state).after(tree, "sed -i s/alpha/ALPHA/ a.txt", 0)
+    changes = stat_index.detector(state).after(tree, "sed -i s/alpha/ALPHA/ a.txt", 0)
     assert changes.paths == frozenset({"a.txt", "d/e", "d/e/new"}) and not changes.unknown
-    assert StatIndexDetector(state).after(tree, ":", 0).empty
+    assert stat_index.detector(state).after(tree, ":", 0).empty
     assert not any(path.name.endswith(".index") for path in tree.rglob("*"))
 
 
@@ -134,7 +134,7 @@ def test_an_index_of_the_previous_format_is_not_trusted(tree: Path) -> None:
 
 
 def test_the_state_dir_may_not_be_inside_the_root(tree: Path) -> None:
-    detector = StatIndexDetector(tree / ".state")
+    detector = stat_index.detector(tree / ".state")
     with pytest.raises(ValueError, match="inside the workspace"):
         detector.before(tree, ":")
 
@@ -159,7 +159,7 @@ def test_an_index_that_settled_is_rewritten_though_nothing_changed(tree: Path) -
 
 def test_the_default_state_dir_is_under_the_xdg_state_home(tree: Path, tmp_path: Path, monkeypatch) -> None:
     monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "xdg"))
-    detector = StatIndexDetector()
+    detector = stat_index.detector()
     detector.before(tree, ":")
     assert detector.after(tree, ":", 0).empty
     assert list((tmp_path / "xdg" / "ledger").rglob("*.index"))
@@ -168,14 +168,14 @@ def test_the_default_state_dir_is_under_the_xdg_state_home(tree: Path, tmp_path:
 def test_close_keeps_a_state_dir_the_caller_gave(tree: Path, tmp_path: Path) -> None:
     # Only a detector from `make()` owns (and removes) its directory; a caller's stays.
     state = tmp_path / "state"
-    detector = StatIndexDetector(state)
+    detector = stat_index.detector(state)
     detector.before(tree, ":")
     detector.close()
     assert state.is_dir() and list(state.glob("*.index"))
     owned = make()
     owned.before(tree, ":")
     owned.close()
-    assert not owned.state_dir.exists()
+    assert not owned.baselines.directory.exists()
 
 
 def _signed(body: bytes) -> bytes:
@@ -217,14 +217,14 @@ def test_snapshots_of_different_roots_are_never_the_same(tree: Path) -> None:
 
 def test_a_state_dir_whose_parents_do_not_exist_yet_is_made(tree: Path, tmp_path: Path) -> None:
     state = tmp_path / "new" / "deeper" / "state"
-    detector = StatIndexDetector(state)
+    detector = stat_index.detector(state)
     detector.before(tree, ":")
     assert detector.after(tree, ":", 0).empty and list(state.glob("*.index"))
 
 
 def test_a_failed_store_leaves_no_temporary_file(tree: Path, tmp_path: Path, monkeypatch) -> None:
     state = tmp_path / "state"
-    detector = StatIndexDetector(state)
+    detector = stat_index.detector(state)
 
     def refuse(source: object, target: object) -> None:
         raise OSError("disk full")
@@ -249,9 +249,9 @@ def test_closing_an_owned_detector_whose_directory_is_gone_is_quiet(tree: Path) 
     import shutil
 
     owned = make()
-    shutil.rmtree(owned.state_dir)
+    shutil.rmtree(owned.baselines.directory)
     owned.close()
-    assert not owned.state_dir.exists()
+    assert not owned.baselines.directory.exists()
 
 
 def test_a_checksummed_truncated_body_is_damaged() -> None:

@@ -259,7 +259,7 @@ def test_watchman_s_cookies_are_never_reported(tmp_path):
 @needs_watchman
 def test_a_detector_on_a_given_state_directory_leaves_it_and_its_daemon_at_close_but_stops_watching(layout):
     root, state = layout
-    detector = watchman.WatchmanDetector(state)
+    detector = watchman.detector(state)
     try:
         detector.before(root, "true")
         (roots,) = detector.index.daemon.commands(["watch-list"])
@@ -442,7 +442,7 @@ def test_a_daemon_gone_before_the_command_is_written_is_unreachable(tmp_path, mo
 
 @needs_watchman
 def test_a_detector_built_directly_tracks_links_as_make_does(layout, tmp_path):
-    # Embedding code builds `WatchmanDetector(state_dir)` itself: it must be the sound one, which
+    # Embedding code builds `watchman.detector(state_dir)` itself: it must be the sound one, which
     # sees a write through a link made outside the root, not the names-only variant.
     """Pins a mutant of `ledger_impl/detectors/watchman.py` that let a change go unreported and that
     no test had caught (line 413: `WatchmanDetector(..., track_links=True)` -> `False`): only
@@ -451,7 +451,7 @@ def test_a_detector_built_directly_tracks_links_as_make_does(layout, tmp_path):
     outside = tmp_path / "elsewhere"
     outside.mkdir()
     os.link(root / "a.txt", outside / "a-link.txt")
-    detector = watchman.WatchmanDetector(state)
+    detector = watchman.detector(state)
     try:
         detector.before(root, "true")
         assert detector.after(root, "true", 0).paths == frozenset()

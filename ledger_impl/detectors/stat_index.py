@@ -1,4 +1,4 @@
-"""StatIndexDetector: the snapshot diff with its baseline kept on disk, like git's index.
+"""The stat index: the snapshot diff with its baseline kept on disk, like git's index.
 
 A hook process lives for one call, so the baseline a diff needs cannot stay in memory. The
 stat index is the tree snapshot of `ledger_impl.tree_snapshot` (stat data per path, digests of
@@ -8,9 +8,10 @@ returns the changes and the new blob; it writes nothing, so the caller decides w
 lives (the session keeps it in the same SQLite transaction as the ledger, so a crash can never
 leave a baseline that is newer than the ledger it belongs to).
 
-`StatIndexDetector` is the same index behind the ordinary `before`/`after` detector contract,
-persisted in a file under a state directory (never under the root) and read back at every call,
-so `ledger check-detector ledger_impl.detectors.stat_index:make` checks the persisted path.
+`detector()` is the same index behind the ordinary `before`/`after` detector contract (through
+`ledger_impl.detectors.bracket`), persisted in a file under a state directory (never under the
+root) and read back at every call, so `ledger check-detector
+ledger_impl.detectors.stat_index:make` checks the persisted path.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ import shutil
 import tempfile
 
 from ledger_impl.detectors.baseline import read_stored
+from ledger_impl.detectors.bracket import Bracket, InDirectory
 from ledger_impl import state_directory
 from ledger_impl.tree_snapshot import RACY_WINDOW_NS, Entry, Snapshot, diff, take_snapshot
 from ledger_spec.values import Changes
@@ -125,66 +127,16 @@ class StatIndex:
         return changes_since(root, blob, racy_window_ns=self.racy_window_ns)
 
 
-class StatIndexDetector:
-    """The persisted stat index behind `before`/`after`; reloads the index from disk every call.
-
-    The file is replaced atomically (write a temporary file, then rename), so a process killed
-    mid-write leaves the previous index, whose next diff still reports everything since.
-    """
-
-    name = "stat-index"
-
-    def __init__(self, state_dir: os.PathLike[str] | str | None = None, racy_window_ns: int = RACY_WINDOW_NS) -> None:
-        default = state_directory.default() / "detector-index"
-        self.state_dir = pathlib.Path(state_dir) if state_dir is not None else default
-        self.racy_window_ns = racy_window_ns
-
-    def _path(self, root_s: str) -> pathlib.Path:
-        return self.state_dir / (hashlib.sha256(root_s.encode("utf-8", "surrogateescape")).hexdigest()[:24] + ".index")
-
-    def _load(self, root_s: str) -> bytes | None:
-        try:
-            return self._path(root_s).read_bytes()
-        except FileNotFoundError:
-            return None
-
-    def _store(self, root_s: str, blob: bytes) -> None:
-        state_directory.check_outside(root_s, self.state_dir)
-        self.state_dir.mkdir(parents=True, exist_ok=True)
-        fd, temporary = tempfile.mkstemp(dir=self.state_dir, prefix=".index-")
-        try:
-            with os.fdopen(fd, "wb") as handle:
-                handle.write(blob)
-            os.replace(temporary, self._path(root_s))
-        except BaseException:
-            os.unlink(temporary)
-            raise
-
-    def before(self, root: pathlib.Path, command: str) -> None:
-        root_s = os.path.abspath(root)
-        if self._load(root_s) is None:
-            _, blob, _ = changes_since(root_s, None, racy_window_ns=self.racy_window_ns)
-            self._store(root_s, blob)
-
-    def after(self, root: pathlib.Path, command: str, exit_code: int) -> Changes:
-        root_s = os.path.abspath(root)
-        stored = self._load(root_s)
-        changes, blob, _ = changes_since(root_s, stored, racy_window_ns=self.racy_window_ns)
-        if blob is not stored:  # `changes_since` hands back the stored bytes when nothing changed
-            self._store(root_s, blob)
-        return changes
+def detector(
+    state_dir: os.PathLike[str] | str | None = None, racy_window_ns: int = RACY_WINDOW_NS
+) -> Bracket:
+    """The persisted stat index behind `before`/`after`: its baseline in a file per root under
+    `state_dir` (default: the state directory's `detector-index/`), read back at every call."""
+    directory = pathlib.Path(state_dir) if state_dir is not None else state_directory.default() / "detector-index"
+    return Bracket(StatIndex(racy_window_ns), InDirectory(directory))
 
 
-    def close(self) -> None:
-        """Remove the state directory if this detector made it (see `make`)."""
-        if self._owns_state_dir:
-            shutil.rmtree(self.state_dir, ignore_errors=True)
-
-    _owns_state_dir = False
-
-
-def make() -> StatIndexDetector:
+def make() -> Bracket:
     """A detector with its own fresh state directory, removed on close (for `check-detector`)."""
-    detector = StatIndexDetector(tempfile.mkdtemp(prefix="ledger-stat-index-"))
-    detector._owns_state_dir = True
-    return detector
+    directory = tempfile.mkdtemp(prefix="ledger-stat-index-")
+    return Bracket(StatIndex(), InDirectory(directory), cleanup=lambda: shutil.rmtree(directory, ignore_errors=True))

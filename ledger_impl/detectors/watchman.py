@@ -52,6 +52,7 @@ import attrs
 from ledger_spec.values import Changes
 
 from .baseline import read_stored
+from .bracket import Bracket, InMemory
 from ..state_directory import check_outside, resolve
 from ledger_spec.errors import DetectorFailure
 
@@ -438,41 +439,19 @@ def _entry(item: object) -> tuple[str, bool, str]:
     return name, exists, kind
 
 
-class WatchmanDetector:
-    """The Watchman index behind the Runtime's `before`/`after`: the baseline is kept in memory
-    (the daemon is what persists), for `ledger check-detector` and embedding."""
-
-    name = "watchman"
-
-    def __init__(self, state_dir: os.PathLike[str] | str | None = None, *, track_links: bool = True) -> None:
-        self.index = WatchmanIndex(state_dir, track_links=track_links)
-        self._roots: dict[str, bytes | None] = {}
-        self._owns_state_dir = False
-
-    def before(self, root: pathlib.Path, command: str) -> None:
-        root_s = os.path.realpath(root)
-        if self._roots.get(root_s) is None:
-            _, self._roots[root_s], _ = self.index.changes_since(root_s, None)
-
-    def after(self, root: pathlib.Path, command: str, exit_code: int) -> Changes:
-        root_s = os.path.realpath(root)
-        changes, self._roots[root_s], _ = self.index.changes_since(root_s, self._roots.get(root_s))
-        return changes
-
-    def close(self) -> None:
-        """Stop watching; stop the daemon and remove its files if this detector made them."""
-        for root in self._roots:
-            self.index.forget(root)
-        self._roots.clear()
-        if self._owns_state_dir:
-            self.index.daemon.shutdown()
-            shutil.rmtree(self.index.state_dir, ignore_errors=True)
+def detector(state_dir: os.PathLike[str] | str | None = None, *, track_links: bool = True) -> Bracket:
+    """The Watchman index behind the Runtime's `before`/`after`, for `ledger check-detector` and
+    embedding: the baseline is kept in memory (the daemon is what persists)."""
+    return Bracket(WatchmanIndex(state_dir, track_links=track_links), InMemory(), canonical=os.path.realpath)
 
 
-def make(*, track_links: bool = True) -> WatchmanDetector:
+def make(*, track_links: bool = True) -> Bracket:
     """A detector with a daemon and state directory of its own, both gone on close (for
     `ledger check-detector`)."""
-    detector = WatchmanDetector(tempfile.mkdtemp(prefix="ledger-watchman-"), track_links=track_links)
-    detector._owns_state_dir = True
-    return detector
+    index = WatchmanIndex(tempfile.mkdtemp(prefix="ledger-watchman-"), track_links=track_links)
 
+    def cleanup() -> None:
+        index.daemon.shutdown()
+        shutil.rmtree(index.state_dir, ignore_errors=True)
+
+    return Bracket(index, InMemory(), canonical=os.path.realpath, cleanup=cleanup)
