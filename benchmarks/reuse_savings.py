@@ -95,7 +95,9 @@ class ReplaySession:
     pending: Decision = Decision("allow")
     step: int = 0
 
-    def decide(self, command: str, *, call_id: str, cwd: str | None = None, serve_slices: bool = True) -> Decision:
+    def decide(
+        self, command: str, *, call_id: str, cwd: str | None = None, serve_slices: bool = True, withhold: bool = True
+    ) -> Decision:
         return self.pending
 
     def record(self, call_id: str, output: str, exit_code: int, *, exact: bool = True, ran: str | None = None,
