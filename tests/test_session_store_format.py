@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from stored_databases import install_stored_database
 
-from ledger_impl import state_codec
+from ledger_impl import fingerprint, state_codec
 from ledger_impl.session import DurableSession
 from ledger_impl.store import SCHEMA_VERSION, checksum, database_path
 from ledger_spec import Policy
@@ -189,6 +189,19 @@ def test_a_command_that_occurs_twice_is_written_once_and_named_by_its_index() ->
     document = json.loads(state_codec.dumps(value))
     assert document["value"] == {"t": [{"r": 0}, {"r": 1}, {"t": [{"r": 0}]}]}
     assert [item["a"][1]["text"] for item in document["shared"]] == ["cat a.txt", "ls"]
+    assert state_codec.loads(state_codec.dumps(value)) == value
+
+
+def test_a_fingerprint_that_occurs_twice_is_written_once(workspace: Path) -> None:
+    """A fingerprint holds the environment and the identities of programs and paths, and the
+    same one is stored with an observation and again with its probe's record: written once."""
+    command = Command(text="cat a.txt", normalized="cat a.txt", category=Category.READ)
+    taken = fingerprint.take(workspace, command, {"PATH": os.environ["PATH"], "TZ": "UTC"})
+    assert taken is not None
+    value = (taken, (taken, command), taken)
+    document = json.loads(state_codec.dumps(value))
+    assert document["value"] == {"t": [{"r": 0}, {"t": [{"r": 0}, {"r": 1}]}, {"r": 0}]}
+    assert [item["a"][0] for item in document["shared"]] == ["Fingerprint", "Command"]
     assert state_codec.loads(state_codec.dumps(value)) == value
 
 
