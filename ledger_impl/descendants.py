@@ -12,8 +12,10 @@ Theory of operation. Two ways to follow a command's descendants, tried in this o
   `setsid` or by being reparented, so "alive" is the kernel's own `populated` flag, and killing
   is one write to `cgroup.kill`. bash is moved into the cgroup before it runs anything: the
   command is started through `/bin/sh`, which writes its own pid into `cgroup.procs` and then
-  `exec`s bash (same pid, same environment, same descriptors). If that write fails, a flag file
-  says so and the command falls back to the next way.
+  `exec`s bash (same pid, same environment, same descriptors). Only when that write succeeds
+  does it leave a marker file that says so; without the marker (the write failed, or the
+  marker could not be written) the command falls back to the next way. Nothing of the join
+  can stop the command from running or reach its output.
 - **session** (everywhere else): bash runs in a new session, and every live process of that
   session or of bash's process group counts. `set -m` jobs and `nohup` stay in the session; a
   process that starts a session of its own (`setsid`, a daemon) escapes, which is stated in
@@ -43,8 +45,11 @@ LIMIT = {
     CGROUP: "every descendant is tracked (a cgroup per command)",
     SESSION: "descendants in the command's session are tracked; one that starts its own session (setsid) is not",
 }
-# sh writes its pid ($$) into the cgroup, or leaves the flag file on failure, then becomes bash.
-_JOIN = 'echo $$ > "$1" 2>/dev/null || : > "$2"; shift 2; exec "$@"'
+# sh writes its pid ($$) into the cgroup and, if that worked, leaves the marker file; then it
+# becomes bash. `echo` and `true` are regular built-ins: a redirection that fails (a cgroup or a
+# marker directory that is gone) fails the command, never the shell, and (stderr redirected
+# first) prints nothing into the command's output.
+_JOIN = 'if echo $$ 2>/dev/null > "$1"; then true 2>/dev/null > "$2"; fi; shift 2; exec "$@"'
 _names = itertools.count()
 # How long releasing a cgroup waits for just-killed processes to leave it; a cgroup still
 # populated after that is left behind (empty cgroups cost a directory, nothing else).
@@ -173,14 +178,14 @@ class Launch:
 
     argv: list[str]
     _cgroup: Path | None
-    _flag: Path | None
+    _joined: Path | None  # the marker the wrapper leaves once bash is in the cgroup
 
     def descendants(self, pid: int) -> Descendants:
         """The tracking of the command started as `pid` (bash, in a new session)."""
-        if self._cgroup is not None and self._flag is not None:
-            if not self._flag.exists():
+        if self._cgroup is not None and self._joined is not None:
+            if self._joined.exists():
+                self._joined.unlink(missing_ok=True)
                 return CgroupDescendants(self._cgroup)
-            self._flag.unlink(missing_ok=True)
             CgroupDescendants(self._cgroup).release()
         return SessionDescendants(pid)
 
@@ -212,9 +217,9 @@ def launch(command: str, *, tracking: str | None = None) -> Launch:
         except OSError:
             cgroup = None
         if cgroup is not None:
-            flag = _flag_directory() / name
-            argv = ["/bin/sh", "-c", _JOIN, "ledger-join", str(cgroup / "cgroup.procs"), str(flag), *bash]
-            return Launch(argv, cgroup, flag)
+            joined = _marker_directory() / name
+            argv = ["/bin/sh", "-c", _JOIN, "ledger-join", str(cgroup / "cgroup.procs"), str(joined), *bash]
+            return Launch(argv, cgroup, joined)
     return Launch(bash, None, None)
 
 
@@ -250,12 +255,18 @@ def cgroup_base() -> Path | None:
     return base
 
 
-@functools.cache
-def _flag_directory() -> Path:
-    """A private directory for the join-failure flags (never in a workspace)."""
-    path = tempfile.mkdtemp(prefix="ledger-join-")
-    atexit.register(shutil.rmtree, path, True)
-    return Path(path)
+_markers: list[Path] = []  # the private directory of this process's join markers, once made
+
+
+def _marker_directory() -> Path:
+    """A private directory for the join markers (never in a workspace). Made again, under a new
+    name, if it is gone (a temporary-file cleaner): a directory of the same name could have
+    been made by anyone since."""
+    if not _markers or not _markers[-1].is_dir():
+        path = tempfile.mkdtemp(prefix="ledger-join-")
+        atexit.register(shutil.rmtree, path, True)
+        _markers.append(Path(path))
+    return _markers[-1]
 
 
 def _kill(pid: int) -> None:
