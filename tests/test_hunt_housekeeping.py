@@ -118,10 +118,10 @@ def test_an_interrupted_wait_closes_and_removes_the_rest_itself(tmp_path: pathli
 
 
 def test_a_hunt_workspace_is_removed_by_the_end_of_the_block(tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    # The cgroup join flags live in one directory per process, made at the first tracked
+    # The cgroup join markers live in one directory per process, made at the first tracked
     # command and removed at exit: made here first, it would land in tmp_path when this test
     # runs alone (it did), so it is made before TMPDIR moves.
-    descendants._flag_directory()
+    descendants._marker_directory()
     monkeypatch.setenv("TMPDIR", str(tmp_path))
     monkeypatch.setattr(tempfile, "tempdir", None)
     with hunt_environment(), sweeper.sweeping():
