@@ -486,8 +486,8 @@ class DurableSession:
         unavailable = session_probe.unavailable()
         if unavailable is not None:
             return state.ledger.govern(classified, TracedFingerprint(started_with, NONE_HOLDS), request), unavailable
-        sliced = not request.same_command_only and isinstance(classified.target, FileTarget)
-        key = classified.target.key if sliced else None  # type: ignore[union-attr]
+        target = classified.target
+        key = target.key if isinstance(target, FileTarget) and not request.same_command_only else None
         candidates = session_probe.candidates(self._store, classified, key, started_with, state.ledger)
         return first_reuse(state.ledger, classified, candidates, TracedFingerprint(started_with, NONE_HOLDS), request)[0], None
 

@@ -61,6 +61,18 @@ def _ours() -> set[pathlib.Path]:
     return {path for path in base.iterdir() if path.name.startswith(f"ledger-{os.getpid()}-")}
 
 
+def _failing_joins(monkeypatch: pytest.MonkeyPatch, tmp_path: pathlib.Path) -> None:
+    """Every command launched from now on joins a cgroup whose `cgroup.procs` is not there."""
+    real = descendants.launch
+
+    def misdirected(command: str, *, tracking: str | None = None) -> descendants.Launch:
+        start = real(command, tracking=tracking)
+        start.argv[4] = str(tmp_path / "no-such-cgroup" / "cgroup.procs")
+        return start
+
+    monkeypatch.setattr(descendants, "launch", misdirected)
+
+
 def _workspace(tmp_path: pathlib.Path) -> tuple[pathlib.Path, pathlib.Path]:
     root, outside = tmp_path / "root", tmp_path / "outside"
     root.mkdir()
@@ -134,15 +146,8 @@ def test_a_command_with_nothing_left_leaves_no_cgroup(tmp_path: pathlib.Path) ->
 @needs_cgroup
 def test_a_failed_join_falls_back_to_session_tracking(tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch) -> None:
     # sh cannot write its pid into a cgroup.procs that is not there: the command still runs once,
-    # the flag says so, and session tracking follows it.
-    real = descendants.launch
-
-    def misdirected(command: str, *, tracking: str | None = None) -> descendants.Launch:
-        start = real(command, tracking=tracking)
-        start.argv[4] = str(tmp_path / "no-such-cgroup" / "cgroup.procs")
-        return start
-
-    monkeypatch.setattr(descendants, "launch", misdirected)
+    # no marker says it joined, and session tracking follows it.
+    _failing_joins(monkeypatch, tmp_path)
     root, outside = _workspace(tmp_path)
     completed = run_command(f"echo ran >> {outside}/count; " + _job("job-control", outside), root, 20, 1000)
     try:
@@ -166,14 +171,7 @@ def test_a_command_runs_once_and_is_tracked_soundly_after_its_marker_directory_w
     must run either way."""
     shutil.rmtree(descendants._marker_directory(), ignore_errors=True)  # a temporary-file cleaner, another test
     if join == "fails":
-        real = descendants.launch
-
-        def misdirected(command: str, *, tracking: str | None = None) -> descendants.Launch:
-            start = real(command, tracking=tracking)
-            start.argv[4] = str(tmp_path / "no-such-cgroup" / "cgroup.procs")
-            return start
-
-        monkeypatch.setattr(descendants, "launch", misdirected)
+        _failing_joins(monkeypatch, tmp_path)
     root, outside = _workspace(tmp_path)
     completed = run_command(f"echo ran >> {outside}/count; " + _job("job-control", outside), root, 20, 1000)
     try:

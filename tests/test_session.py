@@ -10,15 +10,10 @@ from pathlib import Path
 import pytest
 
 from ledger_impl import DurableSession, Policy
-from ledger_impl.execution import run_command
 from ledger_impl.store import database_path
 from ledger_properties import ground_truth
 from switched_program import SwitchedProgram
-
-
-def fresh(root: Path, command: str) -> tuple[str, int]:
-    completed = run_command(command, root, 30, 1 << 20)
-    return completed.output, completed.exit_code
+from fresh_runs import fresh
 
 
 @pytest.fixture

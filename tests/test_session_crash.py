@@ -8,15 +8,10 @@ import signal
 from pathlib import Path
 
 from ledger_impl import DurableSession
-from ledger_impl.execution import run_command
 from ledger_properties import ground_truth
+from fresh_runs import fresh
 
 EDIT = "sed -i s/alpha/beta/ a.txt"
-
-
-def fresh(root: Path, command: str) -> tuple[str, int]:
-    completed = run_command(command, root, 30, 1 << 20)
-    return completed.output, completed.exit_code
 
 
 def killed_before_statement(root: Path, state: Path, statement: int) -> bool:

@@ -13,12 +13,7 @@ from pathlib import Path
 import pytest
 
 from ledger_impl import DurableSession
-from ledger_impl.execution import run_command
-
-
-def fresh(root: Path, command: str) -> tuple[str, int]:
-    completed = run_command(command, root, 30, 1 << 20)
-    return completed.output, completed.exit_code
+from fresh_runs import fresh
 
 
 @pytest.fixture
