@@ -39,6 +39,7 @@ from __future__ import annotations
 import os
 import pathlib
 import time
+from collections.abc import Iterable
 from typing import Mapping, Protocol
 
 import attrs
@@ -47,7 +48,7 @@ from ledger_spec import Changes, Command, Policy, Request, Reuse, State
 from ledger_spec.degraded import Degraded, from_notes
 from ledger_spec.values import FileTarget, Nudge
 
-from . import session_probe, state_codec
+from . import session_probe, state_codec, state_rows
 from .classifier import classify
 from .context_journal import ContextJournal
 from .detectors import session_detector
@@ -57,7 +58,8 @@ from .ledger import Ledger
 from .probe import DEFAULT_PROBE_TIMEOUT
 from .probe import rendering as renderings
 from .probe.guard import NONE_HOLDS, TracedFingerprint
-from .store import PendingRow, StateRow, Store, checksum
+from .state_rows import Row, Written
+from .store import PendingRow, StateRow, Store, new_revision
 
 # Claude Code's Bash tool stops a command after 10 minutes at most; a call still pending well
 # after that was abandoned.
@@ -136,12 +138,13 @@ class DurableSession:
         # full; `context` tracks that). Set by the hook or the service for each call.
         self.reuse_answer: str = "verbatim"
         self.context = ContextJournal(store)
-        # What this process stored last: the ledger object and the bytes it was stored as. A
-        # load that reads those same bytes again uses the object instead of decoding the
-        # whole state and rebuilding its indexes, which grows with the session (a resident
-        # service loads at every call). Taken out at each load, so that an object changed by
-        # a call whose transaction then rolled back is never used: it is put back only by a save.
-        self._saved: tuple[str, bytes, Ledger] | None = None
+        # What this process stored last: the ledger object, the revision its save wrote and
+        # what the rows hold. A load that finds the same revision uses the object instead of
+        # decoding the whole state and rebuilding its indexes, which grows with the session (a
+        # resident service loads at every call), and the next save writes only what changed.
+        # Taken out at each load, so that an object changed by a call whose transaction then
+        # rolled back is never used: it is put back only by a save.
+        self._saved: _Saved | None = None
 
     @classmethod
     def open(
@@ -409,19 +412,20 @@ class DurableSession:
         row = self._store.load_state()
         saved, self._saved = self._saved, None
         ledger: Ledger | None = None
+        written: Written | None = None
         index: bytes | None = None
         if row is not None:
             index = row.stat_index
-            if saved is not None and (row.policy, row.ledger) == saved[:2] and saved[2].policy == self.policy:
-                ledger, problem = saved[2], None  # byte for byte what this object was saved as
+            if saved is not None and saved.holds(row, self.policy):
+                ledger, written, problem = saved.ledger, saved.written, None
             else:
-                ledger, problem = trusted_ledger(row, self.policy)
+                ledger, written, problem = trusted_ledger(row, self._store.load_rows(), self.policy)
             if problem is not None:
                 self._store.add_note(f"session state discarded: {problem}; starting a new ledger")
                 self._store.clear_pending()
         if ledger is None:
             ledger = Ledger(self.policy)
-        state = _State(ledger, index)
+        state = _State(ledger, index, written)
         now = time.time()
         expired = [
             row for row in self._store.pending() if not row.abandoned and now - row.started_at > self.abandon_after
@@ -468,11 +472,12 @@ class DurableSession:
         state.ledger.modify(changes)
 
     def _save(self, state: "_State") -> None:
-        # surrogatepass: outputs and names may carry lone surrogates (undecodable bytes).
-        blob = state_codec.dumps(state.ledger.snapshot()).encode("utf-8", "surrogatepass")
+        """Write what changed since the load (everything, if what the rows held was unknown)."""
         policy = state_codec.dumps(state.ledger.policy)
-        self._store.save_state(policy, blob, state.index, state.ledger.step)
-        self._saved = (policy, blob, state.ledger)
+        rows, written = state_rows.changes(state.ledger.snapshot(), state.written)
+        revision = new_revision()
+        self._store.save_state(policy, rows, revision, state.index, state.ledger.step)
+        self._saved = _Saved(revision, policy, state.ledger, written)
 
     def _govern(
         self, state: "_State", classified: Command, started_with: Fingerprint | None, request: Request
@@ -505,33 +510,54 @@ class DurableSession:
     def _stored_ledger(self) -> Ledger | None:
         """The stored ledger, if intact (read inside the caller's transaction; no poll)."""
         row = self._store.load_state()
-        return None if row is None else trusted_ledger(row, self.policy)[0]
+        if row is None:
+            return None
+        if self._saved is not None and self._saved.holds(row, self.policy):
+            return self._saved.ledger  # read, never changed, by the caller
+        return trusted_ledger(row, self._store.load_rows(), self.policy)[0]
 
     def _environment(self) -> Mapping[str, str]:
         return os.environ if self.environment is None else self.environment
 
 
-def trusted_ledger(row: StateRow, policy: Policy | None) -> tuple[Ledger | None, str | None]:
-    """The stored ledger, its indexes rebuilt, if it can be shown intact (and kept under
-    `policy`, unless None), else None and why not."""
-    if checksum(row.ledger) != row.ledger_sum:
-        return None, "its checksum does not match"
+def trusted_ledger(
+    row: StateRow, rows: Iterable[Row], policy: Policy | None
+) -> tuple[Ledger | None, Written | None, str | None]:
+    """The stored ledger, its indexes rebuilt, and what its rows hold, if it can be shown intact
+    (and kept under `policy`, unless None), else None, None and why not."""
+    if state_rows.checksum(row.header) != row.header_sum:
+        return None, None, "its checksum does not match"
     try:
         stored_policy = state_codec.loads(row.policy)
-        state = state_codec.loads(row.ledger.decode("utf-8", "surrogatepass"))
-    except (state_codec.CodecError, UnicodeDecodeError) as error:
-        return None, f"it cannot be read ({error})"
-    if not isinstance(stored_policy, Policy) or not isinstance(state, State):
-        return None, "it is not a ledger"
+        state, written = state_rows.decode(row.header, rows)
+    except state_codec.CodecError as error:
+        return None, None, f"it cannot be read ({error})"
+    if not isinstance(stored_policy, Policy):
+        return None, None, "it is not a ledger"
     if policy is not None and stored_policy != policy:
-        return None, "it was kept under another policy"
-    return Ledger.from_state(state, stored_policy), None
+        return None, None, "it was kept under another policy"
+    return Ledger.from_state(state, stored_policy), written, None
+
+
+@attrs.frozen
+class _Saved:
+    """What this process's last save wrote, under which revision."""
+
+    revision: str
+    policy: str
+    ledger: Ledger
+    written: Written
+
+    def holds(self, row: StateRow, policy: Policy) -> bool:
+        """Whether the stored row is still this save's, and under `policy`."""
+        return row.revision == self.revision and row.policy == self.policy and self.ledger.policy == policy
 
 
 @attrs.define
 class _State:
     ledger: Ledger
     index: bytes | None
+    written: Written | None = None  # what the rows hold (None: unknown; the save writes them all)
     notes: list[str | Degraded] = attrs.Factory(list)  # shown once, in the next Decision's `degraded`
 
 

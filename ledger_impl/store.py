@@ -7,10 +7,12 @@ Theory of operation. Every hook call is its own process; the store is what they 
   is taken before anything is read), with a busy timeout: concurrent processes queue instead of
   losing each other's updates, and a process killed at any instant leaves either the whole
   transaction or none of it.
-- The ledger and the stat index are stored in the same row, each with a checksum, and written
-  in the same transaction, so a baseline can never be newer than the ledger it belongs to.
+- The ledger and the stat index are written in the same transaction, so a baseline can never
+  be newer than the ledger it belongs to.
 - The ledger is stored as its spec-level state (`ledger_spec.State`, frozen values) in the
-  plain encoding of `ledger_impl.state_codec`, never pickled: what a row means is fixed by the
+  plain encoding of `ledger_impl.state_codec`, one row per log entry and per shared value
+  (`ledger_impl.state_rows`), so a call writes what it added, not the whole session again;
+  each row carries a checksum. Never pickled: what a row means is fixed by the
   format number (`SCHEMA_VERSION`), not by the code that wrote it, so an upgrade of Ledger keeps
   the sessions. A new format comes with a migration from the one before (`MIGRATIONS`); the
   format is documented in `docs/internals/session-store.md`.
@@ -31,9 +33,14 @@ from collections.abc import Callable, Iterator
 
 import attrs
 
-from ledger_impl.state_directory import check_outside, resolve
+from ledger_spec.state import State
 
-SCHEMA_VERSION = 4
+from ledger_impl import state_codec, state_rows
+from ledger_impl.state_directory import check_outside, resolve
+from ledger_impl.state_rows import Changes as RowChanges
+from ledger_impl.state_rows import Row
+
+SCHEMA_VERSION = 5
 BUSY_TIMEOUT_S = 30.0
 DATABASE_SUFFIX = ".sqlite"
 DISCARDED_INFIX = ".discarded-"  # a database set aside for inspection: `<name>.sqlite.discarded-<ns>`
@@ -43,12 +50,25 @@ CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS state (
     id INTEGER PRIMARY KEY CHECK (id = 1),
     policy TEXT NOT NULL,        -- the Policy the ledger was kept under (state_codec)
-    ledger BLOB NOT NULL,        -- its ledger_spec.State, state_codec JSON in UTF-8
-    ledger_sum TEXT NOT NULL,    -- SHA-256 of ledger, hex
+    header BLOB NOT NULL,        -- (step, calls in flight, log lengths), state_codec JSON (state_rows)
+    header_sum TEXT NOT NULL,    -- SHA-256 of header, hex
+    revision TEXT NOT NULL,      -- random, new at every save: names what the rows hold
     stat_index BLOB,             -- checksummed inside (see detectors.stat_index.encode)
     steps INTEGER NOT NULL,
     updated_at REAL NOT NULL
 );
+CREATE TABLE IF NOT EXISTS shared_values (
+    number INTEGER PRIMARY KEY,  -- in the order first written: entries name values by it
+    value BLOB NOT NULL,         -- a command or a fingerprint, state_codec JSON
+    value_sum TEXT NOT NULL      -- SHA-256 of value, hex
+);
+CREATE TABLE IF NOT EXISTS log_entries (
+    log TEXT NOT NULL,           -- modifications | observations | history
+    position INTEGER NOT NULL,   -- its index in that log
+    value BLOB NOT NULL,         -- the entry, state_codec JSON naming shared values by number
+    value_sum TEXT NOT NULL,     -- SHA-256 of value, hex
+    PRIMARY KEY (log, position)
+) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS pending (
     call_id TEXT PRIMARY KEY,
     command TEXT NOT NULL,       -- as proposed, for display (the ledger's state holds the call)
@@ -132,8 +152,9 @@ PROBE_COLUMNS = "id, call_id, command, target_key, cwd, started_ns, rendering, s
 @attrs.frozen
 class StateRow:
     policy: str
-    ledger: bytes
-    ledger_sum: str
+    header: str
+    header_sum: str
+    revision: str
     stat_index: bytes | None
     steps: int
     updated_at: float
@@ -193,15 +214,39 @@ class Store:
 
     def load_state(self) -> StateRow | None:
         row = self._db.execute(
-            "SELECT policy, ledger, ledger_sum, stat_index, steps, updated_at FROM state WHERE id = 1"
+            "SELECT policy, header, header_sum, revision, stat_index, steps, updated_at FROM state WHERE id = 1"
         ).fetchone()
-        return None if row is None else StateRow(row[0], bytes(row[1]), row[2], None if row[3] is None else bytes(row[3]), row[4], row[5])
+        if row is None:
+            return None
+        return StateRow(row[0], _text(row[1]), row[2], row[3], None if row[4] is None else bytes(row[4]), row[5], row[6])
 
-    def save_state(self, policy: str, ledger: bytes, stat_index: bytes | None, steps: int) -> None:
+    def load_rows(self) -> list[Row]:
+        """Every shared value and log entry of the stored ledger (`ledger_impl.state_rows`)."""
+        values = self._db.execute("SELECT number, value, value_sum FROM shared_values").fetchall()
+        entries = self._db.execute("SELECT log, position, value, value_sum FROM log_entries").fetchall()
+        return [Row(None, number, _text(value), value_sum) for number, value, value_sum in values] + [
+            Row(log, position, _text(value), value_sum) for log, position, value, value_sum in entries
+        ]
+
+    def save_state(
+        self, policy: str, changes: RowChanges, revision: str, stat_index: bytes | None, steps: int
+    ) -> None:
+        """Write a save's rows (`state_rows.changes`) and the state row under a new `revision`."""
+        if changes.rewrites_all:
+            self._db.execute("DELETE FROM shared_values")
+            self._db.execute("DELETE FROM log_entries")
+        self._db.executemany(
+            "INSERT OR REPLACE INTO shared_values (number, value, value_sum) VALUES (?, ?, ?)",
+            [(row.position, _blob(row.text), row.text_sum) for row in changes.rows if row.log is None],
+        )
+        self._db.executemany(
+            "INSERT OR REPLACE INTO log_entries (log, position, value, value_sum) VALUES (?, ?, ?, ?)",
+            [(row.log, row.position, _blob(row.text), row.text_sum) for row in changes.rows if row.log is not None],
+        )
         self._db.execute(
-            "INSERT OR REPLACE INTO state (id, policy, ledger, ledger_sum, stat_index, steps, updated_at)"
-            " VALUES (1, ?, ?, ?, ?, ?, ?)",
-            (policy, ledger, checksum(ledger), stat_index, steps, time.time()),
+            "INSERT OR REPLACE INTO state (id, policy, header, header_sum, revision, stat_index, steps, updated_at)"
+            " VALUES (1, ?, ?, ?, ?, ?, ?, ?)",
+            (policy, _blob(changes.header), state_rows.checksum(changes.header), revision, stat_index, steps, time.time()),
         )
 
     def load_context(self) -> tuple[str, str] | None:
@@ -306,6 +351,23 @@ class Store:
     def notes(self, limit: int = 20) -> list[tuple[float, str]]:
         rows = self._db.execute("SELECT at, text FROM notes ORDER BY id DESC LIMIT ?", (limit,)).fetchall()
         return [(at, text) for at, text in reversed(rows)]
+
+
+def _blob(text: str) -> bytes:
+    # surrogatepass: outputs and names may carry lone surrogates (undecodable bytes), which
+    # SQLite's TEXT (strict UTF-8) cannot hold; the checksum is of these same bytes.
+    return text.encode("utf-8", "surrogatepass")
+
+
+def _text(blob: bytes | str) -> str:
+    """A stored value's text. Bytes that are not UTF-8 (a damaged row) are replaced, so that
+    the row's checksum, not a decoding error, says it is damaged."""
+    if isinstance(blob, str):
+        return blob  # written as TEXT by hand; its checksum says whether it is what was stored
+    try:
+        return bytes(blob).decode("utf-8", "surrogatepass")
+    except UnicodeDecodeError:
+        return bytes(blob).decode("utf-8", "replace")
 
 
 def connect(path: pathlib.Path, busy_timeout_s: float = BUSY_TIMEOUT_S) -> sqlite3.Connection:
@@ -417,9 +479,55 @@ def _with_probes_and_context(connection: sqlite3.Connection) -> int:
     return 4
 
 
+def _ledger_in_rows(connection: sqlite3.Connection) -> int:
+    """Format 4 -> 5: the ledger, stored until now as one encoded document rewritten whole by
+    every call, is split into rows that each call only adds to (`ledger_impl.state_rows`). The
+    stored ledger is decoded and written again as rows, so the session keeps everything it
+    knew; one that cannot be shown intact (checksum, decoding) is dropped with a note, as at
+    any opening. The stat index and the policy are kept as they are."""
+    columns = {row[1] for row in connection.execute("PRAGMA table_info(state)")}
+    if "ledger" not in columns:
+        return 5  # made by an earlier step of this migration (format 2's was dropped): already rows
+    old = connection.execute("SELECT policy, ledger, ledger_sum, stat_index, steps FROM state WHERE id = 1").fetchone()
+    connection.execute("DROP TABLE state")
+    _create(connection)
+    if old is None:
+        return 5
+    policy, blob, blob_sum, stat_index, steps = old[0], bytes(old[1]), old[2], old[3], old[4]
+    problem = None
+    if checksum(blob) != blob_sum:
+        problem = "its checksum does not match"
+    else:
+        try:
+            value = state_codec.loads(blob.decode("utf-8", "surrogatepass"))
+        except (state_codec.CodecError, UnicodeDecodeError) as error:
+            value, problem = None, f"it cannot be read ({error})"
+        if problem is None and not isinstance(value, State):
+            problem = "it is not a ledger"
+    if problem is not None:
+        connection.execute(
+            "INSERT INTO notes (at, text) VALUES (?, ?)",
+            (time.time(), f"session state of format 4 discarded: {problem}; starting a new ledger"),
+        )
+        return 5
+    assert isinstance(value, State)
+    rows, _ = state_rows.changes(value, None)
+    store = Store(pathlib.Path(), connection, [])
+    store.save_state(policy, rows, new_revision(), None if stat_index is None else bytes(stat_index), steps)
+    return 5
+
+
+def new_revision() -> str:
+    """A name for what a save wrote, never given twice: a process that holds the ledger it
+    saved under this name may trust it for as long as the database names the same."""
+    return os.urandom(16).hex()
+
+
 # Each function moves an open database from its format to the next, inside the opening
 # transaction, and returns the format it reached.
-MIGRATIONS: dict[int, Callable[[sqlite3.Connection], int]] = {2: _from_pickled, 3: _with_probes_and_context}
+MIGRATIONS: dict[int, Callable[[sqlite3.Connection], int]] = {
+    2: _from_pickled, 3: _with_probes_and_context, 4: _ledger_in_rows,
+}
 
 
 def _probe_row(row: tuple) -> ProbeRow:  # type: ignore[type-arg]
@@ -477,12 +585,14 @@ def summarize(path: pathlib.Path) -> SessionSummary:
     )
 
 
-def read_state(path: pathlib.Path) -> tuple[StateRow | None, list[tuple[float, str]]]:
-    """The state row and the latest notes of a database, read without writing to it."""
+def read_state(path: pathlib.Path) -> tuple[StateRow | None, list[Row], list[tuple[float, str]]]:
+    """The state row, the ledger's rows and the latest notes of a database, read without
+    writing to it (in one read transaction: the rows are those of the state row)."""
     connection = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True, timeout=BUSY_TIMEOUT_S)
     try:
         store = Store(path, connection, [])
-        return store.load_state(), store.notes()
+        connection.execute("BEGIN")
+        return store.load_state(), store.load_rows(), store.notes()
     finally:
         connection.close()
 

@@ -51,7 +51,7 @@ from hypothesis.stateful import (
 )
 
 import ledger_spec
-from ledger_impl import state_codec
+from ledger_impl import state_rows
 from ledger_impl.ledger import Ledger
 from ledger_spec import (
     ANY_CALL,
@@ -125,6 +125,10 @@ class LedgerMatchesSpec(RuleBasedStateMachine):
         self.keys: set[str] = set(DEFAULT_KEYS)
         self.calls = 0  # tool calls started, to name the next one
         self.where = "start"
+        # The session store's rows of the ledger (`ledger_impl.state_rows`), by (log, position),
+        # and what this process knows they hold: each reload writes only what changed.
+        self.stored_rows: dict[tuple[str | None, int], state_rows.Row] = {}
+        self.written: state_rows.Written | None = None
 
     # --- driving both sides -------------------------------------------------------------
 
@@ -265,16 +269,26 @@ class LedgerMatchesSpec(RuleBasedStateMachine):
         """A change noticed between commands (a background job, the user)."""
         self.apply(Event(changes=report), f"modify {report!r}")
 
-    @rule()
-    def reload(self) -> None:
-        """The ledger stored and loaded again, as a session is between hook calls: its state
-        through the store's encoding, its indexes rebuilt (`Ledger.from_state`)."""
-        self.reload_ledger()
+    @rule(another_process=st.booleans())
+    def reload(self, another_process: bool) -> None:
+        """The ledger stored and loaded again, as a session is between hook calls: what changed
+        written as the store's rows, which must read back as the whole state. The next call is
+        either another process, which reads every row and rebuilds the indexes
+        (`Ledger.from_state`), or this one, which goes on with the ledger it saved and writes
+        only what changes next."""
+        self.reload_ledger(another_process)
 
-    def reload_ledger(self) -> None:
+    def reload_ledger(self, another_process: bool = True) -> None:
         self.where = "reload"
-        stored = state_codec.dumps(self.ledger.snapshot())
-        self.ledger = Ledger.from_state(state_codec.loads(stored), self.policy)
+        snapshot = self.ledger.snapshot()
+        saved, self.written = state_rows.changes(snapshot, self.written)
+        if saved.rewrites_all:
+            self.stored_rows.clear()
+        self.stored_rows.update({(row.log, row.position): row for row in saved.rows})
+        state, written = state_rows.decode(saved.header, self.stored_rows.values())
+        _agree("reload: the stored rows read back", snapshot, state)
+        if another_process:
+            self.ledger, self.written = Ledger.from_state(state, self.policy), written
 
     # --- invariants ---------------------------------------------------------------------
 

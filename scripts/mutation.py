@@ -90,6 +90,10 @@ MODULES: dict[str, tuple[str, ...]] = {
     # The durable session's store and its format, the fingerprint and git's inputs (issue 23:
     # the code added after the first runs).
     "ledger_impl/state_codec.py": ("tests/test_session_store_format.py", "tests/test_ledger_reload.py"),
+    "ledger_impl/state_rows.py": (
+        "tests/test_session_rows.py", "tests/test_store_rows.py", "tests/test_session_store_format.py",
+        "tests/test_ledger_reload.py", "tests/test_session.py",
+    ),
     "ledger_impl/store.py": (
         "tests/test_session.py", "tests/test_session_store_format.py", "tests/test_store_connection.py",
         "tests/test_sessions_command.py", "tests/test_store_rows.py",

@@ -23,7 +23,7 @@ from ledger_impl.execution import command_environment, run_command
 from ledger_impl.probe import sandbox, unavailable
 from ledger_impl.probe.dependencies import CTIME_SLACK_NS
 from ledger_impl.session import DurableSession
-from ledger_impl.store import database_path
+from ledger_impl.store import SCHEMA_VERSION, database_path
 from service_calls import READ, Served, by_http, post, pre, workspace
 
 MISSING = unavailable()
@@ -197,7 +197,7 @@ def test_a_format_3_store_is_migrated_and_its_unprobed_outputs_are_not_served(ro
         decision = session.decide("cat a.txt", call_id="after-upgrade")
     assert decision.verdict != "reuse" and "format 3" in str(decision.degraded or "")
     with sqlite3.connect(path) as db:
-        assert db.execute("PRAGMA user_version").fetchone()[0] == 4
+        assert db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
     assert Agent(root, state, dict(os.environ), probe=False).call("cat a.txt")[0] == "reuse", "kept, probe off"
 
 

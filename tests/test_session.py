@@ -222,9 +222,9 @@ def test_a_state_dir_inside_the_root_is_refused(workspace: Path) -> None:
 def test_a_damaged_ledger_is_discarded_with_a_note(workspace: Path, state_dir: Path) -> None:
     call(workspace, state_dir, "cat notes.txt", "t1")
     with sqlite3.connect(database_path(workspace, state_dir)) as db:
-        (blob,) = db.execute("SELECT ledger FROM state").fetchone()
-        flipped = bytes(blob[:-1]) + bytes([blob[-1] ^ 1])
-        db.execute("UPDATE state SET ledger = ?", (flipped,))
+        (value,) = db.execute("SELECT value FROM log_entries WHERE log = 'observations'").fetchone()
+        flipped = value[:-2] + bytes([value[-2] ^ 1]) + value[-1:]
+        db.execute("UPDATE log_entries SET value = ? WHERE log = 'observations'", (flipped,))
     decision = call(workspace, state_dir, "cat notes.txt", "t2")
     assert decision.verdict == "allow"
     assert "discarded" in str(decision.degraded or "")

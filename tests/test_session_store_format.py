@@ -13,12 +13,13 @@ import sys
 from pathlib import Path
 
 import pytest
-from stored_databases import install_stored_database
+from stored_databases import DATA, install_stored_database
 
 from ledger_impl import fingerprint, state_codec
 from ledger_impl.session import DurableSession
-from ledger_impl.store import SCHEMA_VERSION, checksum, database_path
-from ledger_spec import Policy
+from ledger_impl.state_rows import checksum
+from ledger_impl.store import SCHEMA_VERSION, database_path
+from ledger_spec import Policy, State
 from ledger_spec.errors import UnreadableState
 from ledger_spec.values import Category, Command
 
@@ -58,11 +59,12 @@ def test_the_stored_ledger_is_plain_json_with_no_pickle(workspace: Path, tmp_pat
     state = tmp_path / "state"
     _call(workspace, state, "cat a.txt", "t1", "alpha\n")
     with sqlite3.connect(database_path(workspace, state)) as db:
-        policy, ledger = db.execute("SELECT policy, ledger FROM state").fetchone()
+        (policy,) = db.execute("SELECT policy FROM state").fetchone()
+        texts = [row[0] for row in db.execute("SELECT value FROM shared_values UNION ALL SELECT value FROM log_entries")]
+        (observation,) = db.execute("SELECT value FROM log_entries WHERE log = 'observations'").fetchone()
     assert state_codec.loads(policy) == Policy()
-    stored = state_codec.loads(bytes(ledger).decode())
-    assert [observation.output for observation in stored.observations] == ["alpha\n"]
-    assert b"\x80" not in bytes(ledger), "a pickle starts with the PROTO opcode 0x80"
+    assert json.loads(observation.decode("utf-8"))["a"][1]["output"] == "alpha\n"
+    assert all(b"\x80" not in text for text in texts), "a pickle starts with the PROTO opcode 0x80"
 
 
 def test_a_store_survives_an_edit_to_any_python_file_of_the_package(workspace: Path, tmp_path: Path) -> None:
@@ -96,9 +98,9 @@ def test_a_row_that_does_not_decode_is_discarded_with_a_note(workspace: Path, tm
     # Intact by its checksum, yet naming a class the format does not have: refused, not trusted.
     state = tmp_path / "state"
     _call(workspace, state, "cat a.txt", "t1", "alpha\n")
-    forged = b'{"a":["Pickled",{}]}'
+    forged = '{"a":["Pickled",{}]}'
     with sqlite3.connect(database_path(workspace, state)) as db:
-        db.execute("UPDATE state SET ledger = ?, ledger_sum = ?", (forged, checksum(forged)))
+        db.execute("UPDATE log_entries SET value = ?, value_sum = ? WHERE log = 'observations'", (forged, checksum(forged)))
     decision = _call(workspace, state, "cat a.txt", "t2", "alpha\n")
     assert decision.verdict == "allow"
     assert "discarded" in str(decision.degraded or "") and "cannot be read" in str(decision.degraded or "")
@@ -242,16 +244,64 @@ def test_the_session_decides_with_the_agent_s_environment_not_its_own(
     assert "reuse" not in verdicts, verdicts
 
 
+def _format_4_ledger() -> State:
+    """The ledger kept in `tests/data/session-format-4.sqlite`, decoded as format 4 stored it."""
+    with sqlite3.connect(DATA / "session-format-4.sqlite") as db:
+        (blob,) = db.execute("SELECT ledger FROM state").fetchone()
+    state = state_codec.loads(bytes(blob).decode("utf-8", "surrogatepass"))
+    assert isinstance(state, State) and state.observations, "the kept database holds a read"
+    return state
+
+
+def test_a_database_of_format_4_keeps_its_ledger_as_rows(workspace: Path, tmp_path: Path) -> None:
+    """Format 4 rewrote the whole ledger at every call; format 5 keeps it as rows. A session the
+    current release wrote is read by the new one with everything it held."""
+    state = tmp_path / "state"
+    path = install_stored_database(4, workspace, state)
+    with DurableSession.open(workspace, state_dir=state) as session:
+        assert session.snapshot() == _format_4_ledger()
+    with sqlite3.connect(path) as db:
+        assert db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 5
+        assert db.execute("SELECT COUNT(*) FROM log_entries WHERE log = 'observations'").fetchone()[0] == len(
+            _format_4_ledger().observations)
+        assert db.execute("SELECT COUNT(*) FROM notes WHERE text LIKE '%discarded%'").fetchone()[0] == 0
+
+
+def test_a_database_of_format_4_made_before_the_context_table_gains_it(workspace: Path, tmp_path: Path) -> None:
+    """The context table came within format 4, so a format-4 database can lack it (the kept
+    one does): Ledger at format 4 failed there with "no such table: context" at the first
+    delivery. The migration to 5 creates every table the format has."""
+    state = tmp_path / "state"
+    path = install_stored_database(4, workspace, state)
+    with sqlite3.connect(path) as db:
+        assert "context" not in {row[0] for row in db.execute("SELECT name FROM sqlite_master")}
+    with DurableSession.open(workspace, state_dir=state) as session:
+        session.context.deliver("s", 0, full=True)
+        assert session.context.current().delivered(0) is not None
+
+
+def test_a_damaged_ledger_of_format_4_is_dropped_by_the_migration_with_a_note(workspace: Path, tmp_path: Path) -> None:
+    state = tmp_path / "state"
+    path = install_stored_database(4, workspace, state)
+    with sqlite3.connect(path) as db:
+        db.execute("UPDATE state SET ledger_sum = ?", ("0" * 64,))
+    decision = _call(workspace, state, "cat a.txt", "d1", "alpha\n")
+    assert decision.verdict == "allow"
+    assert "format 4 discarded: its checksum does not match" in str(decision.degraded or "")
+    with DurableSession.open(workspace, state_dir=state) as session:
+        assert len(session.snapshot().observations) == 1, "a new ledger, holding only the read after it"
+
+
 def test_a_database_of_format_3_gains_the_context_table_and_keeps_its_ledger(workspace: Path, tmp_path: Path) -> None:
     state = tmp_path / "state"
-    _call(workspace, state, "cat a.txt", "m1", "alpha\n")
-    path = database_path(workspace, state)
-    with sqlite3.connect(path) as db:  # as Ledger with format 3 left it: no context table
-        db.execute("DROP TABLE context")
+    path = install_stored_database(4, workspace, state)
+    with sqlite3.connect(path) as db:  # as Ledger with format 3 left it: no probes, no context
+        db.execute("DROP TABLE probes")
         db.execute("PRAGMA user_version = 3")
-    assert _call(workspace, state, "cat a.txt", "m2").verdict == "reuse", "the ledger of format 3 is kept"
+    with DurableSession.open(workspace, state_dir=state) as session:
+        assert session.snapshot() == _format_4_ledger(), "the ledger of format 3 is kept"
     with sqlite3.connect(path) as db:
-        assert db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 4
+        assert db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
         assert db.execute("SELECT COUNT(*) FROM context").fetchone()[0] == 0, "no delivery is known after the migration"
     with DurableSession.open(workspace, state_dir=state) as session:
         session.context.deliver("s", 0, full=True)

@@ -17,10 +17,17 @@ from pathlib import Path
 import pytest
 from stored_databases import install_stored_database
 
+from ledger_impl import state_rows
 from ledger_impl.store import (
-    SCHEMA_VERSION, PendingRow, StateRow, Store, checksum, database_path, discarded_databases, list_sessions,
-    read_state, summarize,
+    SCHEMA_VERSION, PendingRow, StateRow, Store, database_path, discarded_databases, list_sessions, read_state,
+    summarize,
 )
+from ledger_spec import Changes, State
+from ledger_spec.values import Modification
+
+# A ledger state of two modifications, as rows (`state_rows`).
+_TWO_CHANGES = State(step=3, modifications=(Modification(0, Changes(frozenset({"a.txt"}))), Modification(2, Changes(unknown=True))))
+_ROWS, _ = state_rows.changes(_TWO_CHANGES, None)
 
 @pytest.fixture
 def root(tmp_path: Path) -> Path:
@@ -130,13 +137,30 @@ def test_the_state_row_reads_back_as_it_was_saved(root: Path, tmp_path: Path, st
     store = Store.open(root, tmp_path / "state")
     before = time.time()
     with store.transaction():
-        store.save_state("policy", b"ledger", stat_index, 7)
+        store.save_state("policy", _ROWS, "revision", stat_index, 7)
     after = time.time()
     row = store.load_state()
+    rows = store.load_rows()
     store.close()
     assert row is not None and before <= row.updated_at <= after
-    assert row == StateRow("policy", b"ledger", checksum(b"ledger"), stat_index, 7, row.updated_at)
-    assert read_state(store.path)[0] == row
+    assert row == StateRow("policy", _ROWS.header, state_rows.checksum(_ROWS.header), "revision", stat_index, 7, row.updated_at)
+    assert sorted(rows, key=repr) == sorted(_ROWS.rows, key=repr)
+    assert state_rows.decode(row.header, rows)[0] == _TWO_CHANGES
+    assert read_state(store.path)[:2] == (row, rows)
+
+
+def test_a_save_that_rewrites_all_clears_the_rows_of_the_ledger_before(root: Path, tmp_path: Path) -> None:
+    """A save from an unknown state (a ledger discarded, another policy) writes every row: rows
+    of the ledger before that it does not overwrite must not survive to be read with it."""
+    store = Store.open(root, tmp_path / "state")
+    with store.transaction():
+        store.save_state("policy", _ROWS, "first", None, 3)
+    smaller, _ = state_rows.changes(State(step=1, modifications=_TWO_CHANGES.modifications[:1]), None)
+    with store.transaction():
+        store.save_state("policy", smaller, "second", None, 1)
+    rows = store.load_rows()
+    store.close()
+    assert sorted(rows, key=repr) == sorted(smaller.rows, key=repr)
 
 
 def test_pending_calls_read_back_as_they_were_added_oldest_first(root: Path, tmp_path: Path) -> None:
@@ -183,7 +207,7 @@ def test_a_session_s_summary_counts_its_steps_and_pending_calls(root: Path, tmp_
     assert (empty.root, empty.steps, empty.pending, empty.abandoned, empty.updated_at, empty.problem) == (
         os.path.realpath(root), 0, 0, 0, None, None)
     with store.transaction():
-        store.save_state("policy", b"ledger", None, 7)
+        store.save_state("policy", _ROWS, "revision", None, 7)
         store.add_pending(PendingRow("c1", "ls", 0, False, 1.0))
         store.add_pending(PendingRow("c2", "ls", 0, False, 2.0, abandoned=True))
         store.add_pending(PendingRow("c3", "ls", 0, False, 3.0, abandoned=True))

@@ -89,11 +89,11 @@ def run_show(args: argparse.Namespace) -> int:
         print(f"problem {summary.problem}")
         return 0
     print(f"steps   {summary.steps}; pending {summary.pending}; abandoned {summary.abandoned}; updated {_when(summary.updated_at)}")
-    row, notes = read_state(summary.path)
+    row, rows, notes = read_state(summary.path)
     for at, text in notes:
         print(f"note    {_when(at)} {text}")
     if row is not None:
-        ledger, problem = trusted_ledger(row, None)
+        ledger, _, problem = trusted_ledger(row, rows, None)
         print(ledger.render() if ledger is not None else f"(ledger not shown: {problem})")
     return 0
 
