@@ -79,7 +79,7 @@ class SessionDetector(Protocol):
 
     def changes_since(
         self, root: os.PathLike[str] | str, blob: bytes | None
-    ) -> tuple[Changes, bytes | None, str | None]: ...
+    ) -> tuple[Changes, bytes | None, Degraded | None]: ...
 
 
 @attrs.frozen
@@ -468,7 +468,7 @@ class DurableSession:
         if problem is not None and not has_history:
             return  # nothing observed yet, so nothing a first baseline must vouch for
         if problem is not None:
-            self._store.add_note(f"{self.detector.name}: {problem}; changes unknown")
+            self._store.add_note(f"{self.detector.name}: {problem}")
         state.ledger.modify(changes)
 
     def _save(self, state: "_State") -> None:

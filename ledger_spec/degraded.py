@@ -40,6 +40,18 @@ class Cause(enum.Enum):
     PROBE_FAILED_TO_START = "the probe failed to start: {0}"
     PROBE_EXECUTABLE_UNREADABLE = "cannot read the executable {0}"
     PROBE_STATIC_EXECUTABLE = "statically linked executable {0}: the moved clock cannot reach it"
+    # A session detector's stored baseline could not be used (`changes_since`): the report is
+    # unknown scope, and the session says why unless nothing was observed yet.
+    BASELINE_MISSING = "no stored {0}"
+    BASELINE_UNREADABLE = "the stored {0} cannot be used ({1})"
+    BASELINE_OF_ANOTHER_ROOT = "the stored {0} is for {1}, not {2}"
+    NO_PARENT_TO_WATCH = "the root has no parent directory to watch"
+    ROOT_UNLISTABLE = "the root cannot be listed: {0}"
+    WATCHMAN_FAILED = "watchman: {0}"
+    WATCHMAN_FRESH_INSTANCE = "watchman: fresh instance (the daemon or its watch started over)"
+    WATCHMAN_WARNING = "watchman warns: {0}"
+    SERVICE_RESTARTED = "the service (re)started"
+    WRITTEN_ELSEWHERE = "the stored state was written outside this service since its last call"
     # Accounts given in their own words, which say their effect themselves. (The two spellings
     # render alike; they differ only so that the members stay distinct.)
     SESSION_NOTES = "{0}"  # the durable session's notes (lost state, refused probes, ...), joined
@@ -54,6 +66,7 @@ class Effect(enum.Enum):
     UNKNOWN_SCOPE = "watches rebuilt, scope unknown"  # this report says "something may have changed"
     NUDGE_ONLY = "reads are not reused (Nudge only)"  # no probe here: no read is ever served
     NOT_SERVED = "its output is not served"  # this read only
+    SINCE_LAST_CALL_UNKNOWN = "changes since the last call unknown"  # a session detector's report
     AS_STATED = ""  # the cause's own words say it
 
 

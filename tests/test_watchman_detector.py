@@ -20,6 +20,8 @@ import time
 import pytest
 
 from ledger_impl.detectors import SESSION_DETECTOR_VARIABLE, session_detector, watchman
+from ledger_impl.detectors.baseline import unusable
+from ledger_spec.degraded import Cause
 from ledger_impl.detectors.stat_index import StatIndex
 from ledger_impl.service.resident import ResidentWatchman
 from ledger_impl.session import DurableSession
@@ -83,7 +85,7 @@ def gone(pid: int) -> None:
 def started(index: watchman.WatchmanIndex | ResidentWatchman, root: pathlib.Path) -> bytes:
     """A baseline after the first (unknown-scope) call and one quiet call."""
     changes, blob, problem = poll(index, root, None)
-    assert changes.unknown and problem == "no stored Watchman clock"
+    assert changes.unknown and problem == unusable(Cause.BASELINE_MISSING, "Watchman clock")
     changes, blob, problem = poll(index, root, blob)
     assert (changes.paths, changes.unknown, problem) == (frozenset(), False, None)
     assert blob is not None
@@ -213,7 +215,7 @@ def test_a_killed_daemon_is_unknown_scope_then_recovers(index, layout):
     gone(pid)
     (root / "a.txt").write_text("written while no daemon watched\n")
     changes, blob, problem = poll(index, root, blob)  # a new daemon answers: its clock is not ours
-    assert changes.unknown and "fresh instance" in problem
+    assert changes.unknown and problem == unusable(Cause.WATCHMAN_FRESH_INSTANCE)
     assert index.daemon.pid() != pid
     changes, blob, problem = poll(index, root, blob)
     assert (changes.paths, changes.unknown, problem) == (frozenset(), False, None)
@@ -227,10 +229,10 @@ def test_an_unreachable_daemon_is_unknown_scope(index, layout, monkeypatch):
     gone(pid)
     monkeypatch.setenv("PATH", "/nonexistent")  # no binary to start a new one with
     changes, new_blob, problem = poll(index, root, blob)
-    assert changes.unknown and new_blob is None and "no watchman binary" in problem
+    assert changes.unknown and new_blob is None and "no watchman binary" in str(problem)
     monkeypatch.undo()
     changes, _, problem = poll(index, root, new_blob)  # no baseline kept: unknown once more
-    assert changes.unknown and problem == "no stored Watchman clock"
+    assert changes.unknown and problem == unusable(Cause.BASELINE_MISSING, "Watchman clock")
 
 
 def test_a_daemon_that_does_not_answer_is_unknown_scope(index, layout, monkeypatch):
@@ -243,7 +245,7 @@ def test_a_daemon_that_does_not_answer_is_unknown_scope(index, layout, monkeypat
         changes, new_blob, problem = poll(index, root, blob)
     finally:
         os.kill(pid, signal.SIGCONT)
-    assert changes.unknown and new_blob is None and "did not answer" in problem
+    assert changes.unknown and new_blob is None and "did not answer" in str(problem)
 
 
 def test_a_recrawl_is_unknown_scope(index, layout):
@@ -251,7 +253,7 @@ def test_a_recrawl_is_unknown_scope(index, layout):
     blob = started(index, root)
     index.daemon.commands(["debug-recrawl", str(root.parent)])
     changes, blob, problem = poll(index, root, blob)
-    assert changes.unknown and "Recrawled" in problem
+    assert changes.unknown and "Recrawled" in str(problem)
     changes, blob, problem = poll(index, root, blob)  # the same warning again: nothing new lost
     assert (changes.unknown, problem) == (False, None)
 
@@ -262,7 +264,7 @@ def test_a_watch_started_over_is_a_fresh_instance(index, layout):
     watchman.WatchmanIndex(layout[1]).forget(root)  # the same daemon, as another process
     (root / "a.txt").write_text("written while unwatched\n")
     changes, _, problem = poll(index, root, blob)
-    assert changes.unknown and "fresh instance" in problem
+    assert changes.unknown and problem == unusable(Cause.WATCHMAN_FRESH_INSTANCE)
 
 
 @pytest.mark.parametrize(
@@ -279,7 +281,7 @@ def test_a_damaged_baseline_is_unknown_scope(durable, layout, damage):
     root, _ = layout
     blob = started(durable, root)
     changes, new_blob, problem = poll(durable, root, damage(blob))
-    assert changes.unknown and "baseline" in problem and new_blob is not None
+    assert changes.unknown and "baseline" in str(problem) and new_blob is not None
 
 
 def test_a_state_directory_inside_the_root_is_refused(layout):
@@ -369,10 +371,10 @@ def test_the_resident_index_trusts_only_its_own_latest_token(layout):
         token = started(resident, root)
         _, newer, _ = poll(resident, root, token)
         changes, _, problem = poll(resident, root, token)
-        assert changes.unknown and "written outside this service" in problem
+        assert changes.unknown and problem == unusable(Cause.WRITTEN_ELSEWHERE)
         (root / "a.txt").write_text("while restarting\n")
         changes, _, problem = poll(restarted, root, newer)
-        assert changes.unknown and "(re)started" in problem
+        assert changes.unknown and problem == unusable(Cause.SERVICE_RESTARTED)
         hook_blob = started(durable, root)  # the fallback hook: the resident's token is no baseline to it
         (root / "src" / "b.txt").write_text("by the agent\n")
         changes, token, problem = poll(restarted, root, hook_blob)

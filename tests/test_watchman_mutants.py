@@ -21,6 +21,8 @@ import threading
 import pytest
 
 from ledger_impl.detectors import watchman
+from ledger_impl.detectors.baseline import unusable
+from ledger_spec.degraded import Cause
 from test_watchman_detector import durable, gone, index, layout, started  # noqa: F401 (fixtures)
 
 # Not `watchman.available()`: a broken `available` would skip the very tests that catch it.
@@ -235,7 +237,7 @@ def test_a_root_that_cannot_be_listed_is_unknown(index, layout, monkeypatch):
 
     monkeypatch.setattr(os, "listdir", refusing)
     changes, _, problem = index.changes_since(root, blob)
-    assert changes.unknown and problem is not None and "cannot be listed" in problem
+    assert changes.unknown and problem is not None and "cannot be listed" in str(problem)
 
 
 @needs_watchman
@@ -323,7 +325,7 @@ def test_a_malformed_file_is_quoted_by_its_first_200_characters():
 
 def test_the_filesystem_root_cannot_be_watched(tmp_path):
     changes, blob, problem = watchman.WatchmanIndex(tmp_path / "state").changes_since("/", None)
-    assert changes.unknown and blob is None and problem == "the root has no parent directory to watch"
+    assert changes.unknown and blob is None and problem == unusable(Cause.NO_PARENT_TO_WATCH)
 
 
 def _answer(document: dict) -> bytes:
@@ -352,7 +354,7 @@ def test_a_malformed_query_answer_is_unknown_scope(tmp_path, query_answer):
         changes, blob, problem = index.changes_since(root, stored)
     finally:
         server.stop()
-    assert changes.unknown and blob is None and "malformed query answer" in problem
+    assert changes.unknown and blob is None and "malformed query answer" in str(problem)
 
 
 def test_a_malformed_item_of_the_full_listing_is_left_out(tmp_path):
@@ -369,7 +371,7 @@ def test_a_malformed_item_of_the_full_listing_is_left_out(tmp_path):
         changes, blob, problem = index.changes_since(root, None)
     finally:
         server.stop()
-    assert changes.unknown and problem == "no stored Watchman clock"
+    assert changes.unknown and problem == unusable(Cause.BASELINE_MISSING, "Watchman clock")
     assert blob is not None and watchman.Baseline.decode(blob, os.path.realpath(root)).clock == "c:1:2:3:4"
 
 
@@ -537,7 +539,7 @@ def test_a_link_made_while_no_daemon_watched_is_counted_by_the_next_baseline(ind
     gone(pid)
     os.link(root / "a.txt", outside / "a-link.txt")  # no daemon sees it
     changes, blob, problem = index.changes_since(root, blob)
-    assert changes.unknown and "fresh instance" in problem
+    assert changes.unknown and problem == unusable(Cause.WATCHMAN_FRESH_INSTANCE)
     changes, blob, problem = index.changes_since(root, blob)
     assert (changes.paths, changes.unknown) == (frozenset(), False)
     assert "a.txt" in _written_through(outside / "a-link.txt", index, root, blob).paths
@@ -562,7 +564,7 @@ def test_a_replaced_root_is_unknown_scope(index, layout):
     root.rename(root.parent / "ws-before")
     root.mkdir()
     changes, _, problem = index.changes_since(root, blob)
-    assert changes.unknown and problem == "the root was replaced"
+    assert changes.unknown and problem == unusable(Cause.ROOT_REPLACED)
 
 
 @needs_watchman

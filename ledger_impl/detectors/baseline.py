@@ -9,20 +9,27 @@ from __future__ import annotations
 
 from typing import Callable, TypeVar
 
+from ledger_spec.degraded import Cause, Degraded, Effect
+
 T = TypeVar("T")
+
+
+def unusable(cause: Cause, *details: str) -> Degraded:
+    """Why a session detector's report is unknown scope (`changes_since`'s third value)."""
+    return Degraded(cause, details, Effect.SINCE_LAST_CALL_UNKNOWN)
 
 
 def read_stored(
     blob: bytes | None,
     decode: Callable[[bytes], T],
-    missing: str,
+    what: str,
     damaged: type[Exception] | tuple[type[Exception], ...] = ValueError,
-) -> tuple[T | None, str | None]:
-    """(the decoded baseline, None), or (None, why there is none): `missing` when nothing was
-    stored, the decoder's message when `decode` raised one of `damaged`."""
+) -> tuple[T | None, Degraded | None]:
+    """(the decoded baseline, None), or (None, why there is none): nothing was stored, or
+    `decode` raised one of `damaged`. `what`: the baseline's name ("stat index")."""
     if blob is None:
-        return None, missing
+        return None, unusable(Cause.BASELINE_MISSING, what)
     try:
         return decode(blob), None
     except damaged as error:
-        return None, str(error)
+        return None, unusable(Cause.BASELINE_UNREADABLE, what, str(error))

@@ -23,7 +23,8 @@ import pathlib
 import shutil
 import tempfile
 
-from ledger_impl.detectors.baseline import read_stored
+from ledger_impl.detectors.baseline import read_stored, unusable
+from ledger_spec.degraded import Cause, Degraded
 from ledger_impl.detectors.bracket import Bracket, InDirectory
 from ledger_impl import state_directory
 from ledger_impl.tree_snapshot import RACY_WINDOW_NS, Entry, Snapshot, diff, take_snapshot
@@ -96,16 +97,16 @@ def same_snapshot(baseline: Snapshot, current: Snapshot) -> bool:
 
 def changes_since(
     root: os.PathLike[str] | str, blob: bytes | None, *, racy_window_ns: int = RACY_WINDOW_NS
-) -> tuple[Changes, bytes, str | None]:
+) -> tuple[Changes, bytes, Degraded | None]:
     """What changed under `root` since the index `blob` was taken, the new index, and why the
     report is unknown scope when the stored index could not be used (None otherwise).
 
     With no stored index there is nothing to compare against: the report is unknown scope and
     the caller decides whether that matters (it does not for a session with no history)."""
     root_s = os.path.abspath(os.fspath(root))
-    baseline, problem = read_stored(blob, decode, "no stored stat index", IndexDamaged)
+    baseline, problem = read_stored(blob, decode, "stat index", IndexDamaged)
     if baseline is not None and baseline.root != root_s:
-        problem, baseline = f"stat index is for {baseline.root!r}, not {root_s!r}", None
+        problem, baseline = unusable(Cause.BASELINE_OF_ANOTHER_ROOT, "stat index", repr(baseline.root), repr(root_s)), None
     current = take_snapshot(root_s, baseline, racy_window_ns=racy_window_ns)
     if baseline is None:
         return Changes(unknown=True), encode(current), problem
@@ -123,7 +124,7 @@ class StatIndex:
     def __init__(self, racy_window_ns: int = RACY_WINDOW_NS) -> None:
         self.racy_window_ns = racy_window_ns
 
-    def changes_since(self, root: os.PathLike[str] | str, blob: bytes | None) -> tuple[Changes, bytes, str | None]:
+    def changes_since(self, root: os.PathLike[str] | str, blob: bytes | None) -> tuple[Changes, bytes, Degraded | None]:
         return changes_since(root, blob, racy_window_ns=self.racy_window_ns)
 
 

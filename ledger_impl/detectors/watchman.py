@@ -49,9 +49,10 @@ from typing import Any
 
 import attrs
 
+from ledger_spec.degraded import Cause, Degraded
 from ledger_spec.values import Changes
 
-from .baseline import read_stored
+from .baseline import read_stored, unusable
 from .bracket import Bracket, InMemory
 from ..state_directory import check_outside, resolve
 from ledger_spec.errors import DetectorFailure
@@ -296,12 +297,12 @@ class WatchmanIndex:
         # False only for `ledger_impl.detectors.unsound.watchman_by_name`: Watchman's names alone.
         self.track_links = track_links
 
-    def changes_since(self, root: os.PathLike[str] | str, blob: bytes | None) -> tuple[Changes, bytes | None, str | None]:
+    def changes_since(self, root: os.PathLike[str] | str, blob: bytes | None) -> tuple[Changes, bytes | None, Degraded | None]:
         """What changed under `root` since the baseline `blob`, the new baseline, and why the
         report is unknown scope when it is (None otherwise). The new baseline is None when no
         clock could be had: the next call is then unknown scope too."""
         root_s = os.path.realpath(root)
-        stored, problem = read_stored(blob, lambda data: Baseline.decode(data, root_s), "no stored Watchman clock")
+        stored, problem = read_stored(blob, lambda data: Baseline.decode(data, root_s), "Watchman clock")
         changes, baseline, problem = self.compare(root_s, stored, problem)
         return changes, None if baseline is None else baseline.encode(), problem
 
@@ -309,9 +310,9 @@ class WatchmanIndex:
         self,
         root: os.PathLike[str] | str,
         stored: Baseline | None,
-        problem: str | None,
+        problem: Degraded | None,
         suspects: Callable[[str, Collection[str]], set[str] | None] | None = None,
-    ) -> tuple[Changes, Baseline | None, str | None]:
+    ) -> tuple[Changes, Baseline | None, Degraded | None]:
         """`changes_since` with the stored baseline already decoded (None: there is none, and
         `problem` says why): the report, the new baseline as a value, and why the report is
         unknown scope. A resident caller keeps the baseline in memory and skips the codec.
@@ -323,7 +324,7 @@ class WatchmanIndex:
         root_s = os.path.realpath(root)
         watched = os.path.dirname(root_s)
         if watched == root_s:
-            return Changes(unknown=True), None, "the root has no parent directory to watch"
+            return Changes(unknown=True), None, unusable(Cause.NO_PARENT_TO_WATCH)
         check_outside(root_s, self.state_dir)
         try:
             # Looked at before the query: a change after these looks is seen at the next call,
@@ -390,7 +391,7 @@ class WatchmanIndex:
                 counted = {name: _stat_data(os.path.join(root_s, name)) for name in candidates}
                 now_linked.update({name: data for name, data in counted.items() if data is not None and data[_NLINK] > 1})
         except (OSError, WatchmanError, ValueError) as error:
-            return Changes(unknown=True), None, f"watchman: {error}"
+            return Changes(unknown=True), None, unusable(Cause.WATCHMAN_FAILED, str(error))
         if fresh:
             # Nothing to compare with yet: the first look at each directory is the baseline.
             now_dirs = {name: data for name in now_dirs if (data := _stat_data(os.path.join(root_s, name))) is not None}
@@ -398,11 +399,11 @@ class WatchmanIndex:
         if stored is None:
             return Changes(unknown=True), baseline, problem
         if answer.get("is_fresh_instance"):
-            return Changes(unknown=True), baseline, "watchman: fresh instance (the daemon or its watch started over)"
+            return Changes(unknown=True), baseline, unusable(Cause.WATCHMAN_FRESH_INSTANCE)
         if warning is not None and warning != stored.warning:
-            return Changes(unknown=True), baseline, f"watchman: {warning.splitlines()[0]}"
+            return Changes(unknown=True), baseline, unusable(Cause.WATCHMAN_WARNING, warning.splitlines()[0])
         if root_stat[:2] != stored.root_stat[:2]:
-            return Changes(unknown=True), baseline, "the root was replaced"
+            return Changes(unknown=True), baseline, unusable(Cause.ROOT_REPLACED)
         names = {name for name, _, _ in entries}
         # Every name of an inode that changed: the names Watchman gave, and multiply linked
         # files whose stat data moved since the stored baseline.
@@ -418,7 +419,7 @@ class WatchmanIndex:
             try:
                 names = set(os.listdir(root_s))
             except OSError as error:
-                return Changes(unknown=True), baseline, f"the root cannot be listed: {error}"
+                return Changes(unknown=True), baseline, unusable(Cause.ROOT_UNLISTABLE, str(error))
             if not names:
                 return Changes(unknown=True), baseline, None
         return Changes(paths=_with_ancestors(names)), baseline, None

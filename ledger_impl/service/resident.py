@@ -25,16 +25,16 @@ import pathlib
 import secrets
 
 from ledger_impl.detectors import watchman
-from ledger_impl.detectors.baseline import read_stored
+from ledger_impl.detectors.baseline import read_stored, unusable
 from ledger_impl.detectors.events import EventDetector
-from ledger_spec.degraded import Degraded
+from ledger_spec.degraded import Cause, Degraded
 from ledger_spec.values import Changes
 
 from .directory_watch import DirectoryWatch
 
 TOKEN_PREFIX = b"ledger-resident:"
-RESTARTED = "the service (re)started: changes before it are unknown"
-WRITTEN_ELSEWHERE = "the stored state was written outside this service since its last call"
+RESTARTED = unusable(Cause.SERVICE_RESTARTED)
+WRITTEN_ELSEWHERE = unusable(Cause.WRITTEN_ELSEWHERE)
 
 
 class Tokens:
@@ -67,7 +67,7 @@ class ResidentDetector:
         """Why the detector is not on events alone right now (watch limit, overflow), if so."""
         return self._events.degraded
 
-    def changes_since(self, root: os.PathLike[str] | str, blob: bytes | None) -> tuple[Changes, bytes, str | None]:
+    def changes_since(self, root: os.PathLike[str] | str, blob: bytes | None) -> tuple[Changes, bytes, Degraded | None]:
         root_s = os.path.abspath(os.fspath(root))
         if self._root != root_s:
             self._root = root_s
@@ -100,9 +100,10 @@ class ResidentWatchman:
         self._tokens = Tokens()
         self._latest: watchman.Baseline | None = None
 
-    def changes_since(self, root: os.PathLike[str] | str, blob: bytes | None) -> tuple[Changes, bytes | None, str | None]:
+    def changes_since(self, root: os.PathLike[str] | str, blob: bytes | None) -> tuple[Changes, bytes | None, Degraded | None]:
         root_s = os.path.realpath(root)
         stored: watchman.Baseline | None
+        problem: Degraded | None
         if blob is not None and blob.startswith(TOKEN_PREFIX):
             if self._latest is not None and blob == self._tokens.latest():
                 stored, problem = self._latest, None
@@ -110,7 +111,7 @@ class ResidentWatchman:
                 stored, problem = None, RESTARTED if self._latest is None else WRITTEN_ELSEWHERE
         else:
             stored, problem = read_stored(
-                blob, lambda data: watchman.Baseline.decode(data, root_s), "no stored Watchman clock"
+                blob, lambda data: watchman.Baseline.decode(data, root_s), "Watchman clock"
             )
         # Forgotten before the query: if it fails, no later call may use the older baseline.
         self._latest = None
