@@ -89,3 +89,19 @@ def test_a_row_that_is_not_utf8_is_discarded_by_its_checksum_not_an_error(worksp
     assert decision.verdict == "allow"
     assert "session state discarded: it cannot be read (the checksum of observations entry 0 does not match)" in str(
         decision.degraded)
+
+
+def test_an_output_rewritten_in_its_row_is_never_served(workspace: Path, tmp_path: Path) -> None:
+    """A row edited so that it still decodes (another output in valid JSON) must be caught by
+    its checksum: served, it would be an answer no command printed."""
+    state = tmp_path / "state"
+    with DurableSession.open(workspace, state_dir=state) as session:
+        assert _read(session, workspace, "cat f1.txt", "r1") == "allow"
+    with sqlite3.connect(database_path(workspace, state)) as db:
+        (value,) = db.execute("SELECT value FROM log_entries WHERE log = 'observations'").fetchone()
+        assert b"file 1" in value
+        db.execute("UPDATE log_entries SET value = ? WHERE log = 'observations'", (value.replace(b"file 1", b"file X"),))
+    with DurableSession.open(workspace, state_dir=state) as session:
+        decision = session.decide("cat f1.txt", call_id="r2")
+    assert decision.verdict == "allow" and "file X" not in (decision.output or "")
+    assert "the checksum of observations entry 0 does not match" in str(decision.degraded)
