@@ -25,11 +25,15 @@ from typing import Final
 import attrs
 
 from ledger_spec.state import State
+from ledger_spec.values import CommandRecord, Modification, Observation, Pending
 
 from . import state_codec
 from .state_codec import CodecError
 
 LOGS: Final = ("modifications", "observations", "history")
+ENTRY_TYPES: Final[dict[str, type]] = {
+    "modifications": Modification, "observations": Observation, "history": CommandRecord,
+}
 
 
 def checksum(text: str) -> str:
@@ -127,17 +131,18 @@ def decode(header: str, rows: Iterable[Row]) -> tuple[State, Written]:
         ordered = sorted(entry_rows[log], key=lambda row: row.position)
         _check_positions(f"the {log} log", [row.position for row in ordered], length)
         logs[log] = tuple(state_codec.decode(_tree(row.text), values) for row in ordered)
-    try:
-        state = State(step=step, pending=pending, **logs)  # type: ignore[arg-type]
-    except (TypeError, ValueError) as error:
-        raise CodecError(f"not a ledger state: {error!r}") from None
+        stray = next((entry for entry in logs[log] if not isinstance(entry, ENTRY_TYPES[log])), None)
+        if stray is not None:
+            raise CodecError(f"the {log} log holds a {type(stray).__name__}")
+    state = State(step=step, pending=pending, **logs)  # type: ignore[arg-type]
     shared = {value: number for number, value in enumerate(values)}
     return state, Written(dict(logs), shared, trees)
 
 
-def _header(value: object) -> tuple[int, tuple[object, ...], Sequence[int]]:
+def _header(value: object) -> tuple[int, tuple[Pending, ...], Sequence[int]]:
     if (
-        not isinstance(value, tuple) or len(value) != 3 or not isinstance(value[0], int) or not isinstance(value[1], tuple)
+        not isinstance(value, tuple) or len(value) != 3 or not isinstance(value[0], int)
+        or not isinstance(value[1], tuple) or not all(isinstance(call, Pending) for call in value[1])
         or not isinstance(value[2], tuple) or len(value[2]) != len(LOGS) or not all(isinstance(n, int) for n in value[2])
     ):
         raise CodecError("the header is not (step, calls in flight, log lengths)")

@@ -91,7 +91,7 @@ MODULES: dict[str, tuple[str, ...]] = {
     # the code added after the first runs).
     "ledger_impl/state_codec.py": ("tests/test_session_store_format.py", "tests/test_ledger_reload.py"),
     "ledger_impl/state_rows.py": (
-        "tests/test_session_rows.py", "tests/test_store_rows.py", "tests/test_session_store_format.py",
+        "tests/test_state_rows.py", "tests/test_session_rows.py", "tests/test_store_rows.py", "tests/test_session_store_format.py",
         "tests/test_ledger_reload.py", "tests/test_session.py",
     ),
     "ledger_impl/store.py": (

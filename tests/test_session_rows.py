@@ -105,3 +105,21 @@ def test_an_output_rewritten_in_its_row_is_never_served(workspace: Path, tmp_pat
         decision = session.decide("cat f1.txt", call_id="r2")
     assert decision.verdict == "allow" and "file X" not in (decision.output or "")
     assert "the checksum of observations entry 0 does not match" in str(decision.degraded)
+
+
+def test_an_entry_of_another_log_s_type_is_refused_as_unreadable(workspace: Path, tmp_path: Path) -> None:
+    """A row that decodes, with a valid checksum, but holds a history record where an
+    observation belongs: the ledger is discarded with a note, never loaded (or crashed on)."""
+    state = tmp_path / "state"
+    with DurableSession.open(workspace, state_dir=state) as session:
+        assert _read(session, workspace, "cat f1.txt", "r1") == "allow"
+    with sqlite3.connect(database_path(workspace, state)) as db:
+        (record,) = db.execute("SELECT value FROM log_entries WHERE log = 'history'").fetchone()
+        db.execute(
+            "UPDATE log_entries SET value = ?, value_sum = ? WHERE log = 'observations'",
+            (record, state_rows.checksum(record.decode())),
+        )
+    with DurableSession.open(workspace, state_dir=state) as session:
+        decision = session.decide("cat f1.txt", call_id="r2")
+    assert decision.verdict == "allow"
+    assert "the observations log holds a CommandRecord" in str(decision.degraded)
