@@ -4,7 +4,8 @@ another one (an older store format) measured in the same run.
 Each checkout runs in its own process (its code first on `sys.path`) on a workspace of 50 small
 files: tool calls in a loop, two reads for every write, each decided and recorded by one
 `DurableSession` kept open, as `ledger serve` keeps it (the probe off, so that what is timed is
-the session and its store, not the probe's sandbox). At each size, two figures:
+the session and its store, not the probe's sandbox; the session's default detector, which is
+Watchman where it is installed). At each size, two figures:
 - **kept open**: the mean of decide + record over the last 50 calls (the service's path);
 - **new process**: decide + record of one read by a session opened afresh, which holds nothing
   in memory and loads the stored state (a command hook's path, or the service's first call
