@@ -30,10 +30,11 @@ from ledger_spec.values import CommandRecord, Modification, Observation, Pending
 from . import state_codec
 from .state_codec import CodecError
 
-LOGS: Final = ("modifications", "observations", "history")
+# The three logs, in the order the header gives their lengths, and the type of their entries.
 ENTRY_TYPES: Final[dict[str, type]] = {
     "modifications": Modification, "observations": Observation, "history": CommandRecord,
 }
+LOGS: Final = tuple(ENTRY_TYPES)
 
 
 def checksum(text: str) -> str:
