@@ -16,12 +16,16 @@ Theory of operation. One step of either driver is, in order:
 6. finish: its result is recorded as an observation only if it is the whole truth and the
    fingerprint did not move while it ran.
 
+Both drivers ask their detector the one question of `ledger_impl.detectors.protocol`: what
+changed since the baseline its last report handed back.
+
 What each driver still owns:
 - `Runtime`: running the command (bash in the root, or the harness's executor), the
-  detector's before/after bracket around it, background jobs and their unknown scope, and
-  the probe run in process (`ProbeGuard`); start and finish are one `Ledger.advance`.
-- `DurableSession`: the stored state (one SQLite transaction per hook call), the poll through
-  `changes_since` against a stored baseline, pending rows (their expiry, through spec
+  detector's reports just before and after it (its baseline kept in memory), background jobs
+  and their unknown scope, and the probe run in process (`ProbeGuard`); start and finish are
+  one `Ledger.advance`.
+- `DurableSession`: the stored state (one SQLite transaction per hook call), the poll against
+  the baseline stored with it, pending rows (their expiry, through spec
   `expire`; a call id decided twice; the `may_write` a read inherits from an earlier writer
   under its id), and the probe queued for after the agent's answer; start and finish are the
   spec's `start` and `finish`, one hook call apart.

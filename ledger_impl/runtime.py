@@ -6,7 +6,10 @@ Each step starts in root, as in mini-swe-agent: a `cd` does not carry over.
 Four things keep Reuse honest beyond the ledger's own rules:
 - before a Reuse or a Nudge is returned, the detector is asked for changes made since its last report
   (by a background job, an editor, another process); any change is recorded and govern asked
-  again, so a write between two steps cannot be served stale;
+  again, so a write between two steps cannot be served stale. The detector is asked through
+  the one protocol every driver speaks (`ledger_impl.detectors.protocol`): changes since the
+  baseline its last report handed back, which the Runtime keeps in memory; a detector written
+  to the `before`/`after` contract is put behind it by `Bracketed`;
 - while a process a command left in the background is alive, and at the first step after it
   exits, the workspace is treated as changing in unknown ways; every descendant counts, also
   one that left bash's process group or session (`ledger_impl.descendants`);
@@ -37,6 +40,7 @@ from ledger_spec.degraded import Degraded, reported
 
 from .classifier import classify
 from .detectors import default_detector
+from .detectors.protocol import After, Before, Moment, ReportFailed, as_detector
 from . import descendants
 from .descendants import Descendants
 from .engine import UNKNOWN_SCOPE, first_reuse, observation_fingerprint
@@ -47,9 +51,6 @@ from .probe.guard import ProbeGuard
 
 DEFAULT_TIMEOUT = 120.0
 DEFAULT_OUTPUT_LIMIT = 4 * 1024 * 1024
-# What the detector is shown when it is polled for changes made between steps: a no-op that
-# is never executed, so a detector that parses command text sees nothing to report.
-BETWEEN_STEPS = ":"
 # Runs a command somewhere else and returns (output, exit_code): see `Runtime.step`.
 Executor = Callable[[str], tuple[str, int]]
 
@@ -110,6 +111,9 @@ class Runtime:
             raise ValueError(f"output_limit must be non-negative, got {output_limit!r}")
         self.root = path.resolve()
         self.detector = detector if detector is not None else default_detector()
+        self._reports = as_detector(self.detector)
+        self._baseline: bytes | None = None  # what the detector's last report handed back
+        self._problem: Degraded | None = None  # why this step's report was unknown scope, if it said
         self.policy = policy if policy is not None else Policy()
         self.ledger = Ledger(self.policy)
         self.task = task
@@ -141,6 +145,7 @@ class Runtime:
             observation_fingerprint, self.root, classified, environment, enabled=self.fingerprint_enabled
         )
         before: list[Changes] = []
+        self._problem = None
         if self._background:
             # Anything may have been written while they ran, including just before they exited.
             self._background = _still_alive(self._background)
@@ -150,7 +155,7 @@ class Runtime:
         errors: list[str] = []
         if not isinstance(decision, Allow):
             # Both Reuse and Nudge rest on "nothing changed since": ask the detector first.
-            pending = self._detect(BETWEEN_STEPS, None, errors)
+            pending = self._detect(None, errors)
             if not pending.empty:
                 self._record_before(pending, before)
                 enumerated = fingerprint_now()
@@ -164,28 +169,24 @@ class Runtime:
                 tuple(before), None, True, degraded, now, now, classified,
             )
 
-        completed = None
+        announced = self._detect(Before(command), errors)
+        if not announced.empty:
+            self._record_before(announced, before)
         started_ns = time.time_ns()
-
-        def execute() -> int:
-            nonlocal completed
-            if run is None:
-                completed = run_command(
-                    command, self.root, self.timeout, self.output_limit, environment,
-                    process_tracking=self._process_tracking,
-                )
-            else:
-                completed = _run_elsewhere(run, command, self.output_limit)
-            return completed.exit_code
-
+        if run is None:
+            completed = run_command(
+                command, self.root, self.timeout, self.output_limit, environment,
+                process_tracking=self._process_tracking,
+            )
+        else:
+            completed = _run_elsewhere(run, command, self.output_limit)
         try:
-            changes = self._detect(command, execute, errors)
+            changes = self._detect(After(command, completed.exit_code), errors)
         except BaseException:
             # Interrupted after the command ran (in the detector): what it left behind dies.
-            if completed is not None and completed.background is not None:
+            if completed.background is not None:
                 completed.background.kill()
             raise
-        assert completed is not None
         if completed.background is not None:
             self._background.add(completed.background)
         after = fingerprint_now()
@@ -238,8 +239,9 @@ class Runtime:
 
     def _degraded(self) -> Degraded | None:
         """The detector's own account of a degraded mode (watch limit, queue overflow, root
-        replaced), if it gives one; else the probe's, when it cannot run here."""
-        degraded = reported(getattr(self.detector, "degraded", None))
+        replaced), if it gives one; else why its last report was unknown scope, if it said;
+        else the probe's, when it cannot run here."""
+        degraded = reported(getattr(self.detector, "degraded", None)) or self._problem
         if degraded is not None:
             return degraded
         return self.probe.degraded if self.probe is not None else None
@@ -269,26 +271,30 @@ class Runtime:
             text += f"\ndetector degraded: {degraded.text()} (reads are re-run, not reused)"
         return printable(text)
 
-    def _detect(self, command: str, run: Callable[[], int] | None, errors: list[str]) -> Changes:
-        """The detector's report around `run` (or, with no `run`, of what changed since its last
-        report). A detector that fails cannot prove anything unchanged: its report becomes
-        "unknown scope", the command still runs, and the error is kept for the Step."""
-        failed = False
+    def _detect(self, moment: Moment, errors: list[str]) -> Changes:
+        """The detector's report at `moment` (`Before`/`After` a command, or None: a poll of
+        what changed since its last report). A detector that fails cannot prove anything
+        unchanged: its report becomes "unknown scope", the command still runs, and the error
+        is kept for the Step. The first report, with no baseline to compare with, is unknown
+        scope, and costs nothing while the ledger holds no step to make stale."""
         try:
-            self.detector.before(self.root, command)
+            changes, baseline, problem = self._reports.changes_since(self.root, self._baseline, moment)
+        except ReportFailed as failed:
+            errors.append(f"{self.detector_name}.{failed}")
+            return UNKNOWN_SCOPE
         except Exception as error:  # a user's detector may raise anything
-            errors.append(f"{self.detector_name}.before: {error!r}")
-            failed = True
-        exit_code = run() if run is not None else 0
-        try:
-            changes = self.detector.after(self.root, command, exit_code)
-        except Exception as error:
-            errors.append(f"{self.detector_name}.after: {error!r}")
+            errors.append(f"{self.detector_name}.changes_since: {error!r}")
             return UNKNOWN_SCOPE
         if not isinstance(changes, Changes):
-            errors.append(f"{self.detector_name}.after returned {type(changes).__name__}, not a Changes")
+            errors.append(f"{self.detector_name}.changes_since returned {type(changes).__name__}, not a Changes")
             return UNKNOWN_SCOPE
-        return UNKNOWN_SCOPE if failed else changes
+        first = self._baseline is None and self.ledger.step == 0
+        self._baseline = baseline
+        if first:
+            return Changes()
+        if problem is not None:
+            self._problem = problem
+        return changes
 
     @property
     def detector_name(self) -> str:

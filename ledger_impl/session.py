@@ -40,7 +40,7 @@ import os
 import pathlib
 import time
 from collections.abc import Iterable
-from typing import Mapping, Protocol
+from typing import Mapping
 
 import attrs
 
@@ -52,6 +52,7 @@ from . import session_probe, state_codec, state_rows
 from .classifier import classify
 from .context_journal import ContextJournal
 from .detectors import session_detector
+from .detectors.protocol import Detector, as_detector
 from .engine import UNKNOWN_SCOPE, first_reuse, observation_fingerprint
 from .fingerprint import Fingerprint
 from .ledger import Ledger
@@ -68,18 +69,6 @@ DEFAULT_ABANDON_AFTER_S = 15 * 60.0
 FORGET_ABANDONED_AFTER_S = 24 * 3600.0
 # Outputs longer than this (in UTF-8 bytes) are never stored, so never reused.
 DEFAULT_OUTPUT_CAP = 256 * 1024
-
-
-class SessionDetector(Protocol):
-    """What a session asks of its detector: the changes under `root` since a stored baseline,
-    the new baseline (None: none could be taken), and why the report is unknown scope when the
-    stored one could not be used. `ledger_impl.detectors.session_detector()` picks one."""
-
-    name: str
-
-    def changes_since(
-        self, root: os.PathLike[str] | str, blob: bytes | None
-    ) -> tuple[Changes, bytes | None, Degraded | None]: ...
 
 
 @attrs.frozen
@@ -110,7 +99,7 @@ class DurableSession:
         root: pathlib.Path,
         store: Store,
         policy: Policy,
-        detector: SessionDetector,
+        detector: Detector,
         *,
         output_cap: int,
         abandon_after: float,
@@ -125,7 +114,9 @@ class DurableSession:
         # The probes `record` queued in this process, for its caller to run after answering.
         self.queued_probes: list[int] = []
         self.policy = policy
-        self.detector = detector
+        # Any detector speaks the protocol; one that keeps its baseline in memory (`Bracketed`)
+        # reports unknown scope at every call of a new hook process, which is honest.
+        self.detector = as_detector(detector)
         self.output_cap = output_cap
         self.abandon_after = abandon_after
         self._store = store
@@ -153,7 +144,7 @@ class DurableSession:
         *,
         state_dir: str | os.PathLike[str] | None = None,
         policy: Policy | None = None,
-        detector: SessionDetector | None = None,
+        detector: Detector | None = None,
         output_cap: int = DEFAULT_OUTPUT_CAP,
         abandon_after: float = DEFAULT_ABANDON_AFTER_S,
         probe: bool = True,

@@ -1,10 +1,9 @@
 """Where Ledger keeps its state: one directory per user, outside every workspace it watches.
 
 The default is `$XDG_STATE_HOME/ledger`, and `~/.local/state/ledger` when XDG_STATE_HOME is
-unset or empty. Under it: `sessions/` (the session databases, `ledger_impl.store`),
-`detector-index/` (the persisted stat index of `stat_index.detector()`), `service/` (the resident
-service's socket, secret and port, `ledger_impl.service.layout`), Watchman's files, and what
-the CLI and the economizer keep.
+unset or empty. Under it: `sessions/` (the session databases, `ledger_impl.store`), `service/`
+(the resident service's socket, secret and port, `ledger_impl.service.layout`), Watchman's
+files, and what the CLI and the economizer keep.
 
 `ledger_client/thin.py` computes the same default without importing Ledger (it starts at every
 tool call); tests/test_state_directory.py checks that the two rules agree.

@@ -32,6 +32,7 @@ from . import sandbox
 from .counterexample import Counterexample, CounterexampleError, from_json, to_json
 from .oracle import Placement, StepRecord, Violation, fingerprint_line, probe_line, process_tracking_line, run_checked
 from .shell_strategies import WorkspaceSetup
+from ledger_impl.detectors.protocol import as_detector
 from ledger_spec.errors import DetectorFailure, HarnessFailure
 
 DetectorFactory = Callable[[], object]
@@ -115,12 +116,15 @@ def make_detector(factory: DetectorFactory, spec: str = "the factory") -> object
 
 
 def check_detector(detector: object, spec: str = "the factory") -> None:
-    """Raise DetectorLoadError unless `detector` has callable `before` and `after`."""
-    missing = [name for name in ("before", "after") if not callable(getattr(detector, name, None))]
-    if missing:
+    """Raise DetectorLoadError unless `detector` speaks the detector protocol: a callable
+    `changes_since`, or callable `before` and `after` (`ledger_impl.detectors.protocol`)."""
+    try:
+        as_detector(detector)
+    except TypeError:
         raise DetectorLoadError(
-            f"{spec}() returned a {type(detector).__name__}, not a detector (no callable {' or '.join(missing)})"
-        )
+            f"{spec}() returned a {type(detector).__name__}, not a detector "
+            "(no callable changes_since, nor callable before and after)"
+        ) from None
 
 
 # --- replay in this process -------------------------------------------------------------------

@@ -64,8 +64,9 @@ MODULES: dict[str, tuple[str, ...]] = {
         "tests/test_stat_index.py", "tests/test_snapshot_detector.py", "tests/test_session_adversary.py",
         "tests/test_watchman_detector.py", "tests/test_economizer_cli.py",
     ),
-    "ledger_impl/detectors/bracket.py": (
-        "tests/test_stat_index.py", "tests/test_watchman_detector.py", "tests/test_watchman_mutants.py",
+    "ledger_impl/detectors/protocol.py": (
+        "tests/test_detector_protocol.py", "tests/test_runtime.py", "tests/test_runtime_hardening.py",
+        "tests/test_service.py",
     ),
     "ledger_impl/detectors/channel.py": ("tests/test_channel_detector.py",),
     # The profile hunts of the other detectors in that file say nothing about this one.

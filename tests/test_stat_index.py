@@ -15,7 +15,7 @@ from ledger_impl.detectors.baseline import unusable
 from ledger_spec.degraded import Cause
 from ledger_impl.detectors import stat_index
 from ledger_impl.detectors.stat_index import (
-    INDEX_FORMAT, IndexDamaged, changes_since, decode, encode, make, same_snapshot,
+    INDEX_FORMAT, IndexDamaged, changes_since, decode, encode, same_snapshot,
 )
 from ledger_impl.tree_snapshot import take_snapshot
 
@@ -51,17 +51,6 @@ def test_an_index_of_another_root_is_not_used(tree: Path, tmp_path: Path, name: 
     changes, _, problem = changes_since(tree, blob)
     assert changes.unknown and problem == unusable(
         Cause.BASELINE_OF_ANOTHER_ROOT, "stat index", repr(os.path.abspath(other)), repr(os.path.abspath(tree)))
-
-
-def test_separate_instances_bracket_a_command_through_the_state_dir(tree: Path, tmp_path: Path) -> None:
-    state = tmp_path / "state"
-    stat_index.detector(state).before(tree, "sed -i s/alpha/ALPHA/ a.txt")
-    (tree / "a.txt").write_text("ALPHA\n")  # same size, same tick: caught by the racy digest
-    (tree / "d" / "e" / "new").write_text("")
-    changes = stat_index.detector(state).after(tree, "sed -i s/alpha/ALPHA/ a.txt", 0)
-    assert changes.paths == frozenset({"a.txt", "d/e", "d/e/new"}) and not changes.unknown
-    assert stat_index.detector(state).after(tree, ":", 0).empty
-    assert not any(path.name.endswith(".index") for path in tree.rglob("*"))
 
 
 # A window short enough that a short sleep ages every file out of it, so the shortcuts for
@@ -136,12 +125,6 @@ def test_an_index_of_the_previous_format_is_not_trusted(tree: Path) -> None:
     assert changes.unknown and problem is not None and "format 1" in str(problem)
 
 
-def test_the_state_dir_may_not_be_inside_the_root(tree: Path) -> None:
-    detector = stat_index.detector(tree / ".state")
-    with pytest.raises(ValueError, match="inside the workspace"):
-        detector.before(tree, ":")
-
-
 @pytest.mark.parametrize("forged", [bytes(32), b"\xff" * 32], ids=["low-checksum", "high-checksum"])
 def test_a_well_formed_body_under_a_wrong_checksum_is_damaged(tree: Path, forged: bytes) -> None:
     # The body decodes perfectly; only the checksum says it is not what was written.
@@ -158,27 +141,6 @@ def test_an_index_that_settled_is_rewritten_though_nothing_changed(tree: Path) -
     unchanged, settled, _ = changes_since(tree, racy, racy_window_ns=0)
     assert unchanged.empty
     assert settled != racy and not any(entry.racy for entry in decode(settled).entries.values())
-
-
-def test_the_default_state_dir_is_under_the_xdg_state_home(tree: Path, tmp_path: Path, monkeypatch) -> None:
-    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "xdg"))
-    detector = stat_index.detector()
-    detector.before(tree, ":")
-    assert detector.after(tree, ":", 0).empty
-    assert list((tmp_path / "xdg" / "ledger").rglob("*.index"))
-
-
-def test_close_keeps_a_state_dir_the_caller_gave(tree: Path, tmp_path: Path) -> None:
-    # Only a detector from `make()` owns (and removes) its directory; a caller's stays.
-    state = tmp_path / "state"
-    detector = stat_index.detector(state)
-    detector.before(tree, ":")
-    detector.close()
-    assert state.is_dir() and list(state.glob("*.index"))
-    owned = make()
-    owned.before(tree, ":")
-    owned.close()
-    assert not owned.baselines.directory.exists()
 
 
 def _signed(body: bytes) -> bytes:
@@ -218,26 +180,6 @@ def test_snapshots_of_different_roots_are_never_the_same(tree: Path) -> None:
     assert not same_snapshot(snapshot, more) and not same_snapshot(more, snapshot)
 
 
-def test_a_state_dir_whose_parents_do_not_exist_yet_is_made(tree: Path, tmp_path: Path) -> None:
-    state = tmp_path / "new" / "deeper" / "state"
-    detector = stat_index.detector(state)
-    detector.before(tree, ":")
-    assert detector.after(tree, ":", 0).empty and list(state.glob("*.index"))
-
-
-def test_a_failed_store_leaves_no_temporary_file(tree: Path, tmp_path: Path, monkeypatch) -> None:
-    state = tmp_path / "state"
-    detector = stat_index.detector(state)
-
-    def refuse(source: object, target: object) -> None:
-        raise OSError("disk full")
-
-    monkeypatch.setattr(stat_index.os, "replace", refuse)
-    with pytest.raises(OSError, match="disk full"):
-        detector.before(tree, ":")
-    assert list(state.iterdir()) == []
-
-
 def test_an_index_with_more_keys_than_entries_is_damaged(tree: Path) -> None:
     # Pairing them up to the shorter list would silently drop keys from the baseline.
     snapshot = take_snapshot(tree)
@@ -246,15 +188,6 @@ def test_an_index_with_more_keys_than_entries_is_damaged(tree: Path) -> None:
     body = marshal.dumps((INDEX_FORMAT, snapshot.root, keys, values, snapshot.listings, (), snapshot.taken_at_ns))
     with pytest.raises(IndexDamaged, match="malformed"):
         decode(_signed(body))
-
-
-def test_closing_an_owned_detector_whose_directory_is_gone_is_quiet(tree: Path) -> None:
-    import shutil
-
-    owned = make()
-    shutil.rmtree(owned.baselines.directory)
-    owned.close()
-    assert not owned.baselines.directory.exists()
 
 
 def test_a_checksummed_truncated_body_is_damaged() -> None:

@@ -343,16 +343,17 @@ def test_a_hook_process_starting_the_daemon_returns_at_once(layout, monkeypatch)
 
 
 def test_the_runtime_detector_reports_and_cleans_up(layout):
-    """`make()` (what `ledger check-detector` loads): before/after around commands, then a close
-    that stops its daemon and removes its state directory."""
+    """`make()` (what `ledger check-detector` loads): reports since the baseline it handed
+    back, then a close that stops its daemon and removes its state directory."""
     root, _ = layout
     detector = watchman.make()
-    state, daemon = detector.index.state_dir, detector.index.daemon
+    state, daemon = detector.state_dir, detector.daemon
     try:
-        detector.before(root, "true")
-        assert detector.after(root, "true", 0).paths == frozenset()
+        _, blob, _ = detector.changes_since(root, None)
+        unchanged, blob, _ = detector.changes_since(root, blob)
+        assert unchanged.paths == frozenset()
         (root / "a.txt").write_text("edited\n")
-        assert "a.txt" in detector.after(root, "edit", 0).paths
+        assert "a.txt" in detector.changes_since(root, blob)[0].paths
     finally:
         detector.close()
     assert not state.exists()

@@ -263,15 +263,15 @@ def test_a_detector_on_a_given_state_directory_leaves_it_and_its_daemon_at_close
     root, state = layout
     detector = watchman.detector(state)
     try:
-        detector.before(root, "true")
-        (roots,) = detector.index.daemon.commands(["watch-list"])
+        detector.changes_since(root, None)
+        (roots,) = detector.daemon.commands(["watch-list"])
         assert str(root.parent) in roots["roots"]
         detector.close()
         assert state.is_dir()
-        (roots,) = detector.index.daemon.commands(["watch-list"], spawn=False)
+        (roots,) = detector.daemon.commands(["watch-list"], spawn=False)
         assert str(root.parent) not in roots["roots"], "the daemon lives on, but no longer watches the root"
     finally:
-        detector.index.daemon.shutdown()
+        detector.daemon.shutdown()
 
 
 def test_a_long_state_directory_gets_a_short_socket_name_every_process_agrees_on(tmp_path):
@@ -447,7 +447,7 @@ def test_a_detector_built_directly_tracks_links_as_make_does(layout, tmp_path):
     # Embedding code builds `watchman.detector(state_dir)` itself: it must be the sound one, which
     # sees a write through a link made outside the root, not the names-only variant.
     """Pins a mutant of `ledger_impl/detectors/watchman.py` that let a change go unreported and that
-    no test had caught (line 413: `WatchmanDetector(..., track_links=True)` -> `False`): only
+    no test had caught (then line 413: `WatchmanIndex(..., track_links=True)` -> `False`): only
     `make()` passed `True`. Listed in `scripts/mutation_survivors.json`."""
     root, state = layout
     outside = tmp_path / "elsewhere"
@@ -455,15 +455,15 @@ def test_a_detector_built_directly_tracks_links_as_make_does(layout, tmp_path):
     os.link(root / "a.txt", outside / "a-link.txt")
     detector = watchman.detector(state)
     try:
-        detector.before(root, "true")
-        assert detector.after(root, "true", 0).paths == frozenset()
-        detector.before(root, "true")
+        _, blob, _ = detector.changes_since(root, None)
+        unchanged, blob, _ = detector.changes_since(root, blob)
+        assert unchanged.paths == frozenset()
         with open(outside / "a-link.txt", "a") as through_the_link:
             through_the_link.write("written from outside\n")
-        assert "a.txt" in detector.after(root, "true", 0).paths
+        assert "a.txt" in detector.changes_since(root, blob)[0].paths
     finally:
         detector.close()
-        detector.index.daemon.shutdown()
+        detector.daemon.shutdown()
 
 
 @needs_watchman

@@ -1,9 +1,12 @@
 """Edit detectors: what changed in the workspace around each command.
 
-A detector has `name`, `before(root, command)` and `after(root, command, exit_code) -> Changes`
-(see DESIGN.md, "Edit detector"). `default_detector()` is the one the runtime uses unless told
-otherwise; `session_detector()` is the one a `DurableSession` (the hooks) uses unless told
-otherwise.
+Every driver asks a detector one question, `changes_since(root, baseline, moment)`
+(`ledger_impl.detectors.protocol`). The stat index and Watchman answer it as they are; a
+detector that keeps its baseline in memory may instead follow DESIGN.md's "Edit detector"
+contract (`before(root, command)`, `after(root, command, exit_code) -> Changes`), as the event,
+snapshot, rules and channel detectors and users' detectors do, and is put behind the protocol
+by its one adapter. `default_detector()` is the one the runtime uses unless told otherwise;
+`session_detector()` is the one a `DurableSession` (the hooks) uses unless told otherwise.
 
 The detector classes are loaded on first use (PEP 562): importing one detector module, as the
 hook's session does with `stat_index`, must not load inotify (ctypes) or the rules detector.

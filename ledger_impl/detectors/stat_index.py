@@ -8,10 +8,9 @@ returns the changes and the new blob; it writes nothing, so the caller decides w
 lives (the session keeps it in the same SQLite transaction as the ledger, so a crash can never
 leave a baseline that is newer than the ledger it belongs to).
 
-`detector()` is the same index behind the ordinary `before`/`after` detector contract (through
-`ledger_impl.detectors.bracket`), persisted in a file under a state directory (never under the
-root) and read back at every call, so `ledger check-detector
-ledger_impl.detectors.stat_index:make` checks the persisted path.
+The index speaks the one detector protocol (`ledger_impl.detectors.protocol`) as it is, so the
+Runtime and `ledger check-detector ledger_impl.detectors.stat_index:make` drive the same
+`changes_since` a hook process does, with the blob kept in memory instead of in SQLite.
 """
 
 from __future__ import annotations
@@ -20,13 +19,10 @@ import hashlib
 import marshal
 import os
 import pathlib
-import shutil
-import tempfile
 
 from ledger_impl.detectors.baseline import read_stored, unusable
 from ledger_spec.degraded import Cause, Degraded
-from ledger_impl.detectors.bracket import Bracket, InDirectory
-from ledger_impl import state_directory
+from ledger_impl.detectors.protocol import Before, Moment, Report, deferred
 from ledger_impl.tree_snapshot import RACY_WINDOW_NS, Entry, Snapshot, diff, take_snapshot
 from ledger_spec.values import Changes
 from ledger_spec.errors import UnreadableState
@@ -124,20 +120,12 @@ class StatIndex:
     def __init__(self, racy_window_ns: int = RACY_WINDOW_NS) -> None:
         self.racy_window_ns = racy_window_ns
 
-    def changes_since(self, root: os.PathLike[str] | str, blob: bytes | None) -> tuple[Changes, bytes, Degraded | None]:
+    def changes_since(self, root: os.PathLike[str] | str, blob: bytes | None, moment: Moment = None) -> Report:
+        if isinstance(moment, Before) and blob is not None:
+            return deferred(blob)  # the report after the command covers this interval too
         return changes_since(root, blob, racy_window_ns=self.racy_window_ns)
 
 
-def detector(
-    state_dir: os.PathLike[str] | str | None = None, racy_window_ns: int = RACY_WINDOW_NS
-) -> Bracket:
-    """The persisted stat index behind `before`/`after`: its baseline in a file per root under
-    `state_dir` (default: the state directory's `detector-index/`), read back at every call."""
-    directory = pathlib.Path(state_dir) if state_dir is not None else state_directory.default() / "detector-index"
-    return Bracket(StatIndex(racy_window_ns), InDirectory(directory))
-
-
-def make() -> Bracket:
-    """A detector with its own fresh state directory, removed on close (for `check-detector`)."""
-    directory = tempfile.mkdtemp(prefix="ledger-stat-index-")
-    return Bracket(StatIndex(), InDirectory(directory), cleanup=lambda: shutil.rmtree(directory, ignore_errors=True))
+def make() -> StatIndex:
+    """The stat index for `ledger check-detector`."""
+    return StatIndex()

@@ -53,7 +53,7 @@ from ledger_spec.degraded import Cause, Degraded
 from ledger_spec.values import Changes
 
 from .baseline import read_stored, unusable
-from .bracket import Bracket, InMemory
+from .protocol import Before, Moment, Report, deferred
 from ..state_directory import check_outside, resolve
 from ledger_spec.errors import DetectorFailure
 
@@ -297,10 +297,13 @@ class WatchmanIndex:
         # False only for `ledger_impl.detectors.unsound.watchman_by_name`: Watchman's names alone.
         self.track_links = track_links
 
-    def changes_since(self, root: os.PathLike[str] | str, blob: bytes | None) -> tuple[Changes, bytes | None, Degraded | None]:
+    def changes_since(self, root: os.PathLike[str] | str, blob: bytes | None, moment: Moment = None) -> Report:
         """What changed under `root` since the baseline `blob`, the new baseline, and why the
         report is unknown scope when it is (None otherwise). The new baseline is None when no
-        clock could be had: the next call is then unknown scope too."""
+        clock could be had: the next call is then unknown scope too. Just before a command
+        (`Before`) with a baseline in hand, nothing is asked: the next report covers it."""
+        if isinstance(moment, Before) and blob is not None:
+            return deferred(blob)
         root_s = os.path.realpath(root)
         stored, problem = read_stored(blob, lambda data: Baseline.decode(data, root_s), "Watchman clock")
         changes, baseline, problem = self.compare(root_s, stored, problem)
@@ -440,19 +443,38 @@ def _entry(item: object) -> tuple[str, bool, str]:
     return name, exists, kind
 
 
-def detector(state_dir: os.PathLike[str] | str | None = None, *, track_links: bool = True) -> Bracket:
-    """The Watchman index behind the Runtime's `before`/`after`, for `ledger check-detector` and
-    embedding: the baseline is kept in memory (the daemon is what persists)."""
-    return Bracket(WatchmanIndex(state_dir, track_links=track_links), InMemory(), canonical=os.path.realpath)
+class WatchmanDetector(WatchmanIndex):
+    """The Watchman index for a driver that keeps its baseline in memory (the Runtime, `ledger
+    check-detector`): the watches it made are deleted at `close`, and with `disposable`, its
+    daemon and state directory too. (A session's index is never closed: the next hook process
+    needs the same watch.)"""
+
+    def __init__(
+        self, state_dir: os.PathLike[str] | str | None = None, *, track_links: bool = True, disposable: bool = False
+    ) -> None:
+        super().__init__(state_dir, track_links=track_links)
+        self._disposable = disposable
+        self._roots: set[str] = set()
+
+    def changes_since(self, root: os.PathLike[str] | str, blob: bytes | None, moment: Moment = None) -> Report:
+        self._roots.add(os.path.realpath(root))
+        return super().changes_since(root, blob, moment)
+
+    def close(self) -> None:
+        for root in self._roots:
+            self.forget(root)
+        self._roots.clear()
+        if self._disposable:
+            self.daemon.shutdown()
+            shutil.rmtree(self.state_dir, ignore_errors=True)
 
 
-def make(*, track_links: bool = True) -> Bracket:
+def detector(state_dir: os.PathLike[str] | str | None = None, *, track_links: bool = True) -> WatchmanDetector:
+    """The Watchman detector for embedding: its daemon's files under `state_dir`."""
+    return WatchmanDetector(state_dir, track_links=track_links)
+
+
+def make(*, track_links: bool = True) -> WatchmanDetector:
     """A detector with a daemon and state directory of its own, both gone on close (for
     `ledger check-detector`)."""
-    index = WatchmanIndex(tempfile.mkdtemp(prefix="ledger-watchman-"), track_links=track_links)
-
-    def cleanup() -> None:
-        index.daemon.shutdown()
-        shutil.rmtree(index.state_dir, ignore_errors=True)
-
-    return Bracket(index, InMemory(), canonical=os.path.realpath, cleanup=cleanup)
+    return WatchmanDetector(tempfile.mkdtemp(prefix="ledger-watchman-"), track_links=track_links, disposable=True)

@@ -22,11 +22,11 @@ from __future__ import annotations
 
 import os
 import pathlib
-import secrets
 
 from ledger_impl.detectors import watchman
 from ledger_impl.detectors.baseline import read_stored, unusable
 from ledger_impl.detectors.events import EventDetector
+from ledger_impl.detectors.protocol import BETWEEN_STEPS, Bracketed, Moment, Report, Tokens
 from ledger_spec.degraded import Cause, Degraded
 from ledger_spec.values import Changes
 
@@ -37,56 +37,27 @@ RESTARTED = unusable(Cause.SERVICE_RESTARTED)
 WRITTEN_ELSEWHERE = unusable(Cause.WRITTEN_ELSEWHERE)
 
 
-class Tokens:
-    """The blobs a resident detector hands out: this process's nonce and a report count."""
-
-    def __init__(self) -> None:
-        self._nonce = secrets.token_hex(16).encode()
-        self._reports = 0
-
-    def latest(self) -> bytes:
-        return TOKEN_PREFIX + self._nonce + b":" + str(self._reports).encode()
-
-    def issue(self) -> bytes:
-        self._reports += 1
-        return self.latest()
-
-
-class ResidentDetector:
-    """`changes_since` over one workspace, answered from inotify events drained in memory."""
+class ResidentDetector(Bracketed):
+    """`changes_since` over one workspace, answered from inotify events drained in memory:
+    the event detector behind the protocol's one adapter, with the service's reasons."""
 
     name = "resident-inotify"
 
     def __init__(self, events: EventDetector | None = None) -> None:
-        self._events = events if events is not None else EventDetector()
-        self._tokens = Tokens()
-        self._root: str | None = None
+        super().__init__(
+            events if events is not None else EventDetector(),
+            first=RESTARTED, stale=WRITTEN_ELSEWHERE, tokens=Tokens(TOKEN_PREFIX),
+        )
+        self.name = ResidentDetector.name
 
     @property
-    def degraded(self) -> Degraded | None:
-        """Why the detector is not on events alone right now (watch limit, overflow), if so."""
-        return self._events.degraded
-
-    def changes_since(self, root: os.PathLike[str] | str, blob: bytes | None) -> tuple[Changes, bytes, Degraded | None]:
-        root_s = os.path.abspath(os.fspath(root))
-        if self._root != root_s:
-            self._root = root_s
-            self._events.before(pathlib.Path(root_s), "")  # the baseline snapshot, watches added
-            return Changes(unknown=True), self._tokens.issue(), RESTARTED
-        expected = self._tokens.latest()
-        self._events.before(pathlib.Path(root_s), "")
-        changes = self._events.after(pathlib.Path(root_s), "", 0)
-        if blob != expected:
-            return Changes(unknown=True), self._tokens.issue(), WRITTEN_ELSEWHERE
-        return changes, self._tokens.issue(), None
+    def _events(self) -> EventDetector:
+        return self.inner  # type: ignore[no-any-return]
 
     def drain(self) -> None:
         """Read what piled up in the kernel queue (between calls, so an idle spell cannot overflow it)."""
         if self._root is not None:
-            self._events.before(pathlib.Path(self._root), "")
-
-    def close(self) -> None:
-        self._events.close()
+            self._events.before(pathlib.Path(self._root), BETWEEN_STEPS)
 
 
 class ResidentWatchman:
@@ -97,10 +68,10 @@ class ResidentWatchman:
     def __init__(self, index: watchman.WatchmanIndex, directories: DirectoryWatch | None = None) -> None:
         self.index = index
         self._directories = directories if directories is not None else DirectoryWatch()
-        self._tokens = Tokens()
+        self._tokens = Tokens(TOKEN_PREFIX)
         self._latest: watchman.Baseline | None = None
 
-    def changes_since(self, root: os.PathLike[str] | str, blob: bytes | None) -> tuple[Changes, bytes | None, Degraded | None]:
+    def changes_since(self, root: os.PathLike[str] | str, blob: bytes | None, moment: Moment = None) -> Report:
         root_s = os.path.realpath(root)
         stored: watchman.Baseline | None
         problem: Degraded | None
