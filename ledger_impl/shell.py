@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import shlex
 from dataclasses import dataclass, field
+from typing import Final
 
 import tree_sitter
 import tree_sitter_bash
@@ -578,8 +579,17 @@ def _skips_a_backslash(root: tree_sitter.Node, data: bytes) -> bool:
     return False
 
 
+# One step reads the same text several times: the classifier, the fingerprint before the
+# decision and after the run, the worktree check, the rules detector. Each is answered from one
+# parse: a Script is only read once built, so the same one is handed to every reader (who must
+# not change it), and a refusal is kept as its message.
+_PARSED: dict[str, "Script | str"] = {}
+_PARSED_LIMIT: Final = 256
+
+
 def parse(text: str) -> Script:
-    """Parse `text` into statements of pipelines of simple commands.
+    """Parse `text` into statements of pipelines of simple commands (the same Script for the
+    same text while it is among the last texts parsed: read it, never change it).
 
     Raises ShellSyntaxError for anything tree-sitter flags as an error, for NUL bytes, for
     oversized input, for a backslash tree-sitter skips as a blank where bash joins two tokens
@@ -587,6 +597,21 @@ def parse(text: str) -> Script:
     """
     if not isinstance(text, str):
         raise ShellSyntaxError(f"a command is a string, got {type(text).__name__}")
+    known = _PARSED.get(text)
+    if known is None:
+        try:
+            known = _parse(text)
+        except ShellSyntaxError as error:
+            known = str(error)
+        if len(_PARSED) >= _PARSED_LIMIT:
+            _PARSED.clear()
+        _PARSED[text] = known
+    if isinstance(known, str):
+        raise ShellSyntaxError(known)
+    return known
+
+
+def _parse(text: str) -> Script:
     if "\x00" in text:
         raise ShellSyntaxError("a command cannot contain NUL")
     data = text.encode("utf-8", errors="surrogateescape")
