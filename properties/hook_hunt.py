@@ -413,6 +413,9 @@ class HookWorld:
         self.state_dir = self.parent / "state"
         self.events: list[dict[str, Any]] = []
         self.calls = 0
+        # Calls decided and left running (the "left-running" shape): (call id, command) of a
+        # writer that may land at any moment until the agent reports it.
+        self.in_flight: list[tuple[str, str]] = []
         self._write_outside_config()
         self.base_env = session_environment(Placement(self.root, self.outside))
         # Set as most agents' environments have them, so that a change is mostly a new value of
@@ -594,7 +597,9 @@ class HookWorld:
         shutil.rmtree(self.parent, ignore_errors=True)
 
 
-HOW: tuple[str, ...] = ("plain", "interrupted", "redecide", "abandon", "rewritten", "switched")
+HOW: tuple[str, ...] = ("plain", "interrupted", "redecide", "abandon", "rewritten", "switched", "left-running")
+# What a call of the "left-running" shape is decided again as, under the same id.
+READ_UNDER_A_WRITER_ID = "cat a.txt"
 
 
 def rewritten(command: str) -> str:
@@ -612,8 +617,11 @@ def tool_call(world: HookWorld, command: str, how: str = "plain") -> ReuseCheck 
     one id), "abandon" (decided and run, never reported), "rewritten" (decided as `command`,
     then run and reported as `rewritten(command)`), "switched" (the switchable `cat` is switched
     to its other version while the command runs, and back once it is reported: another process,
-    a version manager, at work). Returns None when nothing was served, else the Reuse and what
-    running the command at once showed.
+    a version manager, at work), "left-running" (decided, then decided again under the same id
+    as `READ_UNDER_A_WRITER_ID`, and left running unreported: while it is, a Reuse served to any
+    call is checked after it lands, since it may land before the agent uses the served output).
+    Returns None when nothing was served, else the Reuse and what running the command at once
+    showed.
     """
     if how not in HOW:
         raise ValueError(f"unknown call shape {how!r}")
@@ -623,7 +631,16 @@ def tool_call(world: HookWorld, command: str, how: str = "plain") -> ReuseCheck 
     reply = world.hook(world.payload(world.simulated.pre_event, call_id, command))
     if how == "redecide":
         reply = world.hook(world.payload(world.simulated.pre_event, call_id, command))
+    if how == "left-running":
+        world.hook(world.payload(world.simulated.pre_event, call_id, world.placement.render(READ_UNDER_A_WRITER_ID)))
+        world.in_flight.append((call_id, command))
+        return None
     served = world.served(reply)
+    if served is not None:
+        for running_id, running in world.in_flight:  # each lands now, then is reported
+            landed_output, landed_code = world.run(running)
+            world.post(running_id, running, landed_output, landed_code)
+        world.in_flight.clear()
     if served is None and how == "rewritten":
         command = rewritten(command)
     if served is None and how == "switched":
@@ -864,6 +881,11 @@ SWEEP: dict[str, tuple[str, tuple[SweepStep, ...]]] = {
         "git branch", ("git-in-main", "branch", "side"))),
     "a call id decided twice": ("codex", (("call", "echo changed > a.txt", "redecide"), ("call", "cat a.txt"),
                                           ("call", "cat a.txt"))),
+    # A writer's id decided again for a read: the read inherits the writer's may-write, so no
+    # read made while it may still run is stored, and none is served until it is reported.
+    "a writer's id decided again for a read, the writer still running": ("claude", (
+        ("call", "cat a.txt"), ("call", "echo written under the same id >> a.txt", "left-running"),
+        ("call", "cat a.txt"), ("call", "cat a.txt"))),
 }
 
 

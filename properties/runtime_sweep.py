@@ -10,14 +10,21 @@ compared). A case names the lines it runs with: "shipped" (fingerprint and probe
 either may be the one that is wrong. The hook path has its own sweep (`hook_hunt.SWEEP`).
 
 Steps: ("step", command) runs a command; ("environment", name, value) changes a variable of the
-session's environment between two commands, as an agent harness that sets variables per call does.
+session's environment between two commands, as an agent harness that sets variables per call does;
+("pause", seconds) lets time pass between two commands (a background job finishes meanwhile).
+
+A case runs with the default detector unless `DETECTORS` names another: a rule of the Runtime's
+own that every shipped sensor masks (they all report a background job's last write at the next
+poll) is checked with the rules detector, which sees nothing between steps, so that the rule
+alone stands between the job and a stale Reuse.
 """
 
 from __future__ import annotations
 
-from typing import Final
+import time
+from typing import Callable, Final
 
-from ledger_impl.detectors import default_detector
+from ledger_impl.detectors import RulesDetector, default_detector
 
 from .oracle import Violation, checked_session, fingerprint_line, hunt_environment, probe_line
 from .shell_strategies import OUTSIDE_PLACEHOLDER, WorkspaceSetup
@@ -66,14 +73,27 @@ CASES: Final[dict[str, tuple[str, tuple[SweepStep, ...]]]] = {
         ("step", f"ln -sfn a {VERSIONS}/current"), ("step", "cat b.txt"))),
     "a new value of TZ between two listings": ("fingerprint", (
         ("step", "ls -l a.txt"), ("step", "ls -l a.txt"), ("environment", "TZ", "Asia/Tokyo"), ("step", "ls -l a.txt"))),
+    # The listing runs while the job sleeps; the job makes a file and exits between the two
+    # listings. The step after it exits is unknown scope by the Runtime's rule, whatever the
+    # detector saw; a listing's fingerprint does not hold the root's entries, so that rule is
+    # all that stands. (A listing slower than the job's sleep sees the file itself: the case
+    # then proves nothing, but never fails a correct Runtime.)
+    "a background job's last write, with a detector that sees nothing between steps": ("fingerprint", (
+        ("step", "(sleep 1; touch written-late.txt) &"), ("step", "ls"), ("pause", "2"), ("step", "ls"))),
+}
+DETECTORS: Final[dict[str, Callable[[], object]]] = {
+    "a background job's last write, with a detector that sees nothing between steps": RulesDetector,
 }
 
 
-def run_case(lines: str, steps: tuple[SweepStep, ...], setup: WorkspaceSetup = SETUP) -> tuple[int, Violation | None]:
+def run_case(
+    lines: str, steps: tuple[SweepStep, ...], setup: WorkspaceSetup = SETUP,
+    detector: Callable[[], object] = default_detector,
+) -> tuple[int, Violation | None]:
     """(commands run, the first violation or None) of one case."""
     fingerprint, probe = LINES[lines]
     run = 0
-    with fingerprint_line(fingerprint), probe_line(probe), checked_session(setup, default_detector()) as session:
+    with fingerprint_line(fingerprint), probe_line(probe), checked_session(setup, detector()) as session:
         for step in steps:
             kind, *rest = step
             if kind == "step":
@@ -83,6 +103,8 @@ def run_case(lines: str, steps: tuple[SweepStep, ...], setup: WorkspaceSetup = S
                     return run, record.violation
             elif kind == "environment":
                 session.set_environment(rest[0], rest[1])
+            elif kind == "pause":
+                time.sleep(float(rest[0]))
             else:
                 raise ValueError(f"unknown sweep step {step!r}")
     return run, None
@@ -94,7 +116,7 @@ def run_runtime_sweep() -> tuple[int, list[tuple[str, Violation]]]:
     commands = 0
     with hunt_environment(), sweeping():
         for name, (lines, steps) in CASES.items():
-            run, violation = run_case(lines, steps)
+            run, violation = run_case(lines, steps, detector=DETECTORS.get(name, default_detector))
             commands += run
             if violation is not None:
                 found.append((name, violation))

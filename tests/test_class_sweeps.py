@@ -31,6 +31,26 @@ def test_the_runtime_sweep_sees_an_environment_compared_by_names(monkeypatch: py
     assert [name for name, _ in found] == ["a new value of TZ between two listings"], found
 
 
+def test_the_runtime_sweep_sees_unknown_scope_kept_only_while_a_job_lives(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Semantic mutant 082's bug: the jobs are pruned before the step asks whether any was
+    running, so the step after a job exits is not unknown scope and its last write is missed.
+    Every shipped sensor reports that write at the next poll; the rules detector does not."""
+    import ledger_impl.runtime as runtime
+
+    still_alive = runtime._still_alive
+    original_step = runtime.Runtime.step
+
+    def pruned_first(self, command, run=None):  # type: ignore[no-untyped-def]
+        self._background = still_alive(self._background)
+        return original_step(self, command, run)
+
+    monkeypatch.setattr(runtime.Runtime, "step", pruned_first)
+    _, found = runtime_sweep.run_runtime_sweep()
+    assert [name for name, _ in found] == [
+        "a background job's last write, with a detector that sees nothing between steps"
+    ], found
+
+
 def test_an_environment_step_changes_what_the_commands_and_the_oracle_run_with() -> None:
     from ledger_impl.detectors import default_detector
     from ledger_properties.oracle import checked_session
@@ -76,3 +96,38 @@ def test_a_sweep_failure_is_a_counterexample_that_replays_with_the_bug_only(tmp_
         without = hook_hunt.replay(document)
     assert [check.held for check in with_bug] == [False]
     assert [check.held for check in without] == [True]
+
+
+PLANT_079 = """
+import importlib.util, sys
+spec = importlib.util.find_spec("ledger_impl.session")
+source = open(spec.origin).read()
+line = "inherited = earlier is not None and earlier.may_write"
+assert line in source
+module = importlib.util.module_from_spec(spec)
+sys.modules["ledger_impl.session"] = module
+exec(compile(source.replace(line, "inherited = False"), spec.origin, "exec"), module.__dict__)
+"""
+
+
+def test_the_hook_sweep_sees_a_read_under_a_writer_id_that_forgets_the_writer(tmp_path: pathlib.Path) -> None:
+    """Semantic mutant 079's bug, loaded into every hook process: a call id decided again for a
+    read loses the earlier writer's may-write flag, so a read made while that writer may still
+    run is stored and served. Its class finds it; as shipped the class holds."""
+    plant = tmp_path / "plant"
+    plant.mkdir()
+    (plant / "sitecustomize.py").write_text(PLANT_079)
+    name = "a writer's id decided again for a read, the writer still running"
+    agent, steps = hook_hunt.SWEEP[name]
+    found = []
+    with hunt_environment():
+        for environment in ({"PYTHONPATH": str(plant)}, None):
+            world = hook_hunt.HookWorld(agent, hook_hunt.SWEEP_SETUP, False, environment)
+            try:
+                found.append(hook_hunt.sweep_world(world, steps))
+            finally:
+                world.close()
+    with_bug, without = found
+    assert with_bug is not None and with_bug.property == hook_hunt.HOOK_REUSE_IS_FRESH, with_bug
+    assert without is None, without
+
