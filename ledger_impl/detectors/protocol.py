@@ -38,6 +38,7 @@ from typing import Any, Protocol, Union, runtime_checkable
 import attrs
 
 from ledger_spec.degraded import Cause, Degraded, reported
+from ledger_spec.errors import DetectorFailure
 from ledger_spec.values import Changes
 
 from .baseline import unusable
@@ -83,7 +84,7 @@ def deferred(baseline: bytes) -> Report:
     return Changes(), baseline, None
 
 
-class ReportFailed(Exception):
+class ReportFailed(DetectorFailure):
     """A bracketed detector's own call raised: which call (`before`, `after`), and what."""
 
     def __init__(self, call: str, error: Exception) -> None:
