@@ -437,3 +437,88 @@ def test_a_program_in_the_worktree_s_own_config_is_seen(root: Path, env: dict[st
     assert fingerprint(root, "git status", env) is not None
     _write(root / ".git" / "config.worktree", "[diff]\n\texternal = /bin/true\n")
     assert fingerprint(root, "git status", env) is None
+
+
+# -- operator mutation of fingerprint.py (scripts/mutation.py): the survivors of its first run
+
+
+@pytest.mark.parametrize("wrapper", ["env LC_ALL=C", "timeout 5", "nice"])
+def test_the_program_a_wrapper_runs_is_fingerprinted_though_it_is_no_line_tool(
+    root: Path, env: dict[str, str], tmp_path: Path, wrapper: str
+) -> None:
+    """Pins `ledger_impl/fingerprint.py` line 228 (the wrapper's operand taken as the first word
+    that is an option): the program a wrapper runs was left out, so rewriting it went unseen
+    and a stale Reuse was possible."""
+    # `wc` is not one of the line tools every file read fingerprints anyway: only the wrapper's
+    # operand, skipped past its options and assignments, brings it in. Rewritten in place, so
+    # that no PATH directory changes (a name not found is fingerprinted by those).
+    shadow = tmp_path / "shadow-bin"
+    program = _write(shadow / "wc", '#!/bin/sh\nexec /usr/bin/wc "$@"\n', 0o755)
+    env["PATH"] = f"{shadow}:{env['PATH']}"
+    _moves(root, env, f"{wrapper} wc -l src/app.py", lambda: _rewrite_in_place(program, "#!/bin/sh\necho 0\n"))
+
+
+def test_a_program_after_an_assignment_alone_is_fingerprinted(root: Path, env: dict[str, str], tmp_path: Path) -> None:
+    """Pins `ledger_impl/fingerprint.py` line 112 (`continue` -> `break`): the programs after a
+    simple command with no words were left out, so one shadowed on PATH went unseen and a
+    stale Reuse was possible."""
+    # `X=1` is a simple command with no words: the programs after it still count.
+    shadow = tmp_path / "shadow-bin"
+    shadow.mkdir()
+    env["PATH"] = f"{shadow}:{env['PATH']}"
+    _moves(root, env, "X=1; wc -l src/app.py", lambda: _write(shadow / "wc", "#!/bin/sh\necho 0\n", 0o755))
+
+
+def test_a_listing_scope_that_sorts_before_the_dot_is_fingerprinted(root: Path, env: dict[str, str]) -> None:
+    # The scope's directory chain is left out only for the root itself (".").
+    (root / "+gen").mkdir()
+    (root / "+gen" / "a.txt").write_text("a\n")
+    taken = fingerprint(root, "ls +gen", env)
+    assert taken is not None and [key for key, _ in taken.paths] == ["+gen"]  # type: ignore[attr-defined]
+
+
+def test_an_ancestor_of_the_root_replaced_moves_the_fingerprint(env: dict[str, str], tmp_path: Path) -> None:
+    # The root itself is the same directory, reached through a link where its parent was.
+    parent = tmp_path / "parent"
+    (parent / "work").mkdir(parents=True)
+    (parent / "work" / "a.txt").write_text("a\n")
+    root = parent / "work"
+    before = fingerprint(root, "cat a.txt", env)
+    parent.rename(tmp_path / "moved")
+    parent.symlink_to(tmp_path / "moved")
+    assert fingerprint(root, "cat a.txt", env) != before
+
+
+def test_a_dash_c_with_nothing_after_it_is_not_a_crash(root: Path, env: dict[str, str]) -> None:
+    # `git diff -c` (a combined diff) ends with `-c`: there is no key=value to read after it.
+    _init_repository(root, env)
+    assert fingerprint(root, "git diff -c", env) is not None
+
+
+def test_unparsable_text_in_a_linked_worktree_counts_as_running_git(root: Path, env: dict[str, str], tmp_path: Path) -> None:
+    from ledger_impl.fingerprint import repository_outside_the_root
+    from ledger_spec import Category, Command, FileTarget
+
+    _init_repository(root, env)
+    worktree = tmp_path / "linked"
+    _git(root, env, "worktree", "add", "-q", "-b", "side", str(worktree))
+    unparsable = Command("cat 'src/app.py", "cat src/app.py", Category.READ, FileTarget("src/app.py"))
+    assert repository_outside_the_root(worktree, unparsable)
+    assert not repository_outside_the_root(root, unparsable), "a .git directory is inside the root"
+
+
+def test_a_line_tool_that_cannot_be_identified_allows_only_verbatim_repeats(
+    root: Path, env: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Found on PATH, then gone before its identity was taken (removed in between, or a lookup
+    # cached within one timestamp tick): the same absent identity on both sides proves nothing
+    # about which program runs, so no other spelling may be served.
+    import ledger_impl.fingerprint as fingerprints
+
+    identify = fingerprints._followed_identity
+    monkeypatch.setattr(
+        fingerprints, "_followed_identity",
+        lambda path: ("absent", 2) if os.path.basename(path) == "tail" else identify(path),
+    )
+    taken = fingerprint(root, "tail -n 2 src/app.py", env)
+    assert taken is not None and taken.spelling == "tail -n 2 src/app.py"  # type: ignore[attr-defined]
