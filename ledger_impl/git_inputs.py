@@ -10,8 +10,12 @@ reused, because its output is whatever that program prints.
 
 `inputs(root, env, command_config)` returns either the identities of everything found, as a
 tuple to compare for equality, or a string saying why the read must not be reused
-(`RUNS_PROGRAM`, `UNRESOLVABLE`). Parsed configuration files are cached by
+(`RUNS_PROGRAM`, `UNRESOLVABLE`, `BEYOND_LIMITS`). Parsed configuration files are cached by
 their stat identity, so a repeated call costs stat calls only.
+
+Every walk is bounded (configuration files and their size, entries given through the
+environment, ref directories, worktrees). Past a bound the inputs are not all known, so the
+read is never reused: a bound costs reuse, never a missed input.
 """
 
 from __future__ import annotations
@@ -22,6 +26,13 @@ from typing import Final, Iterable, Mapping
 
 RUNS_PROGRAM: Final = "runs-a-configured-program"
 UNRESOLVABLE: Final = "an include git resolves from the password database (~user)"
+BEYOND_LIMITS: Final = "more configuration, refs or worktrees than are looked at"
+
+_CONFIG_FILES_LIMIT: Final = 64  # configuration files, includes counted
+_CONFIG_BYTES_LIMIT: Final = 1 << 20  # of one configuration file
+_ENVIRONMENT_ENTRIES_LIMIT: Final = 1000  # GIT_CONFIG_COUNT
+_REF_DIRECTORIES_LIMIT: Final = 1024
+_WORKTREES_LIMIT: Final = 64
 
 # Configuration keys (lower case, subsection elided as "*") whose value names a program that
 # a read may run. A value of "false"/"" for the Boolean ones turns them off.
@@ -59,7 +70,7 @@ _COMMON_DIR_FILES: Final = (
 
 Identity = tuple[object, ...]
 
-_config_cache: dict[str, tuple[Identity, list[tuple[str, str]]]] = {}
+_config_cache: dict[str, tuple[Identity, list[tuple[str, str]] | None]] = {}
 _CONFIG_CACHE_LIMIT: Final = 256
 
 
@@ -138,17 +149,19 @@ def _unquote(value: str) -> str:
     return "".join(out).strip()
 
 
-def _read_config(path: str) -> tuple[Identity, list[tuple[str, str]]]:
-    """The file's identity and its entries, parsed again only when the identity moved."""
+def _read_config(path: str) -> tuple[Identity, list[tuple[str, str]] | None]:
+    """The file's identity and its entries (None: larger than `_CONFIG_BYTES_LIMIT`), parsed
+    again only when the identity moved. A file that cannot be read has none (git skips it)."""
     found = identity(path)
     cached = _config_cache.get(path)
     if cached is not None and cached[0] == found:
         return cached
-    entries: list[tuple[str, str]] = []
+    entries: list[tuple[str, str]] | None = []
     if found[0] != "absent":
         try:
             with open(path, "rb") as handle:
-                entries = parse_config(handle.read(1 << 20).decode("utf-8", "replace"))
+                data = handle.read(_CONFIG_BYTES_LIMIT + 1)
+            entries = None if len(data) > _CONFIG_BYTES_LIMIT else parse_config(data.decode("utf-8", "replace"))
         except OSError:
             entries = []
     if len(_config_cache) >= _CONFIG_CACHE_LIMIT:
@@ -267,15 +280,18 @@ def _env_true(value: str | None) -> bool:
         return False
 
 
-def _environment_entries(env: Mapping[str, str]) -> list[tuple[str, str]]:
+def _environment_entries(env: Mapping[str, str]) -> list[tuple[str, str]] | None:
     """Configuration given through the environment (GIT_CONFIG_COUNT/KEY/VALUE, and the
-    quoted list in GIT_CONFIG_PARAMETERS, matched loosely)."""
+    quoted list in GIT_CONFIG_PARAMETERS, matched loosely); None if it counts more entries
+    than are read. A count git cannot read as a number makes git fail, so it gives none."""
     entries: list[tuple[str, str]] = []
     try:
         count = int(env.get("GIT_CONFIG_COUNT", "0"))
     except ValueError:
         count = 0
-    for index in range(max(0, min(count, 1000))):
+    if count > _ENVIRONMENT_ENTRIES_LIMIT:
+        return None
+    for index in range(count):
         entries.append((env.get(f"GIT_CONFIG_KEY_{index}", ""), env.get(f"GIT_CONFIG_VALUE_{index}", "")))
     for key, value in re.findall(r"'([^'=]+)=([^']*)'", env.get("GIT_CONFIG_PARAMETERS", "")):
         entries.append((key, value))
@@ -288,8 +304,10 @@ def inputs(root: str, env: Mapping[str, str], command_config: Iterable[tuple[str
     `-c key=value` pairs of the command line."""
     if any(env.get(name) for name in _PROGRAM_ENV):
         return RUNS_PROGRAM
-    extra = list(command_config) + _environment_entries(env)
-    if runs_program(extra):
+    given = _environment_entries(env)
+    if given is None:
+        return BEYOND_LIMITS
+    if runs_program(list(command_config) + given):
         return RUNS_PROGRAM
     found = discover(root, env)
     if found is None:
@@ -302,10 +320,14 @@ def inputs(root: str, env: Mapping[str, str], command_config: Iterable[tuple[str
     path_values: list[str] = []
     while pending:
         path = pending.pop(0)
-        if path in seen or len(seen) > 64:  # include cycles and runaway chains stop here
+        if path in seen:  # an include cycle, or a file included twice
             continue
+        if len(seen) == _CONFIG_FILES_LIMIT:
+            return BEYOND_LIMITS
         found_identity, entries = _read_config(path)
         seen[path] = found_identity
+        if entries is None:
+            return BEYOND_LIMITS
         if runs_program(entries):
             return RUNS_PROGRAM
         base = os.path.dirname(path)
@@ -330,10 +352,11 @@ def inputs(root: str, env: Mapping[str, str], command_config: Iterable[tuple[str
     stat_paths += ["/etc/gitattributes"]
     stat_paths += [os.path.join(git_dir, name) for name in _GIT_DIR_FILES]
     stat_paths += [os.path.join(common, name) for name in _COMMON_DIR_FILES]
-    stat_paths += _ref_directories(common)
-    if git_dir != common:
-        stat_paths += _ref_directories(git_dir)
-    stat_paths += _other_worktrees(common)
+    walked = [_ref_directories(common), _ref_directories(git_dir) if git_dir != common else [], _other_worktrees(common)]
+    for found_paths in walked:
+        if found_paths is None:
+            return BEYOND_LIMITS
+        stat_paths += found_paths
     return (
         git_dir,
         common,
@@ -345,26 +368,32 @@ def inputs(root: str, env: Mapping[str, str], command_config: Iterable[tuple[str
 _WORKTREE_FILES: Final = ("HEAD", "gitdir", "locked")
 
 
-def _other_worktrees(common: str) -> list[str]:
+def _other_worktrees(common: str) -> list[str] | None:
     """Each worktree's HEAD and where it lives: `git branch` marks the branches checked out in
     other worktrees, `git worktree list` prints them, so a linked worktree's read depends on
-    the main worktree's HEAD and its siblings', all outside its root."""
-    found = [os.path.join(common, "HEAD"), os.path.join(common, "worktrees")]
+    the main worktree's HEAD and its siblings', all outside its root. None past the limit."""
+    worktrees = os.path.join(common, "worktrees")
+    found = [os.path.join(common, "HEAD"), worktrees]
     try:
-        with os.scandir(found[-1]) as entries:
-            names = sorted(entry.name for entry in entries)[:64]
+        with os.scandir(worktrees) as entries:
+            names = sorted(entry.name for entry in entries)
     except OSError:
-        return found
+        return found  # none (the directory's own identity says so)
+    if len(names) > _WORKTREES_LIMIT:
+        return None
     for name in names:
         found += [os.path.join(common, "worktrees", name, file) for file in _WORKTREE_FILES]
     return found
 
 
-def _ref_directories(git_dir: str) -> list[str]:
-    """`refs/` and every directory below it: a loose ref update renames into one of them."""
+def _ref_directories(git_dir: str) -> list[str] | None:
+    """`refs/` and every directory below it: a loose ref update renames into one of them.
+    None past the limit."""
     found: list[str] = []
     stack = [os.path.join(git_dir, "refs")]
-    while stack and len(found) < 256:
+    while stack:
+        if len(found) == _REF_DIRECTORIES_LIMIT:
+            return None
         directory = stack.pop()
         found.append(directory)
         try:

@@ -88,6 +88,13 @@ MODULES: dict[str, tuple[str, ...]] = {
         "tests/test_shell_mutants.py", "tests/test_classifier.py", "tests/test_rules_detector.py", "tests/test_fingerprint.py",
     ),
     "ledger_impl/workspace.py": ("tests/test_workspace.py", "tests/test_classifier.py", "tests/test_rules_detector.py", "tests/test_runtime.py"),
+    # The one engine both drivers share, where Ledger keeps its state, and the persisted
+    # detectors' baseline reasons (issue 20's code).
+    "ledger_impl/engine.py": (
+        "tests/test_runtime.py", "tests/test_session.py", "tests/test_fingerprint.py", "tests/test_git_reads_outside_the_root.py",
+    ),
+    "ledger_impl/state_directory.py": ("tests/test_state_directory.py", "tests/test_session.py", "tests/test_watchman_detector.py"),
+    "ledger_impl/detectors/baseline.py": ("tests/test_stat_index.py", "tests/test_watchman_detector.py", "tests/test_service.py"),
     # The durable session's store and its format, the fingerprint and git's inputs (issue 23:
     # the code added after the first runs).
     "ledger_impl/state_codec.py": ("tests/test_session_store_format.py", "tests/test_ledger_reload.py"),
@@ -99,7 +106,9 @@ MODULES: dict[str, tuple[str, ...]] = {
         "tests/test_session.py", "tests/test_session_store_format.py", "tests/test_store_connection.py",
         "tests/test_sessions_command.py", "tests/test_store_rows.py",
     ),
-    "ledger_impl/git_inputs.py": ("tests/test_fingerprint.py", "tests/test_git_reads_outside_the_root.py"),
+    "ledger_impl/git_inputs.py": (
+        "tests/test_git_inputs.py", "tests/test_fingerprint.py", "tests/test_git_reads_outside_the_root.py",
+    ),
     "ledger_impl/fingerprint.py": ("tests/test_fingerprint.py", "tests/test_git_reads_outside_the_root.py"),
     "ledger_impl/classifier/views.py": ("tests/test_classifier.py",),
     # The larger classifier modules also have the tests written for their own survivors.
