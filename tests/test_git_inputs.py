@@ -73,9 +73,11 @@ def _moves(root: Path, env: dict[str, str], change) -> None:  # type: ignore[no-
         ("[a]\n\t1bad = x\n\tgood = y\n", [("a.good", "y")]),
         # a key before any section is skipped
         ("k = v\n[a]\n\tj = w\n", [("a.j", "w")]),
+        # a line that ends with a comment sign is no comment
+        ("[diff]\n\texternal = /bin/evil ;\n", [("diff.external", "/bin/evil")]),
     ],
     ids=["continued", "escaped-backslash", "comments", "on-the-header", "malformed-header", "subsection",
-         "dotted", "no-value", "bad-key", "no-section"],
+         "dotted", "no-value", "bad-key", "no-section", "ends-with-a-comment-sign"],
 )
 def test_the_parser_reads_what_git_reads(text: str, entries: list[tuple[str, str]]) -> None:
     assert parse_config(text) == entries
@@ -193,6 +195,19 @@ def test_a_worktree_s_own_refs_are_inputs(repo: Path, env: dict[str, str], tmp_p
     git_dir, common = discover(str(linked), env)  # type: ignore[misc]
     assert git_dir != common
     _moves(linked, env, lambda: (Path(git_dir) / "refs" / "bisect").mkdir(parents=True))
+
+
+def test_a_git_dir_apart_from_its_common_dir_has_its_refs_walked_whatever_the_names(tmp_path: Path, env: dict[str, str]) -> None:
+    # GIT_DIR and GIT_COMMON_DIR may name any two directories: the git dir's own refs count
+    # whether its path sorts before or after the common one's.
+    for git_name, common_name in (("a-git", "z-common"), ("z-git", "a-common")):
+        git_dir, common = tmp_path / git_name, tmp_path / common_name
+        (git_dir / "refs").mkdir(parents=True)
+        (common / "refs").mkdir(parents=True)
+        given = {**env, "GIT_DIR": str(git_dir), "GIT_COMMON_DIR": str(common)}
+        before = inputs(str(tmp_path), given)
+        (git_dir / "refs" / "bisect").mkdir()
+        assert inputs(str(tmp_path), given) != before, git_name
 
 
 def test_a_sibling_worktree_s_head_is_an_input_of_the_main_one(repo: Path, env: dict[str, str], tmp_path: Path) -> None:
