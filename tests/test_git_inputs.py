@@ -73,13 +73,22 @@ def _moves(root: Path, env: dict[str, str], change) -> None:  # type: ignore[no-
         ("[a]\n\t1bad = x\n\tgood = y\n", [("a.good", "y")]),
         # a key before any section is skipped
         ("k = v\n[a]\n\tj = w\n", [("a.j", "w")]),
-        # a line that ends with a comment sign is no comment
+        # a line that ends with a comment sign is no comment, on its own or after a header
         ("[diff]\n\texternal = /bin/evil ;\n", [("diff.external", "/bin/evil")]),
+        ("[diff] external = /bin/evil ;\n", [("diff.external", "/bin/evil")]),
+        # a comment sign alone on a line, or alone after a header
+        ("[a]\n#\n\tk = v\n[b] ;\n\tj = w\n", [("a.k", "v"), ("b.j", "w")]),
+        # a continuation joins exactly what is before the backslash
+        ("[a]\n\tk = ab\\\ncd\n", [("a.k", "abcd")]),
     ],
     ids=["continued", "escaped-backslash", "comments", "on-the-header", "malformed-header", "subsection",
-         "dotted", "no-value", "bad-key", "no-section", "ends-with-a-comment-sign"],
+         "dotted", "no-value", "bad-key", "no-section", "ends-with-a-comment-sign", "header-then-comment-sign",
+         "lone-comment-signs", "continued-mid-word"],
 )
 def test_the_parser_reads_what_git_reads(text: str, entries: list[tuple[str, str]]) -> None:
+    """Pins `ledger_impl/git_inputs.py` lines 105 and 122 (a comment told by the line's last
+    sign instead of its first): `external = /bin/evil ;` was skipped as a comment, so a
+    program key went unseen and a git read that runs it could be reused."""
     assert parse_config(text) == entries
 
 
@@ -251,12 +260,13 @@ def test_configuration_files_up_to_the_bound_are_read_and_past_it_refused(repo: 
 
 
 def test_a_configuration_file_past_its_size_bound_is_refused(repo: Path, env: dict[str, str]) -> None:
-    padding = "# " + "x" * 78 + "\n"
-    body = padding * (git_inputs._CONFIG_BYTES_LIMIT // len(padding))
+    limit = git_inputs._CONFIG_BYTES_LIMIT
+    key = "[diff]\n\texternal = /bin/false\n"
     gitconfig = Path(env["HOME"]) / ".gitconfig"
-    gitconfig.write_text(body[: git_inputs._CONFIG_BYTES_LIMIT - 40] + "\n[diff]\n\texternal = /bin/false\n")
-    assert inputs(str(repo), env) == RUNS_PROGRAM, "a key just under the bound is read"
-    gitconfig.write_text(body + padding + "[diff]\n\texternal = /bin/false\n")
+    gitconfig.write_text("#" * (limit - len(key) - 1) + "\n" + key)  # exactly at the bound
+    assert gitconfig.stat().st_size == limit
+    assert inputs(str(repo), env) == RUNS_PROGRAM, "a file of the bound's size is read whole"
+    gitconfig.write_text("#" * (limit - len(key)) + "\n" + key)  # one byte past it
     assert inputs(str(repo), env) == BEYOND_LIMITS
 
 
@@ -272,6 +282,16 @@ def test_ref_directories_up_to_the_bound_are_stat_ed_and_past_it_refused(repo: P
     _moves(repo, env, lambda: (refs / "many" / "0" / "x").write_text("0" * 40 + "\n"))
     (refs / "many" / str(room - 1)).mkdir()
     assert inputs(str(repo), env) == BEYOND_LIMITS
+
+
+def test_a_link_among_the_ref_directories_is_not_followed(repo: Path, tmp_path: Path) -> None:
+    # The link itself is an entry of its directory, whose identity moves when it changes;
+    # following it would walk wherever it points (back up, in circles to the bound).
+    elsewhere = tmp_path / "elsewhere"
+    (elsewhere / "deeper").mkdir(parents=True)
+    (repo / ".git" / "refs" / "linked").symlink_to(elsewhere)
+    walked = git_inputs._ref_directories(str(repo / ".git"))
+    assert walked is not None and not [path for path in walked if "linked" in path], walked
 
 
 def test_worktrees_up_to_the_bound_are_read_and_past_it_refused(repo: Path, env: dict[str, str]) -> None:
