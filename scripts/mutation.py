@@ -91,7 +91,7 @@ MODULES: dict[str, tuple[str, ...]] = {
     # The one engine both drivers share, where Ledger keeps its state, and the persisted
     # detectors' baseline reasons (issue 20's code).
     "ledger_impl/engine.py": (
-        "tests/test_runtime.py", "tests/test_session.py", "tests/test_fingerprint.py", "tests/test_git_reads_outside_the_root.py",
+        "tests/test_engine.py", "tests/test_runtime.py", "tests/test_session.py", "tests/test_fingerprint.py", "tests/test_git_reads_outside_the_root.py",
     ),
     "ledger_impl/state_directory.py": ("tests/test_state_directory.py", "tests/test_session.py", "tests/test_watchman_detector.py"),
     "ledger_impl/detectors/baseline.py": ("tests/test_stat_index.py", "tests/test_watchman_detector.py", "tests/test_service.py"),

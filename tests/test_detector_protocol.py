@@ -196,3 +196,48 @@ def test_a_session_speaks_the_protocol_to_a_bracketed_detector(root: Path, tmp_p
         assert second.decide("cat a.txt", call_id="3").verdict != "reuse"
     finally:
         second.close()
+
+
+def test_an_older_baseline_is_stale_however_its_count_sorts(root: Path) -> None:
+    """Pins `ledger_impl/detectors/protocol.py` line 154 (`==` -> `>=` between a baseline and
+    the latest token): an older baseline whose count sorts after the latest one's was taken
+    as current, so the reports that went to another caller in between were lost."""
+    # Counts are compared as the bytes of a token: the 9th must not pass for the 10th.
+    detector = Bracketed(Scripted())
+    _, token, _ = detector.changes_since(root, None)
+    tokens = [token]
+    for _ in range(9):  # the latest is the 10th
+        _, token, _ = detector.changes_since(root, token)
+        tokens.append(token)
+    changes, _, problem = detector.changes_since(root, tokens[-2])
+    assert changes.unknown and problem == unusable(Cause.WRITTEN_ELSEWHERE)
+
+
+@pytest.mark.parametrize("other", ["touch a.txt", "touch c.txt"], ids=["sorts-before", "sorts-after"])
+def test_an_after_of_another_command_closes_the_open_bracket_first(root: Path, other: str) -> None:
+    inner = Scripted()
+    detector = Bracketed(inner)
+    _, token, _ = detector.changes_since(root, None)
+    detector.changes_since(root, token, Before("touch b.txt"))
+    changes, _, _ = detector.changes_since(root, token, After(other, 0))
+    assert changes.unknown
+    assert inner.calls[-3:] == [("after", "touch b.txt"), ("before", ":"), ("after", ":")]
+
+
+def test_closing_the_adapter_closes_the_detector_behind_it() -> None:
+    closed: list[bool] = []
+
+    class Closable(Scripted):
+        def close(self) -> None:
+            closed.append(True)
+
+    Bracketed(Closable()).close()
+    assert closed == [True]
+
+
+def test_a_detector_with_before_alone_is_refused() -> None:
+    class Half:
+        def before(self, root: Path, command: str) -> None: ...
+
+    with pytest.raises(TypeError, match="neither"):
+        as_detector(Half())
