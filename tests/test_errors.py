@@ -33,6 +33,7 @@ CLASSES: dict[str, tuple[type[errors.LedgerError], type[BaseException] | None]] 
     "ledger_cli.commands.hooks:SettingsError": (errors.UnreadableState, None),
     "ledger_impl.detectors.channel:ListingError": (errors.DetectorFailure, ValueError),
     "ledger_impl.detectors.events:_Fallback": (errors.DetectorFailure, None),
+    "ledger_impl.detectors.protocol:ReportFailed": (errors.DetectorFailure, None),
     "ledger_impl.detectors.rules:_Unknown": (errors.DetectorFailure, None),
     "ledger_impl.detectors.stat_index:IndexDamaged": (errors.UnreadableState, ValueError),
     "ledger_impl.detectors.watchman:WatchmanError": (errors.DetectorFailure, RuntimeError),

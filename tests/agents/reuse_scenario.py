@@ -80,5 +80,6 @@ def assert_scenario(results: dict[str, ToolResult], commands: dict[str, str], ap
         assert seen(results[use_id]) == seen(results[served_from])
     assert "x = 2" in results["c4"].content and "x = 1" in results["c1"].content
     assert {use_id for use_id, _, _ in oracle} == {"c1", "c2", "c4", "c5", "c6", "c7", "c8"}
-    assert [(use_id, got, now) for use_id, got, now in oracle if got != now] == []
+    stale = [(use_id, got, now) for use_id, got, now in oracle if got != now]
+    assert stale == [], stale
     assert NUDGE not in results["n1"].content and NUDGE in results["n2"].content, results["n2"].content
