@@ -110,6 +110,48 @@ MODULES: dict[str, tuple[str, ...]] = {
         "tests/test_git_inputs.py", "tests/test_fingerprint.py", "tests/test_git_reads_outside_the_root.py",
     ),
     "ledger_impl/fingerprint.py": ("tests/test_fingerprint.py", "tests/test_git_reads_outside_the_root.py"),
+    # The hook path: the durable session, the observed-dependency probe, the service and the
+    # agent adapters (issue 23: what the first lists left out). Their end-to-end tests with
+    # the real agent CLIs are left out: each takes tens of seconds and runs through the same
+    # adapters the hook tests call directly.
+    "ledger_impl/session.py": (
+        "tests/test_session.py", "tests/test_session_requests.py", "tests/test_session_rows.py",
+        "tests/test_session_crash.py", "tests/test_session_adversary.py", "tests/test_hook_payloads.py",
+        "tests/test_detector_protocol.py", "tests/test_session_store_format.py", "tests/test_probe_hook_path.py",
+        "tests/test_session_edges.py",
+    ),
+    "ledger_impl/session_probe.py": ("tests/test_probe_hook_path.py", "tests/test_session.py"),
+    "ledger_impl/context_journal.py": ("tests/test_session.py", "tests/test_session_requests.py", "tests/test_hook_payloads.py"),
+    "ledger_impl/tree_snapshot.py": (
+        "tests/test_stat_index.py", "tests/test_snapshot_detector.py", "tests/test_channel_detector.py",
+    ),
+    "ledger_impl/descendants.py": ("tests/test_descendants.py", "tests/test_execution.py", "tests/test_runtime_hardening.py"),
+    **{
+        f"ledger_impl/probe/{name}.py": (
+            "tests/test_probe.py", "tests/test_probe_runtime.py", "tests/test_probe_hook_path.py", "tests/test_probe_sockets.py",
+            "tests/test_probe_dependencies.py",
+        )
+        for name in ("__init__", "dependencies", "trace", "guard", "sandbox", "clock", "confine", "rendering")
+    },
+    **{
+        f"ledger_impl/service/{name}.py": (
+            "tests/test_service.py", "tests/test_service_frame.py", "tests/test_service_security.py",
+            "tests/test_service_layout.py", "tests/test_directory_watch.py", "tests/test_watchman_detector.py",
+        )
+        for name in ("gate", "frame", "layout", "resident", "workspaces", "directory_watch", "server")
+    },
+    "ledger_impl/agents/claude.py": (
+        "tests/agents/test_claude_hook.py", "tests/agents/test_hook_adversary.py", "tests/agents/test_claude_reference.py",
+        "tests/test_hook_payloads.py",
+    ),
+    "ledger_impl/agents/codex.py": ("tests/agents/test_codex_hook.py", "tests/test_hook_payloads.py"),
+    **{
+        f"ledger_impl/agents/{name}.py": (
+            "tests/agents/test_gemini_hook.py", "tests/agents/test_qwen_hook.py", "tests/agents/test_copilot_hook.py",
+            "tests/agents/test_agent_plugins.py",
+        )
+        for name in ("hook_session", "spec", "qwen", "gemini", "copilot")
+    },
     "ledger_impl/classifier/views.py": ("tests/test_classifier.py",),
     # The larger classifier modules also have the tests written for their own survivors.
     **{

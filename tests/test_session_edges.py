@@ -1,0 +1,200 @@
+"""The durable session's edges that operator mutation of `ledger_impl/session.py` found no test
+asking: the bounds of its arguments, what `record` returns, which results it keeps, which
+pending call `abandon` names, and what a failing detector or a missing probe shows the agent.
+Each test names the bug it catches; `docs/mutation/survivors.md` lists the mutants."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from ledger_impl import DurableSession, session_probe
+from ledger_spec.degraded import Cause, Degraded, Effect
+from fresh_runs import fresh
+
+
+@pytest.fixture
+def workspace(tmp_path: Path) -> Path:
+    root = tmp_path / "repo"
+    root.mkdir()
+    (root / "notes.txt").write_text("alpha\n")
+    return root
+
+
+@pytest.fixture
+def state_dir(tmp_path: Path) -> Path:
+    return tmp_path / "state"
+
+
+def _read_and_record(session: DurableSession, root: Path, command: str, call_id: str, **record: object) -> object:
+    session.decide(command, call_id=call_id)
+    recorded = session.record(call_id, *fresh(root, command), **record)
+    session.run_queued_probes()
+    return recorded
+
+
+def test_an_output_cap_of_zero_is_accepted_and_keeps_nothing(workspace: Path, state_dir: Path) -> None:
+    """Zero is a cap (nothing stored, nothing served), not an error; below zero is one."""
+    with DurableSession.open(workspace, state_dir=state_dir, output_cap=0) as session:
+        _read_and_record(session, workspace, "cat notes.txt", "t1")
+        assert session.decide("cat notes.txt", call_id="t2").verdict != "reuse"
+    with pytest.raises(ValueError, match="output_cap"):
+        DurableSession.open(workspace, state_dir=state_dir, output_cap=-1)
+
+
+def test_record_names_the_step_of_a_call_in_flight_and_none_for_an_unknown_one(workspace: Path, state_dir: Path) -> None:
+    """`Recorded.step` is what a later Reuse names: a known call's step, even when what ran was
+    rewritten, and None for a call never decided here."""
+    with DurableSession.open(workspace, state_dir=state_dir) as session:
+        assert session.record("never-decided", "x\n", 0).step is None
+        session.decide("cat notes.txt", call_id="t1")
+        rewritten = session.record("t1", *fresh(workspace, "cat notes.txt"), ran="cat notes.txt # by another hook")
+        assert rewritten.step == session.snapshot().step - 1
+
+
+def test_a_rewritten_command_is_never_served_whatever_its_text_sorts_as(workspace: Path, state_dir: Path) -> None:
+    """`ran` differs from the decided text: what ran is unknown. A check written as `>` instead
+    of `!=` would let a rewrite that sorts before the decided text through."""
+    with DurableSession.open(workspace, state_dir=state_dir) as session:
+        session.decide("cat notes.txt", call_id="t1")
+        session.record("t1", "forged\n", 0, ran="cat a.txt")  # "cat a.txt" < "cat notes.txt"
+        session.run_queued_probes()
+        again = session.decide("cat notes.txt", call_id="t2")
+    assert again.verdict != "reuse"
+    assert "rewritten" in str(again.degraded or "")
+
+
+@pytest.mark.parametrize(("exact", "cap"), [(False, 1 << 20), (True, 3)], ids=["inexact", "over-the-cap"])
+def test_a_result_the_caller_cannot_vouch_for_or_too_long_is_never_served(
+    workspace: Path, state_dir: Path, exact: bool, cap: int
+) -> None:
+    """Either reason alone keeps the output from being served: `exact and not too_long`."""
+    with DurableSession.open(workspace, state_dir=state_dir, output_cap=cap) as session:
+        _read_and_record(session, workspace, "cat notes.txt", "t1", exact=exact)
+        assert session.decide("cat notes.txt", call_id="t2").verdict != "reuse"
+
+
+def test_waiting_for_a_probe_nobody_runs_ends_at_its_timeout(workspace: Path, state_dir: Path) -> None:
+    with DurableSession.open(workspace, state_dir=state_dir) as session:
+        session.decide("cat notes.txt", call_id="t1")
+        session.record("t1", *fresh(workspace, "cat notes.txt"))
+        if not session.queued_probes:
+            pytest.skip(f"the probe cannot run here: {session_probe.unavailable()}")
+        assert session.wait_for_probes(0.1) is False
+        session.run_queued_probes()
+        assert session.wait_for_probes(0.1) is True
+
+
+def test_abandoning_one_call_leaves_the_others_pending(workspace: Path, state_dir: Path) -> None:
+    with DurableSession.open(workspace, state_dir=state_dir) as session:
+        for call_id in ("a", "b", "c"):
+            session.decide("cat notes.txt", call_id=call_id)
+        assert session.abandon("b") == 1
+        assert session.abandon("b") == 0
+        assert session.abandon() == 2
+
+
+class _FailsAfterFirst:
+    """A detector whose scan fails after its first report (a tree it can no longer read)."""
+
+    name = "failing detector"
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    def changes_since(self, root: object, baseline: object, moment: object = None) -> object:
+        from ledger_spec import Changes
+
+        self.calls += 1
+        if self.calls > 1:
+            raise OSError("scan failed")
+        return Changes(), b"baseline", None
+
+
+def test_a_detector_that_fails_costs_reuse_and_says_so(workspace: Path, state_dir: Path) -> None:
+    detector = _FailsAfterFirst()
+    with DurableSession.open(workspace, state_dir=state_dir, detector=detector, probe=False) as session:
+        _read_and_record(session, workspace, "cat notes.txt", "t1")
+        again = session.decide("cat notes.txt", call_id="t2")
+    assert detector.calls > 1
+    assert again.verdict != "reuse"
+    assert "failing detector failed" in str(again.degraded or "")
+
+
+def test_a_first_call_carries_no_degraded_note(workspace: Path, state_dir: Path) -> None:
+    """The first report has no baseline to compare with (the stat index says so); nothing was
+    observed yet, so it costs nothing and shows nothing."""
+    with DurableSession.open(workspace, state_dir=state_dir) as session:
+        first = session.decide("cat notes.txt", call_id="t1")
+    assert first.verdict == "allow" and first.degraded is None
+
+
+def test_a_probe_that_cannot_run_here_is_named_in_the_decision(
+    workspace: Path, state_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    missing = Degraded(Cause.PROBE_UNAVAILABLE, ("strace",), Effect.NUDGE_ONLY)
+    monkeypatch.setattr(session_probe, "unavailable", lambda: missing)
+    with DurableSession.open(workspace, state_dir=state_dir) as session:
+        _read_and_record(session, workspace, "cat notes.txt", "t1")
+        again = session.decide("cat notes.txt", call_id="t2")
+    assert again.verdict != "reuse"
+    assert str(missing) in str(again.degraded or "")
+
+
+@pytest.mark.parametrize("exit_code", ["0", 0.0, None, True], ids=["text", "float", "none", "bool"])
+def test_an_exit_code_that_is_not_an_int_is_refused_and_changes_nothing(
+    workspace: Path, state_dir: Path, exit_code: object
+) -> None:
+    with DurableSession.open(workspace, state_dir=state_dir) as session:
+        session.decide("cat notes.txt", call_id="t1")
+        with pytest.raises(TypeError, match="exit_code"):
+            session.record("t1", "alpha\n", exit_code)  # type: ignore[arg-type]
+        assert session.abandon("t1") == 1  # still pending: the bad record changed nothing
+
+
+def test_abandon_after_must_be_positive(workspace: Path, state_dir: Path) -> None:
+    for bad in (0, -1.0):
+        with pytest.raises(ValueError, match="abandon_after"):
+            DurableSession.open(workspace, state_dir=state_dir, abandon_after=bad)
+
+
+def test_a_record_for_an_unknown_call_is_noted_only_when_it_claims_to_be_exact(workspace: Path, state_dir: Path) -> None:
+    """An inexact record (a hook's Read answered as unchanged) would not have been kept anyway:
+    no note. An exact one had an output that is now lost: the agent is told."""
+    with DurableSession.open(workspace, state_dir=state_dir) as session:
+        session.record("unknown-inexact", "x\n", 0, exact=False)
+        quiet = session.decide("cat notes.txt", call_id="t1")
+        session.record("t1", *fresh(workspace, "cat notes.txt"))
+        session.record("unknown-exact", "x\n", 0)
+        noted = session.decide("cat notes.txt", call_id="t2")
+    assert "unknown call" not in str(quiet.degraded or "")
+    assert "record for unknown call 'unknown-exact'" in str(noted.degraded or "")
+
+
+def test_a_call_past_the_deadline_is_marked_abandoned_once(workspace: Path, state_dir: Path) -> None:
+    import time
+
+    with DurableSession.open(workspace, state_dir=state_dir, abandon_after=0.05) as session:
+        session.decide("cat notes.txt", call_id="slow")
+        time.sleep(0.1)
+        session.decide("ls", call_id="other")  # its load expires "slow"
+        assert session.abandon() == 1  # "other" alone: "slow" was marked when it expired
+
+
+def test_a_call_whose_row_was_forgotten_is_no_longer_in_flight(
+    workspace: Path, state_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An abandoned call's row is dropped after a day; the ledger then drops the call too, so a
+    record arriving after that is for an unknown call (its output is not kept)."""
+    import time
+
+    from ledger_impl import session as session_module
+
+    monkeypatch.setattr(session_module, "FORGET_ABANDONED_AFTER_S", 0.0)
+    with DurableSession.open(workspace, state_dir=state_dir, abandon_after=0.05) as session:
+        session.decide("cat notes.txt", call_id="slow")
+        time.sleep(0.1)
+        session.decide("ls", call_id="other")  # expires "slow", and forgets its row at once
+        assert session.record("slow", *fresh(workspace, "cat notes.txt")).step is None
+
