@@ -142,7 +142,7 @@ MODULES: dict[str, tuple[str, ...]] = {
     },
     "ledger_impl/agents/claude.py": (
         "tests/agents/test_claude_hook.py", "tests/agents/test_hook_adversary.py", "tests/agents/test_claude_reference.py",
-        "tests/test_hook_payloads.py",
+        "tests/test_hook_payloads.py", "tests/agents/test_claude_adapter_edges.py",
     ),
     "ledger_impl/agents/codex.py": ("tests/agents/test_codex_hook.py", "tests/test_hook_payloads.py"),
     **{

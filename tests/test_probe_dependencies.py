@@ -157,3 +157,103 @@ def test_a_link_into_a_pseudo_filesystem_is_never_served(root: Path, tmp_path: P
     link.symlink_to("/proc/self/status")
     found = _collect(root, Access(os.fspath(link), "openat", True))
     assert found.never is not None and "pseudo-filesystem" in found.never
+
+
+def test_an_outside_file_changed_during_the_run_is_caught_by_its_ctime_whatever_its_mtime(
+    root: Path, tmp_path: Path
+) -> None:
+    """`touch -d` can set a modification time back; the change time cannot be set."""
+    outside = tmp_path / "tool.conf"
+    outside.write_text("one\n")
+    old = os.stat(outside).st_mtime_ns
+    time.sleep(2 * dependencies.CTIME_SLACK_NS / 1e9 + 0.02)
+    started = time.time_ns()
+    time.sleep(0.02)
+    outside.write_text("two\n")
+    os.utime(outside, ns=(old, old))
+    found = _collect(root, Access(os.fspath(outside), "openat", True), started_ns=started)
+    assert found.never is not None and "changed while the command ran" in found.never
+
+
+def test_a_fifo_outside_the_workspace_is_never_served(root: Path, tmp_path: Path) -> None:
+    fifo = tmp_path / "outside-fifo"
+    os.mkfifo(fifo)
+    started = time.time_ns() + 10 * dependencies.CTIME_SLACK_NS  # its ctime alone would not refuse it
+    found = _collect(root, Access(os.fspath(fifo), "openat", True), started_ns=started)
+    assert found.never is not None and "device, FIFO or socket" in found.never
+
+
+def test_reading_one_file_lists_nothing_and_pins_that_file_alone(root: Path) -> None:
+    (root / "src").mkdir()
+    found = _collect(root, Access(os.fspath(root / "a.txt"), "openat", True), Access(os.fspath(root / "src"), "stat", True))
+    assert found.never is None and found.listed_inside is False
+    assert [dependency.path for dependency in found.inside_files] == [os.fspath(root / "a.txt")]
+    listing = _collect(root, Access(os.fspath(root / "src"), "getdents64", True, listing=True))
+    assert listing.listed_inside is True
+
+
+def test_a_key_inside_the_workspace_is_always_a_normal_name(root: Path) -> None:
+    (root / "src").mkdir()
+    found = _collect(root, Access(os.fspath(root / "src") + "/..", "stat", True))
+    assert found.inside == frozenset({"."})
+
+
+@pytest.mark.parametrize("offset", [1, -1], ids=["higher", "lower"])
+def test_a_file_inside_the_workspace_on_another_filesystem_is_never_served(
+    root: Path, monkeypatch: pytest.MonkeyPatch, offset: int
+) -> None:
+    """A mount inside the workspace: the detector watches one filesystem. Mounting needs
+    privileges a test may not have, so the file's device number is moved instead."""
+    mounted = os.fspath(root / "a.txt")
+    real_lstat = os.lstat
+
+    def lstat(path: object, *args: object, **kwargs: object) -> os.stat_result:
+        found = real_lstat(path, *args, **kwargs)  # type: ignore[arg-type]
+        if os.fspath(path) != mounted:  # type: ignore[arg-type]
+            return found
+        fields = list(found)
+        fields[2] = found.st_dev + offset  # st_dev
+        return os.stat_result(fields)
+
+    monkeypatch.setattr(os, "lstat", lstat)
+    found = _collect(root, Access(mounted, "openat", True))
+    assert found.never is not None and "another filesystem" in found.never
+
+
+def test_a_write_to_the_sandbox_s_own_places_does_not_end_the_look_at_what_follows(root: Path) -> None:
+    found = _collect(
+        root, Access("/tmp/ledger-scratch", "openat", True, write_only=True), Access("/proc/self/status", "openat", True)
+    )
+    assert found.never is not None and "pseudo-filesystem" in found.never
+
+
+def test_a_dangling_link_outside_the_workspace_is_a_dependency(root: Path, tmp_path: Path) -> None:
+    """`ls -l` of a dangling link looks at the link alone: its target's absence is part of the
+    identity recorded, so the target appearing later is a change."""
+    link = tmp_path / "dangling"
+    link.symlink_to(tmp_path / "nowhere")
+    found = _collect(root, Access(os.fspath(link), "lstat", True))
+    assert found.never is None
+    (dependency,) = found.outside
+    assert dependency.path == os.fspath(link) and dependency.identity[1] == ("absent", 2)
+    (tmp_path / "nowhere").write_text("now here\n")
+    assert dependencies.first_changed(found) == f"{link} changed"
+
+
+def test_the_digest_of_a_file_of_the_largest_hashed_size_covers_its_last_byte(tmp_path: Path) -> None:
+    content = b"z" * (dependencies.HASHED_BYTES - 1) + b"!"
+    path = tmp_path / "largest"
+    path.write_bytes(content)
+    assert dependencies.identity(os.fspath(path))[2] == hashlib.blake2b(content, digest_size=16).hexdigest()
+
+
+def test_a_change_stamped_by_the_coarse_clock_just_before_the_start_is_caught(root: Path, tmp_path: Path) -> None:
+    """The kernel's ctime lags the real time by up to a tick: a change made as the command
+    started may carry a ctime a little before the start. It must still count as during the run."""
+    outside = tmp_path / "tool.conf"
+    outside.write_text("one\n")
+    time.sleep(2 * dependencies.CTIME_SLACK_NS / 1e9 + 0.02)
+    outside.write_text("two\n")
+    changed_at = os.stat(outside).st_ctime_ns
+    found = _collect(root, Access(os.fspath(outside), "openat", True), started_ns=changed_at + dependencies.CTIME_SLACK_NS // 2)
+    assert found.never is not None and "changed while the command ran" in found.never

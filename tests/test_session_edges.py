@@ -198,3 +198,52 @@ def test_a_call_whose_row_was_forgotten_is_no_longer_in_flight(
         session.decide("ls", call_id="other")  # expires "slow", and forgets its row at once
         assert session.record("slow", *fresh(workspace, "cat notes.txt")).step is None
 
+
+
+@pytest.mark.parametrize("damage", ["0" * 64, "f" * 64], ids=["sorts-before", "sorts-after"])
+def test_a_header_whose_checksum_does_not_match_is_discarded(workspace: Path, state_dir: Path, damage: str) -> None:
+    """Any mismatch discards the ledger, whichever way the stored checksum sorts."""
+    import sqlite3
+
+    from ledger_impl.store import database_path
+
+    with DurableSession.open(workspace, state_dir=state_dir) as session:
+        _read_and_record(session, workspace, "cat notes.txt", "t1")
+    with sqlite3.connect(database_path(workspace, state_dir)) as db:
+        db.execute("UPDATE state SET header_sum = ?, revision = 'forged'", (damage,))
+    with DurableSession.open(workspace, state_dir=state_dir) as session:
+        again = session.decide("cat notes.txt", call_id="t2")
+    assert again.verdict == "allow"
+    assert "checksum does not match" in str(again.degraded or "")
+
+
+def test_a_reuse_with_nothing_wrong_carries_no_degraded_note(workspace: Path, state_dir: Path) -> None:
+    with DurableSession.open(workspace, state_dir=state_dir) as session:
+        _read_and_record(session, workspace, "cat notes.txt", "t1")
+        again = session.decide("cat notes.txt", call_id="t2")
+    assert again.verdict == "reuse" and again.degraded is None
+
+
+def test_waiting_for_probes_returns_once_another_thread_has_run_them(workspace: Path, state_dir: Path) -> None:
+    import threading
+
+    with DurableSession.open(workspace, state_dir=state_dir) as session:
+        session.decide("cat notes.txt", call_id="t1")
+        session.record("t1", *fresh(workspace, "cat notes.txt"))
+        if not session.queued_probes:
+            pytest.skip(f"the probe cannot run here: {session_probe.unavailable()}")
+        queued = list(session.queued_probes)
+        session.queued_probes.clear()
+
+        def run_later() -> None:
+            with DurableSession.open(workspace, state_dir=state_dir) as other:
+                threading.Event().wait(0.2)
+                for probe_id in queued:
+                    other.run_probe(probe_id)
+
+        runner = threading.Thread(target=run_later)
+        runner.start()
+        try:
+            assert session.wait_for_probes(30.0) is True
+        finally:
+            runner.join()
