@@ -36,7 +36,9 @@ def root(tmp_path: Path) -> Path:
 )
 def test_a_successful_write_outside_the_sandbox_s_own_places_is_never_served(root: Path, path: str) -> None:
     """Only /dev, /proc and /tmp are the sandbox's own; a path that merely sorts after one of
-    them (a `>` for `==`) is the host's."""
+    them (a `>` for `==`) is the host's. Pins `ledger_impl/probe/dependencies.py` lines 168, 169
+    and 218 (misses: a write into a host FIFO taken for the sandbox's own output).
+    """
     found = _collect(root, Access(path, "openat", True, write_only=True))
     assert found.never is not None and "for writing" in found.never
 
@@ -65,7 +67,10 @@ def test_a_small_file_s_identity_holds_a_digest_of_its_bytes(tmp_path: Path) -> 
 
 def test_an_outside_link_is_judged_by_the_file_it_points_to(root: Path, tmp_path: Path) -> None:
     """A read through a symbolic link outside the workspace depends on the target: a target
-    changed after the command started makes the read unservable, though the link is older."""
+    changed after the command started makes the read unservable, though the link is older.
+    Pins `ledger_impl/probe/dependencies.py` line 254 (a miss: the link's own times were
+    checked, not the target's).
+    """
     outside = tmp_path / "outside"
     outside.mkdir()
     target = outside / "target.conf"
@@ -129,6 +134,7 @@ def test_an_outside_link_into_the_workspace_depends_on_the_file_inside(root: Pat
 
 @pytest.mark.parametrize("kind", ["fifo", "socket"])
 def test_a_fifo_or_socket_in_the_workspace_is_never_served(root: Path, kind: str) -> None:
+    """Pins `ledger_impl/probe/dependencies.py` line 175 (a miss: a FIFO counted as a plain file)."""
     import socket
 
     path = root / kind
@@ -153,6 +159,8 @@ def test_a_failed_write_outside_the_sandbox_reached_nothing(root: Path) -> None:
 
 
 def test_a_link_into_a_pseudo_filesystem_is_never_served(root: Path, tmp_path: Path) -> None:
+    """Pins `ledger_impl/probe/dependencies.py` line 222 (a miss: a link to /proc from outside the
+    workspace passed)."""
     link = tmp_path / "status"
     link.symlink_to("/proc/self/status")
     found = _collect(root, Access(os.fspath(link), "openat", True))
@@ -162,7 +170,9 @@ def test_a_link_into_a_pseudo_filesystem_is_never_served(root: Path, tmp_path: P
 def test_an_outside_file_changed_during_the_run_is_caught_by_its_ctime_whatever_its_mtime(
     root: Path, tmp_path: Path
 ) -> None:
-    """`touch -d` can set a modification time back; the change time cannot be set."""
+    """`touch -d` can set a modification time back; the change time cannot be set.
+    Pins `ledger_impl/probe/dependencies.py` line 256 (a miss: the modification time read as
+    the change time)."""
     outside = tmp_path / "tool.conf"
     outside.write_text("one\n")
     old = os.stat(outside).st_mtime_ns
@@ -176,6 +186,8 @@ def test_an_outside_file_changed_during_the_run_is_caught_by_its_ctime_whatever_
 
 
 def test_a_fifo_outside_the_workspace_is_never_served(root: Path, tmp_path: Path) -> None:
+    """Pins `ledger_impl/probe/dependencies.py` line 256 (a miss: the owner's uid read as the file's
+    mode, so a FIFO passed)."""
     fifo = tmp_path / "outside-fifo"
     os.mkfifo(fifo)
     started = time.time_ns() + 10 * dependencies.CTIME_SLACK_NS  # its ctime alone would not refuse it
@@ -203,7 +215,10 @@ def test_a_file_inside_the_workspace_on_another_filesystem_is_never_served(
     root: Path, monkeypatch: pytest.MonkeyPatch, offset: int
 ) -> None:
     """A mount inside the workspace: the detector watches one filesystem. Mounting needs
-    privileges a test may not have, so the file's device number is moved instead."""
+    privileges a test may not have, so the file's device number is moved instead.
+    Pins `ledger_impl/probe/dependencies.py` line 236 (a miss: a mount whose device number
+    sorts one way passed).
+    """
     mounted = os.fspath(root / "a.txt")
     real_lstat = os.lstat
 
@@ -221,6 +236,8 @@ def test_a_file_inside_the_workspace_on_another_filesystem_is_never_served(
 
 
 def test_a_write_to_the_sandbox_s_own_places_does_not_end_the_look_at_what_follows(root: Path) -> None:
+    """Pins `ledger_impl/probe/dependencies.py` line 220 (a miss: every access after the first write
+    went unread)."""
     found = _collect(
         root, Access("/tmp/ledger-scratch", "openat", True, write_only=True), Access("/proc/self/status", "openat", True)
     )
@@ -249,7 +266,9 @@ def test_the_digest_of_a_file_of_the_largest_hashed_size_covers_its_last_byte(tm
 
 def test_a_change_stamped_by_the_coarse_clock_just_before_the_start_is_caught(root: Path, tmp_path: Path) -> None:
     """The kernel's ctime lags the real time by up to a tick: a change made as the command
-    started may carry a ctime a little before the start. It must still count as during the run."""
+    started may carry a ctime a little before the start. It must still count as during the run.
+    Pins `ledger_impl/probe/dependencies.py` line 259 (a miss: the slack added instead of subtracted).
+    """
     outside = tmp_path / "tool.conf"
     outside.write_text("one\n")
     time.sleep(2 * dependencies.CTIME_SLACK_NS / 1e9 + 0.02)

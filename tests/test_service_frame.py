@@ -80,3 +80,25 @@ def test_a_refused_call_falls_back_at_once(tmp_path: pathlib.Path) -> None:
         assert not (service.state / "service" / "service.log").exists(), "started a second service"
     finally:
         service.stop()
+
+
+def _frame_with_lengths(digits: int, fields: list[bytes]) -> bytes:
+    return frame.HOOK_FRAME + b"".join(b"%0*d\n" % (digits, len(field)) + field for field in fields)
+
+
+def test_a_length_of_up_to_twelve_digits_is_read_and_a_longer_one_refused() -> None:
+    """Zero-padded lengths are lengths; the header line is read with a bound, so a client can
+    never make the service read an endless line."""
+    fields = [b"claude", b"", b"/cwd", b"", b"verbatim", b"{}"]
+    assert read(_frame_with_lengths(frame.MAX_LENGTH_DIGITS, fields)).cwd == "/cwd"
+    with pytest.raises(frame.FrameError, match="without its length"):
+        read(_frame_with_lengths(frame.MAX_LENGTH_DIGITS + 1, fields))
+
+
+def test_a_frame_exactly_at_the_limit_is_read() -> None:
+    fields = [b"claude", b"", b"/cwd", b"", b"verbatim", b'{"a": 1}']
+    assert read(_frame_with_lengths(1, fields), limit=sum(map(len, fields))).payload == {"a": 1}
+
+
+def test_a_refusal_s_body_is_its_reason_not_json() -> None:
+    assert frame.answer_frame(403, {"error": "not your workspace"}) == b"403 18\nnot your workspace"

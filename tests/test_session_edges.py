@@ -53,12 +53,15 @@ def test_record_names_the_step_of_a_call_in_flight_and_none_for_an_unknown_one(w
         assert rewritten.step == session.snapshot().step - 1
 
 
-def test_a_rewritten_command_is_never_served_whatever_its_text_sorts_as(workspace: Path, state_dir: Path) -> None:
-    """`ran` differs from the decided text: what ran is unknown. A check written as `>` instead
-    of `!=` would let a rewrite that sorts before the decided text through."""
+@pytest.mark.parametrize("ran", ["cat a.txt", "cat z.txt"], ids=["sorts-before", "sorts-after"])
+def test_a_rewritten_command_is_never_served_whatever_its_text_sorts_as(workspace: Path, state_dir: Path, ran: str) -> None:
+    """`ran` differs from the decided text: what ran is unknown. A check written as `>` or `<`
+    instead of `!=` would let a rewrite that sorts the other way through.
+    Pins `ledger_impl/session.py` line 284 (a miss: `>` or `<` kept a rewritten command's output).
+    """
     with DurableSession.open(workspace, state_dir=state_dir) as session:
         session.decide("cat notes.txt", call_id="t1")
-        session.record("t1", "forged\n", 0, ran="cat a.txt")  # "cat a.txt" < "cat notes.txt"
+        session.record("t1", "forged\n", 0, ran=ran)
         session.run_queued_probes()
         again = session.decide("cat notes.txt", call_id="t2")
     assert again.verdict != "reuse"
@@ -69,8 +72,11 @@ def test_a_rewritten_command_is_never_served_whatever_its_text_sorts_as(workspac
 def test_a_result_the_caller_cannot_vouch_for_or_too_long_is_never_served(
     workspace: Path, state_dir: Path, exact: bool, cap: int
 ) -> None:
-    """Either reason alone keeps the output from being served: `exact and not too_long`."""
-    with DurableSession.open(workspace, state_dir=state_dir, output_cap=cap) as session:
+    """Either reason alone keeps the output from being served: `exact and not too_long`. The
+    probe is off: run with the cap as its output limit, it would refuse the long one on its own.
+    Pins `ledger_impl/session.py` line 299 (a miss: `or` served an inexact result).
+    """
+    with DurableSession.open(workspace, state_dir=state_dir, output_cap=cap, probe=False) as session:
         _read_and_record(session, workspace, "cat notes.txt", "t1", exact=exact)
         assert session.decide("cat notes.txt", call_id="t2").verdict != "reuse"
 
@@ -247,3 +253,88 @@ def test_waiting_for_probes_returns_once_another_thread_has_run_them(workspace: 
             assert session.wait_for_probes(30.0) is True
         finally:
             runner.join()
+
+
+def test_an_output_exactly_at_the_cap_is_kept(workspace: Path, state_dir: Path) -> None:
+    size = len(fresh(workspace, "cat notes.txt")[0].encode())
+    with DurableSession.open(workspace, state_dir=state_dir, output_cap=size) as session:
+        _read_and_record(session, workspace, "cat notes.txt", "t1")
+        assert session.decide("cat notes.txt", call_id="t2").verdict == "reuse"
+
+
+def test_refusing_probes_notes_only_what_it_refused(workspace: Path, state_dir: Path) -> None:
+    with DurableSession.open(workspace, state_dir=state_dir) as session:
+        assert session.refuse_unfinished_probes("the service restarted") == 0
+        session.decide("cat notes.txt", call_id="t1")
+        session.record("t1", *fresh(workspace, "cat notes.txt"))
+        quiet = session.decide("ls", call_id="t2")
+        session.record("t2", *fresh(workspace, "ls"))
+        if not session.queued_probes:
+            pytest.skip(f"the probe cannot run here: {session_probe.unavailable()}")
+        queued = len(session.queued_probes)  # the read's, and the listing's
+        assert session.refuse_unfinished_probes("the service restarted") == queued
+        noted = session.decide("cat notes.txt", call_id="t3")
+    assert "refused" not in str(quiet.degraded or "")
+    assert noted.verdict != "reuse" and f"{queued} probe(s) refused: the service restarted" in str(noted.degraded or "")
+
+
+def test_the_view_is_read_only(workspace: Path, state_dir: Path) -> None:
+    """`view` neither polls nor records: what changed is recorded by the next call."""
+    with DurableSession.open(workspace, state_dir=state_dir) as session:
+        _read_and_record(session, workspace, "cat notes.txt", "t1")
+        before = session.snapshot()
+        (workspace / "notes.txt").write_text("beta\n")
+        session.view()
+        assert session.snapshot() == before
+
+
+class _LosesTrackAfterFirst:
+    """A detector that reports losing track (a problem, changes unknown) after its first report."""
+
+    name = "forgetful detector"
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    def changes_since(self, root: object, baseline: object, moment: object = None) -> object:
+        from ledger_spec import Changes
+
+        self.calls += 1
+        if self.calls > 1:
+            return Changes(unknown=True), b"baseline", "lost track of the tree"
+        return Changes(), b"baseline", None
+
+
+def test_a_detector_losing_track_after_the_first_step_costs_the_reuse(workspace: Path, state_dir: Path) -> None:
+    """Only before anything was observed may a report's problem be passed over. Pins `ledger_impl/session.py` line 451 (a miss: `> 1` passed over a lost track at the first step)."""
+    with DurableSession.open(workspace, state_dir=state_dir, detector=_LosesTrackAfterFirst(), probe=False) as session:
+        _read_and_record(session, workspace, "cat notes.txt", "t1")
+        (workspace / "notes.txt").write_text("beta\n")
+        again = session.decide("cat notes.txt", call_id="t2")
+    assert again.verdict != "reuse"
+    assert "lost track of the tree" in str(again.degraded or "")
+
+
+def test_a_session_kept_open_reads_another_save_whichever_way_its_revision_sorts(
+    workspace: Path, state_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The ledger a process saved is trusted only while the stored revision is its own. Here
+    every later save's name sorts before the earlier ones (random names do so half the time).
+    A listing, with the probe off: a file read's fingerprint (the file's identity) or the probe's
+    traced identities would refuse the stale result on their own; only the ledger knows the
+    directory gained a name.
+    Pins `ledger_impl/session.py` line 544 (a miss: `<` trusted a stale ledger after another process's save).
+    """
+    from ledger_impl import session as session_module
+
+    names = iter(f"{n:032x}" for n in range(1000, 0, -1))
+    monkeypatch.setattr(session_module, "new_revision", lambda: next(names))
+    with DurableSession.open(workspace, state_dir=state_dir, probe=False) as kept:
+        _read_and_record(kept, workspace, "ls", "t1")
+        assert kept.decide("ls", call_id="t1b").verdict == "reuse"
+        with DurableSession.open(workspace, state_dir=state_dir, probe=False) as other:  # the fallback hook
+            other.decide("touch new.txt", call_id="t2")
+            fresh(workspace, "touch new.txt")
+            other.record("t2", "", 0)
+        again = kept.decide("ls", call_id="t3")
+    assert again.verdict != "reuse"

@@ -96,20 +96,25 @@ class _Claude:
 
 
 def test_a_bash_read_names_its_target_from_the_call_s_working_directory(
-    workspace: pathlib.Path, session: DurableSession
+    workspace: pathlib.Path, tmp_path: pathlib.Path
 ) -> None:
     """`cat x.txt` run in src/ reads src/x.txt; decided as if run at the root, an edit of
-    src/x.txt would leave the stored result standing."""
+    src/x.txt would leave the stored result standing. The probe is off: rerunning the read at
+    the root, it would refuse the result on its own.
+    Pins `ledger_impl/agents/claude.py` line 173 (a miss: the working directory dropped).
+    """
     (workspace / "x.txt").write_text("root\n")
     (workspace / "src" / "x.txt").write_text("one\n")
-    agent = _Claude(workspace, session)
-    assert agent.bash("cat x.txt", cwd=workspace / "src") is None
-    (workspace / "src" / "x.txt").write_text("two\n")
-    assert agent.bash("cat x.txt", cwd=workspace / "src") is None  # ran again, not served
+    with DurableSession.open(workspace, state_dir=tmp_path / "state", probe=False) as session:
+        agent = _Claude(workspace, session)
+        assert agent.bash("cat x.txt", cwd=workspace / "src") is None
+        assert agent.bash("cat x.txt", cwd=workspace / "src") is not None  # served: nothing changed
+        (workspace / "src" / "x.txt").write_text("two\n")
+        assert agent.bash("cat x.txt", cwd=workspace / "src") is None  # ran again, not served
 
 
 def test_a_bash_result_is_never_cut_to_answer_another_command(workspace: pathlib.Path, session: DurableSession) -> None:
-    """Claude shows a Bash output stripped, so lines cut from it are not another command's bytes."""
+    """Claude shows a Bash output stripped, so lines cut from it are not another command's bytes. Pins `ledger_impl/agents/claude.py` line 173 (a miss: slices of a Bash result served)."""
     agent = _Claude(workspace, session)
     assert agent.bash("cat notes.txt") is None
     assert agent.bash("head -n 1 notes.txt") is None
@@ -134,3 +139,24 @@ def test_verbatim_answers_stay_verbatim_however_often_a_result_is_served(
     for _ in range(3):
         reason = agent.bash("cat long.txt")
         assert reason is not None and "line 39 of a file" in reason
+
+
+@pytest.mark.parametrize(
+    ("payload", "owner"),
+    [
+        ({"session_id": "s"}, "s"),
+        ({"session_id": "s", "agent_id": "a"}, "s/a"),
+        ({"session_id": "s", "agent_id": ""}, "s"),
+        ({"session_id": ""}, None),
+        ({"session_id": 7}, None),
+        ({}, None),
+    ],
+    ids=["session", "subagent", "empty-agent", "empty-session", "session-not-text", "none"],
+)
+def test_the_context_owner_is_the_session_and_its_subagent(payload: dict[str, Any], owner: str | None) -> None:
+    assert claude.context_owner(payload) == owner
+
+
+def test_the_tool_mask_names_the_tools_left_out() -> None:
+    assert claude.tool_mask(["WebFetch", "Task"]) == '--disallowedTools "WebFetch,Task"'
+    assert claude.tool_mask([]) == ""
