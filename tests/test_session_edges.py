@@ -101,25 +101,26 @@ def test_abandoning_one_call_leaves_the_others_pending(workspace: Path, state_di
         assert session.abandon() == 2
 
 
-class _FailsAfterFirst:
-    """A detector whose scan fails after its first report (a tree it can no longer read)."""
+class _AfterFirstReport:
+    """A detector whose first report is clean and whose later ones fail (`problem` None: the scan
+    raises, a tree it can no longer read) or report losing track (changes unknown, `problem`)."""
 
-    name = "failing detector"
-
-    def __init__(self) -> None:
-        self.calls = 0
+    def __init__(self, name: str, problem: str | None = None) -> None:
+        self.name, self.problem, self.calls = name, problem, 0
 
     def changes_since(self, root: object, baseline: object, moment: object = None) -> object:
         from ledger_spec import Changes
 
         self.calls += 1
-        if self.calls > 1:
+        if self.calls == 1:
+            return Changes(), b"baseline", None
+        if self.problem is None:
             raise OSError("scan failed")
-        return Changes(), b"baseline", None
+        return Changes(unknown=True), b"baseline", self.problem
 
 
 def test_a_detector_that_fails_costs_reuse_and_says_so(workspace: Path, state_dir: Path) -> None:
-    detector = _FailsAfterFirst()
+    detector = _AfterFirstReport("failing detector")
     with DurableSession.open(workspace, state_dir=state_dir, detector=detector, probe=False) as session:
         _read_and_record(session, workspace, "cat notes.txt", "t1")
         again = session.decide("cat notes.txt", call_id="t2")
@@ -288,26 +289,9 @@ def test_the_view_is_read_only(workspace: Path, state_dir: Path) -> None:
         assert session.snapshot() == before
 
 
-class _LosesTrackAfterFirst:
-    """A detector that reports losing track (a problem, changes unknown) after its first report."""
-
-    name = "forgetful detector"
-
-    def __init__(self) -> None:
-        self.calls = 0
-
-    def changes_since(self, root: object, baseline: object, moment: object = None) -> object:
-        from ledger_spec import Changes
-
-        self.calls += 1
-        if self.calls > 1:
-            return Changes(unknown=True), b"baseline", "lost track of the tree"
-        return Changes(), b"baseline", None
-
-
 def test_a_detector_losing_track_after_the_first_step_costs_the_reuse(workspace: Path, state_dir: Path) -> None:
     """Only before anything was observed may a report's problem be passed over. Pins `ledger_impl/session.py` line 451 (a miss: `> 1` passed over a lost track at the first step)."""
-    with DurableSession.open(workspace, state_dir=state_dir, detector=_LosesTrackAfterFirst(), probe=False) as session:
+    with DurableSession.open(workspace, state_dir=state_dir, detector=_AfterFirstReport("forgetful detector", "lost track of the tree"), probe=False) as session:
         _read_and_record(session, workspace, "cat notes.txt", "t1")
         (workspace / "notes.txt").write_text("beta\n")
         again = session.decide("cat notes.txt", call_id="t2")
