@@ -121,7 +121,9 @@ MODULES: dict[str, tuple[str, ...]] = {
         "tests/test_session_edges.py",
     ),
     "ledger_impl/session_probe.py": ("tests/test_probe_hook_path.py", "tests/test_session.py"),
-    "ledger_impl/context_journal.py": ("tests/test_session.py", "tests/test_session_requests.py", "tests/test_hook_payloads.py"),
+    "ledger_impl/context_journal.py": (
+        "tests/test_context_journal.py", "tests/test_session.py", "tests/test_session_requests.py", "tests/test_hook_payloads.py",
+    ),
     "ledger_impl/tree_snapshot.py": (
         "tests/test_stat_index.py", "tests/test_snapshot_detector.py", "tests/test_channel_detector.py",
     ),
@@ -148,7 +150,7 @@ MODULES: dict[str, tuple[str, ...]] = {
     **{
         f"ledger_impl/agents/{name}.py": (
             "tests/agents/test_gemini_hook.py", "tests/agents/test_qwen_hook.py", "tests/agents/test_copilot_hook.py",
-            "tests/agents/test_agent_plugins.py",
+            "tests/agents/test_agent_plugins.py", "tests/agents/test_hook_session_edges.py",
         )
         for name in ("hook_session", "spec", "qwen", "gemini", "copilot")
     },
