@@ -137,7 +137,8 @@ MODULES: dict[str, tuple[str, ...]] = {
     },
     **{
         f"ledger_impl/service/{name}.py": (
-            "tests/test_service.py", "tests/test_service_frame.py", "tests/test_service_security.py",
+            "tests/test_service.py", "tests/test_service_frame.py", "tests/test_service_security.py", "tests/test_service_gate.py",
+            "tests/test_service_workspaces.py",
             "tests/test_service_layout.py", "tests/test_directory_watch.py", "tests/test_watchman_detector.py",
         )
         for name in ("gate", "frame", "layout", "resident", "workspaces", "directory_watch", "server")
