@@ -34,11 +34,22 @@ def _read_and_record(session: DurableSession, root: Path, command: str, call_id:
     return recorded
 
 
+def _recorded_with_its_probe_queued(session: DurableSession, root: Path, call_id: str = "t1") -> list[int]:
+    """A read decided and recorded, its probe left queued (the test skips where none can run)."""
+    session.decide("cat notes.txt", call_id=call_id)
+    session.record(call_id, *fresh(root, "cat notes.txt"))
+    if not session.queued_probes:
+        pytest.skip(f"the probe cannot run here: {session_probe.unavailable()}")
+    return list(session.queued_probes)
+
+
 def test_an_output_cap_of_zero_is_accepted_and_keeps_nothing(workspace: Path, state_dir: Path) -> None:
-    """Zero is a cap (nothing stored, nothing served), not an error; below zero is one."""
-    with DurableSession.open(workspace, state_dir=state_dir, output_cap=0) as session:
-        _read_and_record(session, workspace, "cat notes.txt", "t1")
-        assert session.decide("cat notes.txt", call_id="t2").verdict != "reuse"
+    """Zero is a cap (nothing stored, nothing served), not an error; below zero is one. The probe
+    is off so that the cap alone decides; the same calls with room for the output are served."""
+    for cap, served in ((0, False), (1 << 20, True)):
+        with DurableSession.open(workspace, state_dir=state_dir / str(cap), output_cap=cap, probe=False) as session:
+            _read_and_record(session, workspace, "cat notes.txt", "t1")
+            assert (session.decide("cat notes.txt", call_id="t2").verdict == "reuse") is served
     with pytest.raises(ValueError, match="output_cap"):
         DurableSession.open(workspace, state_dir=state_dir, output_cap=-1)
 
@@ -83,10 +94,7 @@ def test_a_result_the_caller_cannot_vouch_for_or_too_long_is_never_served(
 
 def test_waiting_for_a_probe_nobody_runs_ends_at_its_timeout(workspace: Path, state_dir: Path) -> None:
     with DurableSession.open(workspace, state_dir=state_dir) as session:
-        session.decide("cat notes.txt", call_id="t1")
-        session.record("t1", *fresh(workspace, "cat notes.txt"))
-        if not session.queued_probes:
-            pytest.skip(f"the probe cannot run here: {session_probe.unavailable()}")
+        _recorded_with_its_probe_queued(session, workspace)
         assert session.wait_for_probes(0.1) is False
         session.run_queued_probes()
         assert session.wait_for_probes(0.1) is True
@@ -206,7 +214,6 @@ def test_a_call_whose_row_was_forgotten_is_no_longer_in_flight(
         assert session.record("slow", *fresh(workspace, "cat notes.txt")).step is None
 
 
-
 @pytest.mark.parametrize("damage", ["0" * 64, "f" * 64], ids=["sorts-before", "sorts-after"])
 def test_a_header_whose_checksum_does_not_match_is_discarded(workspace: Path, state_dir: Path, damage: str) -> None:
     """Any mismatch discards the ledger, whichever way the stored checksum sorts."""
@@ -235,11 +242,7 @@ def test_waiting_for_probes_returns_once_another_thread_has_run_them(workspace: 
     import threading
 
     with DurableSession.open(workspace, state_dir=state_dir) as session:
-        session.decide("cat notes.txt", call_id="t1")
-        session.record("t1", *fresh(workspace, "cat notes.txt"))
-        if not session.queued_probes:
-            pytest.skip(f"the probe cannot run here: {session_probe.unavailable()}")
-        queued = list(session.queued_probes)
+        queued = _recorded_with_its_probe_queued(session, workspace)
         session.queued_probes.clear()
 
         def run_later() -> None:
@@ -290,8 +293,10 @@ def test_the_view_is_read_only(workspace: Path, state_dir: Path) -> None:
 
 
 def test_a_detector_losing_track_after_the_first_step_costs_the_reuse(workspace: Path, state_dir: Path) -> None:
-    """Only before anything was observed may a report's problem be passed over. Pins `ledger_impl/session.py` line 451 (a miss: `> 1` passed over a lost track at the first step)."""
-    with DurableSession.open(workspace, state_dir=state_dir, detector=_AfterFirstReport("forgetful detector", "lost track of the tree"), probe=False) as session:
+    """Only before anything was observed may a report's problem be passed over. Pins
+    `ledger_impl/session.py` line 451 (a miss: `> 1` passed over a lost track at the first step)."""
+    detector = _AfterFirstReport("forgetful detector", "lost track of the tree")
+    with DurableSession.open(workspace, state_dir=state_dir, detector=detector, probe=False) as session:
         _read_and_record(session, workspace, "cat notes.txt", "t1")
         (workspace / "notes.txt").write_text("beta\n")
         again = session.decide("cat notes.txt", call_id="t2")

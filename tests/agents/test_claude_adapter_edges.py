@@ -114,7 +114,8 @@ def test_a_bash_read_names_its_target_from_the_call_s_working_directory(
 
 
 def test_a_bash_result_is_never_cut_to_answer_another_command(workspace: pathlib.Path, session: DurableSession) -> None:
-    """Claude shows a Bash output stripped, so lines cut from it are not another command's bytes. Pins `ledger_impl/agents/claude.py` line 173 (a miss: slices of a Bash result served)."""
+    """Claude shows a Bash output stripped, so lines cut from it are not another command's bytes.
+    Pins `ledger_impl/agents/claude.py` line 173 (a miss: slices of a Bash result served)."""
     agent = _Claude(workspace, session)
     assert agent.bash("cat notes.txt") is None
     assert agent.bash("head -n 1 notes.txt") is None
