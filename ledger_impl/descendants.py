@@ -33,6 +33,7 @@ import os
 import shutil
 import signal
 import tempfile
+import threading
 import time
 from pathlib import Path
 from typing import Callable, Protocol
@@ -183,8 +184,9 @@ class Launch:
     def descendants(self, pid: int) -> Descendants:
         """The tracking of the command started as `pid` (bash, in a new session)."""
         if self._cgroup is not None and self._joined is not None:
-            if self._joined.exists():
-                self._joined.unlink(missing_ok=True)
+            joined = self._joined.exists()
+            self._settle()
+            if joined:
                 return CgroupDescendants(self._cgroup)
             CgroupDescendants(self._cgroup).release()
         return SessionDescendants(pid)
@@ -200,8 +202,16 @@ class Launch:
 
     def abandon(self) -> None:
         """The command never started: remove what was made for it."""
+        self._settle()
         if self._cgroup is not None:
             CgroupDescendants(self._cgroup).release()
+
+    def _settle(self) -> None:
+        """The marker has been read (or never will be): remove it, and its directory once no
+        other launch waits on one."""
+        if self._joined is not None:
+            joined, self._joined = self._joined, None
+            _markers.release(joined)
 
 
 def launch(command: str, *, tracking: str | None = None) -> Launch:
@@ -217,7 +227,7 @@ def launch(command: str, *, tracking: str | None = None) -> Launch:
         except OSError:
             cgroup = None
         if cgroup is not None:
-            joined = _marker_directory() / name
+            joined = _markers.take(name)
             argv = ["/bin/sh", "-c", _JOIN, "ledger-join", str(cgroup / "cgroup.procs"), str(joined), *bash]
             return Launch(argv, cgroup, joined)
     return Launch(bash, None, None)
@@ -255,18 +265,43 @@ def cgroup_base() -> Path | None:
     return base
 
 
-_markers: list[Path] = []  # the private directory of this process's join markers, once made
+class _Markers:
+    """The private directory of this process's join markers (never in a workspace), there only
+    while some launch waits on a marker.
+
+    Removed as soon as the last pending marker is read, not only at exit: a process stopped
+    during its interpreter's exit (a hunt worker told to stop, then killed) runs no atexit
+    handler, and left the directory in the user's TMPDIR. The atexit removal stays for a launch
+    interrupted before it was settled. Made again, under a new name, when needed after that or
+    if it is gone (a temporary-file cleaner): a directory of the same name could have been made
+    by anyone since."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._directory: Path | None = None
+        self._pending = 0
+
+    def take(self, name: str) -> Path:
+        """Where the marker of the launch called `name` is to be left."""
+        with self._lock:
+            if self._directory is None or not self._directory.is_dir():
+                path = tempfile.mkdtemp(prefix="ledger-join-")
+                atexit.register(shutil.rmtree, path, True)
+                self._directory = Path(path)
+            self._pending += 1
+            return self._directory / name
+
+    def release(self, marker: Path) -> None:
+        """The marker `take` gave is no longer waited on."""
+        with self._lock:
+            marker.unlink(missing_ok=True)
+            self._pending -= 1
+            if self._pending == 0 and self._directory is not None:
+                shutil.rmtree(self._directory, ignore_errors=True)
+                self._directory = None
 
 
-def _marker_directory() -> Path:
-    """A private directory for the join markers (never in a workspace). Made again, under a new
-    name, if it is gone (a temporary-file cleaner): a directory of the same name could have
-    been made by anyone since."""
-    if not _markers or not _markers[-1].is_dir():
-        path = tempfile.mkdtemp(prefix="ledger-join-")
-        atexit.register(shutil.rmtree, path, True)
-        _markers.append(Path(path))
-    return _markers[-1]
+_markers = _Markers()
 
 
 def _kill(pid: int) -> None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import pathlib
 import shutil
+import tempfile
 import time
 from typing import Callable
 
@@ -169,11 +170,17 @@ def test_a_command_runs_once_and_is_tracked_soundly_after_its_marker_directory_w
     too, `/bin/sh` could write neither and exited before it ran the command: the command never
     ran. A join that cannot be confirmed must fall back to session tracking, and the command
     must run either way."""
-    shutil.rmtree(descendants._marker_directory(), ignore_errors=True)  # a temporary-file cleaner, another test
+    # Another launch of this process is pending, so the directory exists; a temporary-file
+    # cleaner (or another test) removes it.
+    held = descendants._markers.take("held")
+    shutil.rmtree(held.parent, ignore_errors=True)
     if join == "fails":
         _failing_joins(monkeypatch, tmp_path)
     root, outside = _workspace(tmp_path)
-    completed = run_command(f"echo ran >> {outside}/count; " + _job("job-control", outside), root, 20, 1000)
+    try:
+        completed = run_command(f"echo ran >> {outside}/count; " + _job("job-control", outside), root, 20, 1000)
+    finally:
+        descendants._markers.release(held)
     try:
         assert (outside / "count").read_text() == "ran\n", "the command ran exactly once"
         assert completed.output == "", "nothing of the join reaches the command's output"
@@ -183,6 +190,28 @@ def test_a_command_runs_once_and_is_tracked_soundly_after_its_marker_directory_w
         (outside / "go").touch()
         if completed.background is not None:
             completed.background.kill()
+
+
+@needs_cgroup
+def test_no_marker_directory_outlives_the_commands_that_wait_on_it(
+    tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Counterexample (CI, tests/test_interrupt.py): the join markers' directory was made once
+    per process and removed only by an atexit handler; a hunt worker stopped during its
+    interpreter's exit left it in the user's TMPDIR. It is now gone once no launch waits on
+    a marker, and made again for the next one."""
+    private = tmp_path / "tmp"
+    private.mkdir()
+    monkeypatch.setenv("TMPDIR", str(private))
+    monkeypatch.setattr(tempfile, "tempdir", None)
+    for _ in range(2):
+        completed = run_command("echo ran", tmp_path, 10, 100)
+        assert completed.output == "ran\n"
+        assert list(private.iterdir()) == []
+    started = descendants.launch("true")
+    assert [entry.name for entry in private.iterdir()] == [started._joined.parent.name]
+    started.abandon()
+    assert list(private.iterdir()) == []
 
 
 def test_the_runtime_says_how_it_tracks_and_refuses_an_unknown_way(tmp_path: pathlib.Path) -> None:

@@ -14,7 +14,6 @@ from typing import Callable
 
 import pytest
 
-from ledger_impl import descendants
 from ledger_impl.detectors import default_detector
 from ledger_properties import sweeper
 from ledger_properties.oracle import checked_session, hunt_environment
@@ -118,10 +117,8 @@ def test_an_interrupted_wait_closes_and_removes_the_rest_itself(tmp_path: pathli
 
 
 def test_a_hunt_workspace_is_removed_by_the_end_of_the_block(tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    # The cgroup join markers live in one directory per process, made at the first tracked
-    # command and removed at exit: made here first, it would land in tmp_path when this test
-    # runs alone (it did), so it is made before TMPDIR moves.
-    descendants._marker_directory()
+    # The cgroup join markers' directory is made under TMPDIR too, and is gone once no command
+    # waits on a marker.
     monkeypatch.setenv("TMPDIR", str(tmp_path))
     monkeypatch.setattr(tempfile, "tempdir", None)
     with hunt_environment(), sweeper.sweeping():
