@@ -11,10 +11,10 @@ completed. Then it checks:
   comparison is exact only if no write ran in between, so writers announce themselves in a
   world file (outside the workspace) and a check overlapping a write counts as inconclusive.
   The session refuses Reuse while a writer is in flight, so inconclusive checks are rare.
-- **no lost update**: every call a worker logged as done is in the ledger's history. The
-  history holds at least the completed calls and at most those plus the calls that were cut
-  short by a kill (begun but not logged done); per command text, it holds at least as many
-  entries as were logged done.
+- **no lost update**: every call a worker logged as done (its result recorded, or a Reuse
+  decided) is in the ledger's history. The history holds at least the completed calls and at
+  most those plus the calls that were cut short by a kill inside a ledger call (begun but not
+  logged as returned); per command text, it holds at least as many entries as were logged done.
 - the database passes SQLite's integrity check and the session reopens and renders its view.
 
 Each worker logs one line per event to its own file, flushed at once: a kill can only cut the
@@ -163,17 +163,24 @@ def _events(logs: Path, slot: int | None = None) -> list[dict[str, str]]:
     return events
 
 
+def _done(event: dict[str, str]) -> bool:
+    """Whether the ledger's side of a call is over: its result recorded, or a Reuse decided (the
+    Reuse is in the history from then on; the worker's check that follows it is the oracle's, and
+    a kill during it cuts short no ledger call)."""
+    return event["event"] == "recorded" or (event["event"] == "decided" and event.get("verdict") == "reuse")
+
+
 def _count_done(logs: Path, slot: int) -> int:
-    return sum(1 for event in _events(logs, slot) if event["event"] in ("reused", "recorded"))
+    return sum(1 for event in _events(logs, slot) if _done(event))
 
 
 def _report(root: Path, state: Path, logs: Path, kills: int, pairs: int, seconds: float) -> StressReport:
     from ledger_impl.store import database_path
 
     events = _events(logs)
-    done = [e for e in events if e["event"] in ("reused", "recorded")]
+    done = [e for e in events if _done(e)]
     begun = collections.Counter(e["call"] for e in events if e["event"] in ("decide", "record"))
-    finished = collections.Counter(e["call"] for e in events if e["event"] in ("decided", "recorded", "reused"))
+    finished = collections.Counter(e["call"] for e in events if e["event"] in ("decided", "recorded"))
     cut_short = sum(1 for call, n in begun.items() if finished[call] < n)
     reuse_checks = [e for e in events if e["event"] == "reused"]
     stale = tuple(e["command"] for e in reuse_checks if e["check"] == "stale")
