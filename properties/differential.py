@@ -28,7 +28,7 @@ The same comparison also runs as a Hypothesis state machine, `LedgerMatchesSpec`
 the model, the ledger as the system under test, the checks as invariants), whose rules mix all
 of the above freely; `replay` drives that machine through one fixed event list.
 
-`run_differential` is what `ledger verify` and the test suite call.
+`run_differential` is what `ledger verify` calls; the test suite runs its shapes one by one.
 """
 
 from __future__ import annotations

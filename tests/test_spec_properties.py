@@ -20,6 +20,10 @@ from ledger_properties.world_model import (
     world_sessions,
 )
 
+# Pure computation over the spec, which tracing by coverage slows 1.8-2.3 times: not traced (see
+# [tool.coverage.run] in pyproject.toml).
+pytestmark = pytest.mark.no_cover
+
 # Enough examples to reach Reuse, Nudge and the cap in most runs while the whole file stays
 # within a few seconds; `ledger verify` runs the same properties with more.
 EXAMPLES_PER_PROPERTY = 50
