@@ -7,7 +7,9 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import os
 import sqlite3
+import subprocess
 import sys
 from pathlib import Path
 
@@ -53,3 +55,31 @@ def test_report_records_each_run_module_with_its_counts(tmp_path: Path) -> None:
     assert row["score (raw)"] == "75.0%"
     assert series["transcribed"] is False and series["commit"] and series["machine"]
     assert [column["name"] for column in series["columns"]] == list(row)
+
+
+def test_a_mutated_except_clause_stops_catching_instead_of_raising_name_error(tmp_path: Path) -> None:
+    """cosmic-ray's exception operator leaves `CosmicRayTestingException` for the test run to
+    define. Left undefined, the clause raised NameError when an exception reached it: a test
+    expecting the original exception to escape then failed, and the mutant counted as killed
+    for a reason the mutation does not stand for."""
+    (tmp_path / "mutated.py").write_text(
+        "def parse(text):\n"
+        "    try:\n"
+        "        return int(text)\n"
+        "    except CosmicRayTestingException:  # was: except ValueError\n"
+        "        return None\n"
+    )
+    (tmp_path / "test_mutated.py").write_text(
+        "import pytest\n"
+        "from mutated import parse\n\n"
+        "def test_the_value_error_escapes_the_mutated_clause():\n"
+        "    with pytest.raises(ValueError):\n"
+        "        parse('x')\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "scripts.mutation_hypothesis",
+         str(tmp_path / "test_mutated.py")],
+        cwd=tmp_path, env={**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), str(ROOT)])},
+        capture_output=True, text=True,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
