@@ -109,7 +109,9 @@ MODULES: dict[str, tuple[str, ...]] = {
     "ledger_impl/git_inputs.py": (
         "tests/test_git_inputs.py", "tests/test_fingerprint.py", "tests/test_git_reads_outside_the_root.py",
     ),
-    "ledger_impl/fingerprint.py": ("tests/test_fingerprint.py", "tests/test_git_reads_outside_the_root.py"),
+    "ledger_impl/fingerprint.py": (
+        "tests/test_fingerprint.py", "tests/test_fingerprint_absent_inputs.py", "tests/test_git_reads_outside_the_root.py",
+    ),
     # The hook path: the durable session, the observed-dependency probe, the service and the
     # agent adapters (issue 23: what the first lists left out). Their end-to-end tests with
     # the real agent CLIs are left out: each takes tens of seconds and runs through the same
