@@ -109,18 +109,11 @@ class CgroupDescendants:
         self.release()
 
     def release(self) -> None:
-        # Killed processes leave the cgroup a moment after the signal: wait a little for that.
+        # Killed processes leave the cgroup a moment after the signal: wait a little for that
+        # (`alive` removes the cgroup once it is empty).
         deadline = time.monotonic() + RELEASE_WAIT
-        while True:
-            try:
-                self.path.rmdir()
-                return
-            except FileNotFoundError:
-                return
-            except OSError:  # still populated
-                if time.monotonic() > deadline or not self.alive():
-                    return
-                time.sleep(0.002)
+        while self.alive() and time.monotonic() <= deadline:
+            time.sleep(0.002)
 
 
 @attrs.define(eq=False)
@@ -188,16 +181,20 @@ class Launch:
 
     argv: list[str]
     _cgroup: Path | None
-    _joined: Path | None  # the marker the wrapper leaves once bash is in the cgroup
+    _joined: Path | None  # the marker the wrapper leaves once bash is in the cgroup, until read
+    _in_cgroup: bool = False  # what the marker said
 
     def descendants(self, pid: int) -> Descendants:
-        """The tracking of the command started as `pid` (bash, in a new session)."""
-        if self._cgroup is not None and self._joined is not None:
-            joined = self._joined.exists()
+        """The tracking of the command started as `pid` (bash, in a new session); the same on
+        every call (the marker is read once, then removed)."""
+        if self._cgroup is None:
+            return SessionDescendants(pid)
+        if self._joined is not None:
+            self._in_cgroup = self._joined.exists()
             self._settle()
-            if joined:
-                return CgroupDescendants(self._cgroup)
-            CgroupDescendants(self._cgroup).release()
+        if self._in_cgroup:
+            return CgroupDescendants(self._cgroup)
+        CgroupDescendants(self._cgroup).release()
         return SessionDescendants(pid)
 
     def kill(self, pid: int) -> None:
@@ -289,14 +286,15 @@ class _Markers:
         self._lock = threading.Lock()
         self._directory: Path | None = None
         self._pending = 0
+        # One handler for the process, not one per directory made: a resident service makes a
+        # directory for nearly every command it runs.
+        atexit.register(self._remove)
 
     def take(self, name: str) -> Path:
         """Where the marker of the launch called `name` is to be left."""
         with self._lock:
             if self._directory is None or not self._directory.is_dir():
-                path = tempfile.mkdtemp(prefix="ledger-join-")
-                atexit.register(shutil.rmtree, path, True)
-                self._directory = Path(path)
+                self._directory = Path(tempfile.mkdtemp(prefix="ledger-join-"))
             self._pending += 1
             return self._directory / name
 
@@ -305,9 +303,13 @@ class _Markers:
         with self._lock:
             marker.unlink(missing_ok=True)
             self._pending -= 1
-            if self._pending == 0 and self._directory is not None:
-                shutil.rmtree(self._directory, ignore_errors=True)
-                self._directory = None
+            if self._pending == 0:
+                self._remove()
+
+    def _remove(self) -> None:
+        if self._directory is not None:
+            shutil.rmtree(self._directory, ignore_errors=True)
+            self._directory = None
 
 
 _markers = _Markers()
