@@ -131,7 +131,7 @@ class PendingRow:
 
 @attrs.frozen
 class ProbeRow:
-    """One read's probe (see `ledger_impl.probe.deferred`)."""
+    """One read's probe (see `ledger_impl.session_probe`)."""
 
     id: int
     call_id: str

@@ -122,18 +122,22 @@ MODULES: dict[str, tuple[str, ...]] = {
         "tests/test_detector_protocol.py", "tests/test_session_store_format.py", "tests/test_probe_hook_path.py",
         "tests/test_session_edges.py",
     ),
-    "ledger_impl/session_probe.py": ("tests/test_probe_hook_path.py", "tests/test_session.py"),
+    "ledger_impl/session_probe.py": ("tests/test_probe_hook_path.py", "tests/test_session.py", "tests/test_session_probe.py"),
     "ledger_impl/context_journal.py": (
         "tests/test_context_journal.py", "tests/test_session.py", "tests/test_session_requests.py", "tests/test_hook_payloads.py",
     ),
     "ledger_impl/tree_snapshot.py": (
         "tests/test_stat_index.py", "tests/test_snapshot_detector.py", "tests/test_channel_detector.py",
+        "tests/test_tree_snapshot.py", "tests/test_event_detector.py",
     ),
-    "ledger_impl/descendants.py": ("tests/test_descendants.py", "tests/test_execution.py", "tests/test_runtime_hardening.py"),
+    "ledger_impl/descendants.py": (
+        "tests/test_descendants.py", "tests/test_descendants_cleanup.py", "tests/test_descendants_contracts.py", "tests/test_execution.py",
+        "tests/test_runtime_hardening.py",
+    ),
     **{
         f"ledger_impl/probe/{name}.py": (
             "tests/test_probe.py", "tests/test_probe_runtime.py", "tests/test_probe_hook_path.py", "tests/test_probe_sockets.py",
-            "tests/test_probe_dependencies.py",
+            "tests/test_probe_dependencies.py", "tests/test_probe_guard.py",
         )
         for name in ("__init__", "dependencies", "trace", "guard", "sandbox", "clock", "confine", "rendering")
     },
@@ -448,6 +452,24 @@ def survivors(module: str) -> None:
         print(f"## {module}:{line} {operator} ({job_id})\n{diff}")
 
 
+def _apply(diff: str, target: Path) -> None:
+    """Apply one mutant's diff (a single hunk) to `target`: its removed lines, where the hunk
+    header puts them, become its added lines. Not `patch`: cosmic-ray's diff of a file's last
+    line carries a context line past the end of the file, which `patch` rejects."""
+    lines = diff.split("\n")
+    header = next(line for line in lines if line.startswith("@@"))
+    body = lines[lines.index(header) + 1:]
+    before = next(i for i, line in enumerate(body) if line.startswith(("-", "+")))
+    removed = [line[1:] for line in body if line.startswith("-")]
+    added = [line[1:] for line in body if line.startswith("+")]
+    at = int(re.match(r"@@ -(\d+)", header).group(1)) - 1 + before  # type: ignore[union-attr]
+    source = target.read_text().split("\n")
+    if not removed or source[at:at + len(removed)] != removed:
+        raise SystemExit(f"mutation: the diff's removed lines are not at line {at + 1} of {target}")
+    source[at:at + len(removed)] = added
+    target.write_text("\n".join(source))
+
+
 def check(module: str, job_ids: list[str], tests: list[str]) -> None:
     """Apply each mutant to a fresh copy of the working tree and run `tests` (default: the
     module's test files) on it: KILLED means a test failed, as a test written for it must."""
@@ -460,7 +482,7 @@ def check(module: str, job_ids: list[str], tests: list[str]) -> None:
         tree = Path(scratch) / "tree"
         for job_id in job_ids:
             _refresh_tree(tree)
-            subprocess.run(["patch", "-s", "-p1"], cwd=tree, input=(diffs[job_id] + "\n").encode(), check=True)
+            _apply(diffs[job_id], tree / module)
             result = subprocess.run(
                 [sys.executable, "-m", "pytest", *PYTEST_OPTIONS, *deselected, *(tests or MODULES[module])],
                 cwd=tree, env=dict(os.environ, PYTHONPATH=str(tree), PYTHONDONTWRITEBYTECODE="1"), capture_output=True, text=True,
