@@ -138,7 +138,7 @@ MODULES: dict[str, tuple[str, ...]] = {
         f"ledger_impl/probe/{name}.py": (
             "tests/test_probe.py", "tests/test_probe_runtime.py", "tests/test_probe_hook_path.py", "tests/test_probe_sockets.py",
             "tests/test_probe_dependencies.py", "tests/test_probe_guard.py", "tests/test_probe_sandbox.py",
-            "tests/test_probe_trace_lines.py",
+            "tests/test_probe_trace_lines.py", "tests/test_probe_verdicts.py",
         )
         for name in ("__init__", "dependencies", "trace", "guard", "sandbox", "clock", "confine", "rendering")
     },
@@ -147,6 +147,7 @@ MODULES: dict[str, tuple[str, ...]] = {
             "tests/test_service.py", "tests/test_service_frame.py", "tests/test_service_security.py", "tests/test_service_gate.py",
             "tests/test_service_workspaces.py",
             "tests/test_service_layout.py", "tests/test_directory_watch.py", "tests/test_watchman_detector.py",
+            "tests/test_service_resident.py", "tests/test_directory_watch_events.py",
         )
         for name in ("gate", "frame", "layout", "resident", "workspaces", "directory_watch", "server")
     },
