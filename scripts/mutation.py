@@ -138,7 +138,7 @@ MODULES: dict[str, tuple[str, ...]] = {
         f"ledger_impl/probe/{name}.py": (
             "tests/test_probe.py", "tests/test_probe_runtime.py", "tests/test_probe_hook_path.py", "tests/test_probe_sockets.py",
             "tests/test_probe_dependencies.py", "tests/test_probe_guard.py", "tests/test_probe_sandbox.py",
-            "tests/test_probe_trace_lines.py", "tests/test_probe_verdicts.py",
+            "tests/test_probe_trace_lines.py", "tests/test_probe_verdicts.py", "tests/test_probe_clock.py",
         )
         for name in ("__init__", "dependencies", "trace", "guard", "sandbox", "clock", "confine", "rendering")
     },
