@@ -16,21 +16,11 @@ import time
 from collections.abc import Iterator
 
 import pytest
+from module_os import ModuleOs
 from test_descendants import needs_cgroup
 
 from ledger_impl import Runtime, descendants
 from ledger_impl.descendants import CgroupDescendants, SessionDescendants
-
-
-class _Os:
-    """The os module with some functions replaced, seen only by the module under test: other
-    threads of the test process (xdist's, a server's) keep the real ones."""
-
-    def __init__(self, **replaced: object) -> None:
-        self._replaced = replaced
-
-    def __getattr__(self, name: str) -> object:
-        return self._replaced[name] if name in self._replaced else getattr(os, name)
 
 
 def _gone(pid: int) -> bool:
@@ -89,7 +79,7 @@ def test_a_process_that_cannot_be_signalled_is_passed_over(monkeypatch: pytest.M
     def refusing_kill(pid: int, sig: int) -> None:
         raise error()
 
-    monkeypatch.setattr(descendants, "os", _Os(kill=refusing_kill, killpg=refusing_kill))
+    monkeypatch.setattr(descendants, "os", ModuleOs(kill=refusing_kill, killpg=refusing_kill))
     monkeypatch.setattr(descendants, "live_processes", lambda member: [12345])
     SessionDescendants(12345).kill()
 
@@ -100,7 +90,7 @@ def test_without_proc_a_session_is_killed_by_its_group_alone(monkeypatch: pytest
     def no_proc(path: str) -> list[str]:
         raise FileNotFoundError(2, "No such file or directory", path)
 
-    monkeypatch.setattr(descendants, "os", _Os(killpg=lambda group, sig: killed.append(group), listdir=no_proc))
+    monkeypatch.setattr(descendants, "os", ModuleOs(killpg=lambda group, sig: killed.append(group), listdir=no_proc))
     SessionDescendants(4242).kill()
     assert killed == [4242]
     assert SessionDescendants(4242).alive(), "without /proc nothing tells a live process from a zombie"
@@ -108,7 +98,7 @@ def test_without_proc_a_session_is_killed_by_its_group_alone(monkeypatch: pytest
 
 def test_a_process_that_exits_between_the_listing_and_the_read_is_skipped(monkeypatch: pytest.MonkeyPatch) -> None:
     listing = os.listdir
-    monkeypatch.setattr(descendants, "os", _Os(listdir=lambda path: [*listing(path), "999999999"]))
+    monkeypatch.setattr(descendants, "os", ModuleOs(listdir=lambda path: [*listing(path), "999999999"]))
     assert os.getpid() in descendants.live_processes(lambda group, session: group == os.getpgid(0))
 
 
@@ -141,7 +131,7 @@ def test_a_launch_killed_after_its_group_is_gone_raises_nothing(monkeypatch: pyt
     def not_ours(group: int, sig: int) -> None:
         raise PermissionError(1, "Operation not permitted")
 
-    monkeypatch.setattr(descendants, "os", _Os(killpg=not_ours))
+    monkeypatch.setattr(descendants, "os", ModuleOs(killpg=not_ours))
     descendants.launch("true", tracking=descendants.SESSION).kill(999999)
 
 

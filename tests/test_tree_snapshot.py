@@ -17,6 +17,7 @@ import types
 from pathlib import Path
 
 import pytest
+from module_os import ModuleOs
 
 from ledger_impl import tree_snapshot
 from ledger_impl.tree_snapshot import Entry, changed_keys, make_entry, take_snapshot
@@ -37,16 +38,6 @@ def test_a_file_replaced_while_it_is_hashed_is_left_racy_with_no_digest(tmp_path
     assert entry == Entry(tree_snapshot._signature(seen, None), True, None)
     assert readable, "the path was read; only its content is unproved"
 
-
-class _Os:
-    """The os module with some functions replaced, seen only by the module under test: other
-    threads of the test process (xdist's, a server's) keep the real ones."""
-
-    def __init__(self, **replaced: object) -> None:
-        self._replaced = replaced
-
-    def __getattr__(self, name: str) -> object:
-        return self._replaced[name] if name in self._replaced else getattr(os, name)
 
 
 def test_a_link_replaced_before_its_target_is_read_is_unreadable(tmp_path: Path) -> None:
@@ -69,7 +60,7 @@ def test_a_file_deleted_between_listing_and_stat_is_gone_not_unreadable(tmp_path
         (tmp_path / "b.txt").unlink(missing_ok=True)  # after the listing, before each stat
         return contextlib.nullcontext(iter(entries))
 
-    monkeypatch.setattr(tree_snapshot, "os", _Os(scandir=deleting_scandir))
+    monkeypatch.setattr(tree_snapshot, "os", ModuleOs(scandir=deleting_scandir))
     snapshot = take_snapshot(tmp_path)
     assert snapshot.listings[""] == ("a.txt",) and "b.txt" not in snapshot.entries
     assert snapshot.unreadable == frozenset()
@@ -97,7 +88,7 @@ def test_a_file_that_fails_while_it_is_hashed_is_left_racy_with_no_digest(tmp_pa
     def failing_read(fd: int, size: int) -> bytes:
         raise OSError(5, "Input/output error")
 
-    monkeypatch.setattr(tree_snapshot, "os", _Os(read=failing_read))
+    monkeypatch.setattr(tree_snapshot, "os", ModuleOs(read=failing_read))
     entry, readable = make_entry(os.fspath(path), seen, None, racy_threshold_ns=0)
     assert entry == Entry(tree_snapshot._signature(seen, None), True, None) and readable
 
@@ -127,7 +118,7 @@ def test_a_file_that_moved_to_another_device_while_it_was_hashed_proves_nothing(
         fields = {name: getattr(found, name) for name in dir(found) if name.startswith("st_")}
         return types.SimpleNamespace(**{**fields, "st_dev": found.st_dev + shift})
 
-    monkeypatch.setattr(tree_snapshot, "os", _Os(fstat=other_device))
+    monkeypatch.setattr(tree_snapshot, "os", ModuleOs(fstat=other_device))
     entry, _ = make_entry(os.fspath(path), seen, None, racy_threshold_ns=0)
     assert entry == Entry(tree_snapshot._signature(seen, None), True, None)
 
@@ -234,7 +225,7 @@ def test_a_listed_name_that_cannot_be_stated_is_unreadable(tmp_path: Path, monke
     def scandir_with_a_refusal(path: str) -> object:
         return contextlib.nullcontext(iter([*listing(path), Refused()]))
 
-    monkeypatch.setattr(tree_snapshot, "os", _Os(scandir=scandir_with_a_refusal))
+    monkeypatch.setattr(tree_snapshot, "os", ModuleOs(scandir=scandir_with_a_refusal))
     snapshot = take_snapshot(tmp_path)
     assert snapshot.unreadable == frozenset({"locked"}) and "locked" in snapshot.listings[""]
 
