@@ -41,6 +41,10 @@ from ledger_impl.agents import claude
 from ledger_impl.session import DurableSession
 
 FILES = 4
+# How long a session's second half waits for the service's first restart, at most: a service
+# that never answers is never killed (the killer waits for an answer first), and the run must
+# still end.
+RESTART_AWAITED_S = 60.0
 
 
 @attrs.frozen
@@ -99,6 +103,10 @@ def run_service_stress(base: pathlib.Path, *, sessions: int = 8, workspaces: int
     errors: list[str] = []
     guard = threading.Lock()
     done = threading.Event()
+    # Half of each session's calls wait until the service, killed once, answers again: a run of
+    # 160 calls takes about as long as the first wait between kills, and a CI run under load
+    # finished every call before it (no kill at all), exercising no restart.
+    restarted = threading.Event()
 
     def answer(payload: dict[str, Any], root: pathlib.Path) -> dict[str, Any] | None:
         message = {"op": "hook", "agent": "claude", "payload": payload, "env": dict(os.environ), "cwd": str(root)}
@@ -118,6 +126,8 @@ def run_service_stress(base: pathlib.Path, *, sessions: int = 8, workspaces: int
         root = roots[slot % workspaces]
         made, index = 0, -1
         while made < calls:  # `calls` tool calls; the user's own edits come between them
+            if made == calls // 2:
+                restarted.wait(RESTART_AWAITED_S)
             index += 1
             call_id, n = f"s{slot}-c{index}", rng.randrange(FILES)
             kind = rng.choices(("read", "list", "write", "create", "outside"), (0.4, 0.25, 0.15, 0.1, 0.1))[0]
@@ -178,6 +188,8 @@ def run_service_stress(base: pathlib.Path, *, sessions: int = 8, workspaces: int
             if done.wait(rng.uniform(0.0, 0.3)):
                 return
             service.start()
+            if not restarted.is_set() and serving():
+                restarted.set()
 
     started = time.monotonic()
     threads = [threading.Thread(target=agent, args=(slot,)) for slot in range(sessions)]
