@@ -22,6 +22,8 @@ longer match). The tree copy is refreshed before every run, so tests added since
     python scripts/mutation.py report                   # the table from the sessions so far
     python scripts/mutation.py survivors ledger_spec/lines.py   # each survivor's diff
     python scripts/mutation.py check ledger_spec/lines.py JOB_ID --tests NODE_ID  # kills it?
+    python scripts/mutation.py check ledger_spec/lines.py JOB_ID --tests NODE_ID --verdicts v.json
+    python scripts/mutation.py record ledger_spec/lines.py --verdicts v.json --source "..."  # the tables
 
 Needs the `mutation` extra: `pip install -e ".[mutation,test]"`.
 """
@@ -43,6 +45,10 @@ import time
 from pathlib import Path
 
 import coverage
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import mutation_record  # noqa: E402  (beside this file, which is run as a script)
 
 REPO = Path(__file__).resolve().parent.parent
 WORK = REPO / ".mutation"
@@ -472,14 +478,23 @@ def _apply(diff: str, target: Path) -> None:
     target.write_text("\n".join(source))
 
 
-def check(module: str, job_ids: list[str], tests: list[str]) -> None:
+def killed_by(failed: str) -> str:
+    """The verdict of a mutant that pytest's `FAILED path::test[case] - message` line reports."""
+    test = failed.removeprefix("FAILED ").split(" - ", 1)[0].strip().split("::")[-1]
+    return f"killed by `{test}`"
+
+
+def check(module: str, job_ids: list[str], tests: list[str], verdicts: Path | None = None) -> None:
     """Apply each mutant to a fresh copy of the working tree and run `tests` (default: the
-    module's test files) on it: KILLED means a test failed, as a test written for it must."""
+    module's test files) on it: KILLED means a test failed, as a test written for it must.
+    With `verdicts`, each killed mutant without a verdict there gets one naming the test that
+    failed (`record` reads that file)."""
     session = WORK / _slug(module) / "session.sqlite"
     with sqlite3.connect(session) as db:
         diffs = dict(db.execute("SELECT job_id, diff FROM work_results"))
     selection = WORK / _slug(module) / "tests_by_line.json"
     deselected = [f"--deselect={test}" for test in json.loads(selection.read_text()).get("broken", [])] if selection.exists() else []
+    recorded = json.loads(verdicts.read_text()) if verdicts is not None and verdicts.exists() else {}
     with tempfile.TemporaryDirectory(prefix="mutation-check-") as scratch:
         tree = Path(scratch) / "tree"
         for job_id in job_ids:
@@ -494,6 +509,34 @@ def check(module: str, job_ids: list[str], tests: list[str]) -> None:
             # test collected, is an error in the request, never a verdict.
             verdict = {0: "SURVIVED", 1: "KILLED"}.get(result.returncode, f"ERROR (pytest exit status {result.returncode})")
             print(f"{job_id}: {verdict} {' '.join(failed)}", flush=True)
+            if verdicts is not None and verdict == "KILLED" and failed and failed[0].startswith("FAILED"):
+                recorded.setdefault(job_id, {"kind": "killed", "verdict": killed_by(failed[0])})
+                verdicts.write_text(json.dumps(recorded, indent=1) + "\n")
+
+
+def session_survivors(module: str, work: Path = WORK) -> list[tuple[str, int, str]]:
+    """Each survivor of the module's session: its job id, first line and diff."""
+    with sqlite3.connect(work / _slug(module) / "session.sqlite") as db:
+        return db.execute(
+            "SELECT r.job_id, m.start_pos_row, r.diff FROM work_results r JOIN mutation_specs m ON m.job_id = r.job_id"
+            " WHERE r.test_outcome = 'SURVIVED' ORDER BY m.start_pos_row, r.job_id"
+        ).fetchall()
+
+
+def record(module: str, verdicts: Path, source: str, work: Path = WORK, root: Path = REPO) -> None:
+    """Write the module's survivors table and score row from its session and `verdicts`."""
+    session = work / _slug(module) / "session.sqlite"
+    if not session.exists():
+        sys.exit(f"mutation: {module} has no session under {work}: run it first")
+    settled = json.loads(verdicts.read_text())
+    try:
+        table = mutation_record.rows(session_survivors(module, work), settled)
+        row = mutation_record.score_row(module, _outcomes(session), table, settled)
+    except mutation_record.RecordError as error:
+        sys.exit(f"mutation: {module}: nothing recorded: {error}")
+    mutation_record.write(module, source, table, row, root / "scripts" / "mutation_survivors.json",
+                          root / "benchmarks" / "results" / "mutation-score.json")
+    print(f"mutation: {module}: {len(table)} rows recorded; {row['score (non-equivalent)']}", flush=True)
 
 
 def main() -> None:
@@ -503,6 +546,11 @@ def main() -> None:
     check_parser.add_argument("module", choices=list(MODULES))
     check_parser.add_argument("job_ids", nargs="+", metavar="JOB_ID")
     check_parser.add_argument("--tests", nargs="*", default=[], help="pytest node ids (default: the module's test files)")
+    check_parser.add_argument("--verdicts", type=Path, help="JSON file to add each killed mutant's verdict to (for record)")
+    record_parser = sub.add_parser("record", help="write a module's survivors table and score row from its session")
+    record_parser.add_argument("module", choices=list(MODULES))
+    record_parser.add_argument("--verdicts", type=Path, required=True, help="JSON: job id -> kind, verdict, miss")
+    record_parser.add_argument("--source", required=True, help="how the run was made: date, commit, load, tests checked")
     for name in ("run", "report", "survivors", "mutant-tests"):
         command = sub.add_parser(name)
         command.add_argument("modules", nargs="*", choices=[[], *MODULES], default=[], metavar="MODULE")
@@ -512,7 +560,10 @@ def main() -> None:
             command.add_argument("--retest-survivors", action="store_true", help="run the survivors again (after adding tests)")
     arguments = parser.parse_args()
     if arguments.action == "check":
-        check(arguments.module, arguments.job_ids, arguments.tests)
+        check(arguments.module, arguments.job_ids, arguments.tests, arguments.verdicts)
+        return
+    if arguments.action == "record":
+        record(arguments.module, arguments.verdicts, arguments.source)
         return
     modules = arguments.modules or list(MODULES)
     if arguments.action == "mutant-tests":
