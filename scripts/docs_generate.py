@@ -25,6 +25,7 @@ import docs_errors  # noqa: E402
 import docs_cli  # noqa: E402
 import docs_mutation  # noqa: E402
 import docs_tables  # noqa: E402
+import mutation  # noqa: E402  (its module list: the modules a totals sentence says are not run yet)
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
@@ -38,6 +39,8 @@ def all_tables() -> dict[str, str]:
     """Every table a page may ask for with a marker, by its name."""
     survivors = docs_mutation.load()
     tables = docs_tables.series_tables(docs_tables.load_series()) | docs_mutation.survivor_tables(survivors)
+    score = json.loads(docs_mutation.SCORE.read_text(encoding="utf-8"))
+    tables["mutation-totals"] = docs_mutation.render_totals(docs_mutation.totals(score, list(mutation.MODULES)))
     tables["agent-plugins"] = docs_agents.render()
     tables["error-hierarchy"] = docs_errors.render()
     # Measurements whose benchmark renders its own tables (not in the series format).

@@ -11,12 +11,14 @@ on the run).
 from __future__ import annotations
 
 import json
+import re
 from collections import Counter
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 SURVIVORS = Path(__file__).resolve().parent / "mutation_survivors.json"
+SCORE = Path(__file__).resolve().parent.parent / "benchmarks" / "results" / "mutation-score.json"
 KINDS = ("killed", "equivalent", "alive", "other")
 
 ROOT_HEADER = """# Mutation survivors
@@ -69,3 +71,43 @@ def render_root(score_table: str, data: Mapping[str, Any]) -> str:
         f"Rows of `scripts/mutation_survivors.json` per module (a row may group several mutants of one line):\n\n"
         f"{render_counts(data)}\n"
     )
+
+
+def _row_module(row: Mapping[str, Any]) -> str:
+    """`ledger_impl/x.py` of a score row's "`ledger_impl/x.py` (measured)"."""
+    return str(row["module"]).split("`")[1]
+
+
+def totals(score: Mapping[str, Any], listed: list[str]) -> dict[str, Any]:
+    """The sums of the score table's rows, and the listed modules it has no row for."""
+    rows = score["rows"]
+    mutants = sum(row["mutants"] for row in rows)
+    equivalent = sum(row["equivalent"] for row in rows)
+    pending = sum(row["not run yet"] for row in rows)
+    killed = sum(row["killed by the module's tests"] + row["survivors killed by a new test"] for row in rows)
+    unsettled = {_row_module(row): int(found[1]) for row in rows
+                 if (found := re.search(r"(\d+) not settled", row["score (non-equivalent)"]))}
+    non_equivalent = mutants - equivalent - pending
+    run = {_row_module(row) for row in rows}
+    return {
+        "modules": len(rows), "mutants": mutants, "equivalent": equivalent, "pending": pending, "killed": killed,
+        "non_equivalent": non_equivalent, "percent": f"{100 * killed / non_equivalent:.2f}%",
+        "unsettled": unsettled, "alive": non_equivalent - killed - sum(unsettled.values()),
+        "not_run": [module for module in listed if module not in run],
+    }
+
+
+def render_totals(sums: Mapping[str, Any]) -> str:
+    """The totals sentence the mutation pages show under their table."""
+    not_killed = sums["non_equivalent"] - sums["killed"]
+    unsettled = ", ".join(f"{count} in `{module}`" for module, count in sums["unsettled"].items())
+    text = (
+        f"{sums['modules']} modules, the sum of the table's rows: {sums['mutants']:,} mutants, {sums['equivalent']:,} "
+        f"equivalent, and {sums['killed']:,} of the {sums['non_equivalent']:,} non-equivalent mutants killed "
+        f"({sums['percent']}); of the {not_killed} not killed, {sums['alive']} are alive (each judged harmless)"
+        + (f" and {sum(sums['unsettled'].values())} not settled ({unsettled})" if sums["unsettled"] else "")
+        + (f"; {sums['pending']:,} mutants not run yet" if sums["pending"] else "") + "."
+    )
+    if sums["not_run"]:
+        text += " Listed in `scripts/mutation.py` but not run yet: " + ", ".join(f"`{m}`" for m in sums["not_run"]) + "."
+    return text

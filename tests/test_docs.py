@@ -118,6 +118,20 @@ def test_the_readmes_verify_excerpt_shows_times_as_verify_prints_them() -> None:
     assert [cell for cell in times if not re.fullmatch(r"\d+(\.\d)? (ms|s)", cell)] == []
 
 
+def test_the_readmes_mutation_score_is_the_sum_of_the_published_rows() -> None:
+    """The README's figure is the mutation pages' totals sentence, which `docs_generate` writes
+    from `benchmarks/results/mutation-score.json`: a module recorded without the README updated
+    fails here, naming the figure the rows give."""
+    import docs_mutation
+    import mutation
+
+    sums = docs_mutation.totals(json.loads(docs_mutation.SCORE.read_text(encoding="utf-8")), list(mutation.MODULES))
+    expected = (f"**Mutation score**, {sums['modules']} modules ({len(sums['not_run'])} listed modules not yet run): "
+                f"{sums['mutants']:,} mutants, {sums['killed']:,} of {sums['non_equivalent']:,} non-equivalent killed "
+                f"({sums['percent']})")
+    assert expected in " ".join(README.read_text(encoding="utf-8").split()), expected
+
+
 @pytest.mark.parametrize("page, table, results", [
     ("docs/safety/probe.md", "probe-cost", "probe-cost.json"),
     ("docs/agents/service.md", "service-latency", "service-latency.json"),

@@ -176,3 +176,21 @@ def test_a_diff_whose_lines_are_not_where_it_says_is_refused(tmp_path: Path) -> 
     with pytest.raises(SystemExit, match="not at line 3"):
         mutation._apply(_diff(3, "LIMIT = 64", "LIMIT = 65"), target)
     assert target.read_text() == "a = 1\nLIMIT = 64\nb = 2\n"
+
+
+def test_the_totals_sum_the_rows_and_name_what_is_unsettled_and_not_run() -> None:
+    sys.path.insert(0, str(ROOT / "scripts"))
+    import docs_mutation
+
+    def row(module: str, mutants: int, killed: int, new: int, equivalent: int, score: str) -> dict[str, object]:
+        return {"module": f"`{module}` (measured)", "mutants": mutants, "killed by the module's tests": killed,
+                "survivors killed by a new test": new, "equivalent": equivalent, "not run yet": 0, "score (non-equivalent)": score}
+
+    score = {"rows": [row("a.py", 100, 80, 10, 5, "96.8%: 90 of 95, 2 alive, 3 not settled (raw 80%)"),
+                      row("b.py", 20, 19, 0, 1, "100% (raw 95%)")]}
+    sums = docs_mutation.totals(score, ["a.py", "b.py", "c.py"])
+    assert (sums["modules"], sums["mutants"], sums["equivalent"], sums["killed"], sums["non_equivalent"]) == (2, 120, 6, 109, 114)
+    assert (sums["alive"], sums["unsettled"], sums["not_run"], sums["percent"]) == (2, {"a.py": 3}, ["c.py"], "95.61%")
+    sentence = docs_mutation.render_totals(sums)
+    assert "109 of the 114 non-equivalent mutants killed (95.61%); of the 5 not killed, 2 are alive" in sentence
+    assert sentence.endswith("not run yet: `c.py`.")
