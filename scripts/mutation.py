@@ -145,6 +145,7 @@ MODULES: dict[str, tuple[str, ...]] = {
             "tests/test_probe.py", "tests/test_probe_runtime.py", "tests/test_probe_hook_path.py", "tests/test_probe_sockets.py",
             "tests/test_probe_dependencies.py", "tests/test_probe_guard.py", "tests/test_probe_sandbox.py",
             "tests/test_probe_trace_lines.py", "tests/test_probe_verdicts.py", "tests/test_probe_clock.py",
+            "tests/test_probe_rendering.py",
         )
         for name in ("__init__", "dependencies", "trace", "guard", "sandbox", "clock", "confine", "rendering")
     },
@@ -153,7 +154,8 @@ MODULES: dict[str, tuple[str, ...]] = {
             "tests/test_service.py", "tests/test_service_frame.py", "tests/test_service_security.py", "tests/test_service_gate.py",
             "tests/test_service_workspaces.py",
             "tests/test_service_layout.py", "tests/test_directory_watch.py", "tests/test_watchman_detector.py",
-            "tests/test_service_resident.py", "tests/test_directory_watch_events.py",
+            "tests/test_service_resident.py", "tests/test_directory_watch_events.py", "tests/test_service_answers.py",
+            "tests/test_service_layout_files.py",
         )
         for name in ("gate", "frame", "layout", "resident", "workspaces", "directory_watch", "server")
     },
@@ -479,8 +481,9 @@ def _apply(diff: str, target: Path) -> None:
 
 
 def killed_by(failed: str) -> str:
-    """The verdict of a mutant that pytest's `FAILED path::test[case] - message` line reports."""
-    test = failed.removeprefix("FAILED ").split(" - ", 1)[0].strip().split("::")[-1]
+    """The verdict of a mutant that pytest's `FAILED path::test[case] - message` line reports
+    (the test's name: a case's id may hold any text, newlines included)."""
+    test = failed.removeprefix("FAILED ").split(" - ", 1)[0].strip().split("::")[-1].split("[", 1)[0]
     return f"killed by `{test}`"
 
 

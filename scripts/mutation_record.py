@@ -57,8 +57,11 @@ def describe(diff: str) -> str:
     end = 0
     while end < min(len(before), len(after)) - start and before[-1 - end] == after[-1 - end]:
         end += 1
+    if end and (start == len(before) - end or start == len(after) - end):
+        end -= 1  # a token added or dropped (`x` -> `not x`): show it with the token it went with
     old, new = " ".join(before[start:len(before) - end]), " ".join(after[start:len(after) - end])
-    return f"`{old}` -> `{new}` in `{' '.join(line.strip() for line in removed)}`"
+    # The text goes into a Markdown table, where a bare `|` would end the cell.
+    return f"`{old}` -> `{new}` in `{' '.join(line.strip() for line in removed)}`".replace("|", "\\|")
 
 
 def rows(survivors: Iterable[tuple[str, int, str]], verdicts: Mapping[str, Mapping[str, Any]]) -> list[dict[str, Any]]:

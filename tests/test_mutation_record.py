@@ -40,6 +40,10 @@ def test_a_mutant_is_described_by_the_tokens_it_replaced_and_its_original_line()
         "`<` -> `>=` in `if len(header) < 52:`")
     assert mutation_record.describe(_diff(9, "    except OSError:", "    except CosmicRayTestingException:")) == (
         "`OSError` -> `CosmicRayTestingException` in `except OSError:`")
+    # A token added is shown with the one it went with; a `|` is escaped for the table's cell.
+    assert mutation_record.describe(_diff(7, "    return a if b else c", "    return a if not b else c")) == (
+        "`b` -> `not b` in `return a if b else c`")
+    assert mutation_record.describe(_diff(2, "flags = A | B", "flags = A & B")) == r"`\|` -> `&` in `flags = A \| B`"
     # The same token twice on a line: the one replaced, not the first equal one.
     assert mutation_record.describe(_diff(3, "x = a or b or c", "x = a or b and c")) == "`or` -> `and` in `x = a or b or c`"
 
@@ -155,7 +159,7 @@ def test_record_writes_nothing_while_a_survivor_is_unsettled(tmp_path: Path) -> 
 
 
 def test_a_failed_line_names_the_test_that_killed_the_mutant() -> None:
-    assert mutation.killed_by("FAILED tests/test_x.py::test_reads_it[case-1] - AssertionError") == "killed by `test_reads_it[case-1]`"
+    assert mutation.killed_by("FAILED tests/test_x.py::test_reads_it[case-1] - AssertionError") == "killed by `test_reads_it`"
     assert mutation.killed_by("FAILED tests/test_x.py::Machine::test_runs") == "killed by `test_runs`"
 
 
