@@ -163,7 +163,9 @@ MODULES: dict[str, tuple[str, ...]] = {
         "tests/agents/test_claude_hook.py", "tests/agents/test_hook_adversary.py", "tests/agents/test_claude_reference.py",
         "tests/test_hook_payloads.py", "tests/agents/test_claude_adapter_edges.py",
     ),
-    "ledger_impl/agents/codex.py": ("tests/agents/test_codex_hook.py", "tests/test_hook_payloads.py"),
+    "ledger_impl/agents/codex.py": (
+        "tests/agents/test_codex_hook.py", "tests/test_hook_payloads.py", "tests/agents/test_codex_adapter_edges.py",
+    ),
     **{
         f"ledger_impl/agents/{name}.py": (
             "tests/agents/test_gemini_hook.py", "tests/agents/test_qwen_hook.py", "tests/agents/test_copilot_hook.py",
