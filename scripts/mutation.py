@@ -170,7 +170,7 @@ MODULES: dict[str, tuple[str, ...]] = {
         f"ledger_impl/agents/{name}.py": (
             "tests/agents/test_gemini_hook.py", "tests/agents/test_qwen_hook.py", "tests/agents/test_copilot_hook.py",
             "tests/agents/test_agent_plugins.py", "tests/agents/test_hook_session_edges.py",
-            "tests/agents/test_agent_spec_fields.py",
+            "tests/agents/test_agent_spec_fields.py", "tests/agents/test_qwen_adapter_edges.py",
         )
         for name in ("hook_session", "spec", "qwen", "gemini", "copilot")
     },
@@ -501,15 +501,21 @@ def check(module: str, job_ids: list[str], tests: list[str], verdicts: Path | No
     selection = WORK / _slug(module) / "tests_by_line.json"
     deselected = [f"--deselect={test}" for test in json.loads(selection.read_text()).get("broken", [])] if selection.exists() else []
     recorded = json.loads(verdicts.read_text()) if verdicts is not None and verdicts.exists() else {}
+    command = [sys.executable, "-m", "pytest", *PYTEST_OPTIONS, *deselected, *(tests or MODULES[module])]
     with tempfile.TemporaryDirectory(prefix="mutation-check-") as scratch:
         tree = Path(scratch) / "tree"
+        environment = dict(os.environ, PYTHONPATH=str(tree), PYTHONDONTWRITEBYTECODE="1")
+        # A test that fails without any mutant would call every mutant killed: refuse first.
+        _refresh_tree(tree)
+        unmutated = subprocess.run(command, cwd=tree, env=environment, capture_output=True, text=True)
+        if unmutated.returncode != 0:
+            tail = "\n".join(unmutated.stdout.splitlines()[-10:])
+            sys.exit(f"mutation: the tests fail without any mutant (pytest exit status {unmutated.returncode}), "
+                     f"so no verdict would mean anything:\n{tail}")
         for job_id in job_ids:
             _refresh_tree(tree)
             _apply(diffs[job_id], tree / module)
-            result = subprocess.run(
-                [sys.executable, "-m", "pytest", *PYTEST_OPTIONS, *deselected, *(tests or MODULES[module])],
-                cwd=tree, env=dict(os.environ, PYTHONPATH=str(tree), PYTHONDONTWRITEBYTECODE="1"), capture_output=True, text=True,
-            )
+            result = subprocess.run(command, cwd=tree, env=environment, capture_output=True, text=True)
             failed = [line for line in result.stdout.splitlines() if line.startswith("FAILED") or " Error" in line][:1]
             # Only a failing test kills (exit status 1); a test id that does not exist, or no
             # test collected, is an error in the request, never a verdict.

@@ -17,11 +17,11 @@ from typing import Any
 import pytest
 
 from ledger_impl.agents import codex
+from adapter_edges import READ, harness_read, subdirectory_with_other_notes
 from ledger_impl.session import DurableSession
 from test_codex_hook import COMMON, completed, post_payload, pre_payload
 
 SESSION_PROBE = False
-READ = "cat notes.txt"
 STORED = "alpha\nbeta\n"
 
 
@@ -35,10 +35,6 @@ def _served(workspace: pathlib.Path, session: DurableSession, call_id: str = "ca
     return output["permissionDecisionReason"] if output.get("permissionDecision") == "deny" else None
 
 
-def _harness_read(session: DurableSession) -> None:
-    """An exact observation of READ, as a harness that knows the status records it."""
-    session.decide(READ, call_id="harness-1")
-    session.record("harness-1", STORED, 0)
 
 
 @pytest.mark.parametrize("change", [
@@ -50,7 +46,7 @@ def test_a_call_that_is_not_a_governed_tool_call_is_not_decided(
     """ledger_impl/agents/codex.py line 59: no opinion, even for a read that could be served
     now; decided as a PreToolUse (any event after its name in sort order, Stop or SubagentStop),
     it was answered with a Reuse that Codex never asked for, and left a call open."""
-    _harness_read(session)
+    harness_read(session, STORED)
     assert codex.handle({**pre_payload(workspace, "call_1", READ), **change}, session) is None
     reason = _served(workspace, session)
     assert reason is not None and "unchanged result of step 1," in reason
@@ -71,10 +67,9 @@ def test_an_event_that_is_not_post_tool_use_records_no_result(
 def test_a_read_in_a_subdirectory_is_decided_where_it_ran(workspace: pathlib.Path, session: DurableSession) -> None:
     """ledger_impl/agents/codex.py line 107: without the payload's cwd, `cat notes.txt` run in
     `sub/` was decided as the root's `notes.txt` and served the root file's text."""
-    (workspace / "sub").mkdir()
-    (workspace / "sub" / "notes.txt").write_text("the other file\n")
-    _harness_read(session)
-    output = _reply({**pre_payload(workspace, "call_1", READ), "cwd": str(workspace / "sub")}, session)
+    sub = subdirectory_with_other_notes(workspace)
+    harness_read(session, STORED)
+    output = _reply({**pre_payload(workspace, "call_1", READ), "cwd": str(sub)}, session)
     assert output.get("permissionDecision") != "deny"
     assert _served(workspace, session, "call_2") is not None  # from the root, it is the stored read
 
