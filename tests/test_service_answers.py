@@ -62,7 +62,7 @@ def test_status_names_the_process_its_transports_and_its_workspaces(service: Ser
     assert status["ok"] is True and status["status"] == 200
     reply = status["reply"]
     assert reply["pid"] == os.getpid() and reply["state_dir"] == str(service.layout.state_dir)
-    assert reply["idle_timeout_s"] == server.DEFAULT_IDLE_TIMEOUT_S
+    assert reply["idle_timeout_s"] == 1800.0  # the default docs/agents/service.md gives
     assert reply["http"] == f"127.0.0.1:{service.layout.port()}" and reply["socket"] == str(service.layout.socket_path)
     assert reply["refused"] == 0 and reply["notes"] == []
     assert [entry["root"] for entry in reply["workspaces"]] == [str(ws)]
@@ -166,6 +166,28 @@ def test_a_reuse_answer_the_agent_cannot_give_is_said_before_each_tool_call(serv
     assert "not available" not in json.dumps(answer["reply"])
 
 
+def test_the_note_on_an_unavailable_reuse_answer_comes_before_tool_calls_only(service: Service, ws: pathlib.Path) -> None:
+    """Not on the session's other events (SessionStart, UserPromptSubmit, Stop), which sort
+    after PreToolUse and would each repeat it."""
+    for event in ("SessionStart", "UserPromptSubmit", "Stop"):
+        payload = {"hook_event_name": event, "cwd": str(ws), "session_id": "s1", "turn_id": "u1",
+                   "transcript_path": None, "model": "m", "permission_mode": "default", "source": "startup", "prompt": "go"}
+        answer = _socket(service, {"op": "hook", "agent": "codex", "payload": payload, "env": {},
+                                   "reuse_answer": "reference"})
+        assert answer["status"] == 200 and "not available" not in json.dumps(answer["reply"]), event
+
+
+def test_an_http_body_of_the_documented_limit_is_read(service: Service, ws: pathlib.Path) -> None:
+    """docs/agents/service.md: bodies up to 16 MiB (one byte more is refused, above)."""
+    payload = pre("t1", "ls", ws)
+    payload["padding"] = ""
+    payload["padding"] = "x" * (16 * 1024 * 1024 - len(json.dumps(payload).encode()))
+    body = json.dumps(payload).encode()
+    assert len(body) == 16 * 1024 * 1024
+    got, reply = _raw_http(service, "POST", "/ledger/v1/hook/claude", body, {})
+    assert got == 200 and "error" not in reply and _roots(service) == [str(ws)]
+
+
 def test_an_internal_error_lets_the_tool_call_go_ahead_and_says_so(
         service: Service, ws: pathlib.Path, monkeypatch: pytest.MonkeyPatch) -> None:
     class Broken:
@@ -224,6 +246,44 @@ def test_an_http_body_that_is_not_json_is_400_and_not_a_refusal(service: Service
     assert (got, body) == (400, {"error": "the body is not JSON"}) and service.status()["refused"] == 0
 
 
+@pytest.mark.parametrize("length, status, error", [
+    ("0", 400, "no workspace root: the payload has no cwd"),  # an empty body is the empty object
+    ("-1", 413, "request too large"),  # a negative length would read to the end of the stream
+    (None, 400, "no workspace root: the payload has no cwd"),  # no Content-Length: no body
+])
+def test_an_http_body_length_outside_what_can_be_read_is_refused_and_none_is_an_empty_object(
+        service: Service, length: str | None, status: int, error: str) -> None:
+    got, body = _raw_http(service, "POST", "/ledger/v1/hook/claude", b"", {"Content-Length": length}, timeout=5)
+    assert (got, body) == (status, {"error": error})
+    assert service.status()["refused"] == (status == 413)
+
+
+def test_a_client_keeping_its_connection_open_does_not_hold_the_service_up(tmp_path: pathlib.Path, ws: pathlib.Path) -> None:
+    """HTTP/1.1 keeps a connection open for the next request; a stop must not wait for the
+    client to close it (Claude Code keeps its hook connections alive)."""
+    service = Service(tmp_path / "state")
+    service.start()
+    port = service.layout.port()
+    body = json.dumps(pre("t1", "ls", ws)).encode()
+    request = (f"POST /ledger/v1/hook/claude HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n"
+               f"X-Ledger-Secret: {service.layout.secret()}\r\nContent-Length: {len(body)}\r\n\r\n").encode() + body
+    with socket.create_connection(("127.0.0.1", port), timeout=30) as idle:
+        idle.sendall(request)
+        assert idle.recv(65536).startswith(b"HTTP/1.1 200 ")  # answered; the connection stays open
+        closed = threading.Thread(target=lambda: (service.stop(), service.close()))
+        closed.start()
+        closed.join(15)
+        assert not closed.is_alive(), "close() waited for a client's open connection"
+
+
+def test_an_idle_service_does_not_spin(service: Service) -> None:
+    """The transports wait for requests in `select` with a timeout; a zero or negative one
+    would turn each into a loop that burns a core while nothing happens."""
+    before = time.process_time()
+    time.sleep(1.0)
+    assert time.process_time() - before < 0.5
+
+
 def test_an_http_method_other_than_post_is_refused(service: Service) -> None:
     got, body = _raw_http(service, "GET", "/ledger/v1/hook/claude", b"", {})
     assert (got, body) == (405, {"error": "only POST"}) and service.status()["refused"] == 1
@@ -236,14 +296,16 @@ def test_an_http_call_s_reuse_answer_comes_from_its_query(service: Service, ws: 
     assert status == 200  # the last value counts, as the install writes one
 
 
-def _raw_http(service: Service, method: str, path: str, body: bytes, headers: dict[str, str]) -> tuple[int, dict[str, Any]]:
-    """One request with the real secret and Host unless `headers` override them; a
-    Content-Length header here is sent as is, with the body unchanged."""
+def _raw_http(service: Service, method: str, path: str, body: bytes, headers: dict[str, str | None],
+              timeout: float = 30) -> tuple[int, dict[str, Any]]:
+    """One request with the real secret and Host unless `headers` override them (None: not
+    sent); a Content-Length header here is sent as is, with the body unchanged."""
     port = service.layout.port()
     sent = {"Host": f"127.0.0.1:{port}", "X-Ledger-Secret": service.layout.secret(), "Content-Type": "application/json",
             "Content-Length": str(len(body)), **headers}
-    request = f"{method} {path} HTTP/1.1\r\n" + "".join(f"{k}: {v}\r\n" for k, v in sent.items()) + "\r\n"
-    with socket.create_connection(("127.0.0.1", port), timeout=30) as connection:
+    request = (f"{method} {path} HTTP/1.1\r\n" + "".join(f"{k}: {v}\r\n" for k, v in sent.items() if v is not None)
+               + "\r\n")
+    with socket.create_connection(("127.0.0.1", port), timeout=timeout) as connection:
         connection.sendall(request.encode() + body)
         answer = connection.makefile("rb")
         status = int(answer.readline().split()[1])
