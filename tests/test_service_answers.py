@@ -364,9 +364,9 @@ def test_an_idle_service_stops_itself_and_a_call_keeps_it_up(tmp_path: pathlib.P
     stopped = threading.Thread(target=service.wait)
     stopped.start()
     try:
-        for call in range(3):  # a call each second: never idle for 2.5 s
-            time.sleep(1.0)
-            assert _hook(service, pre(f"t{call}", "ls", ws), env={})["status"] == 200
+        for call in range(4):  # over 3.2 s, never idle for 2.5 s (`true`: no read to probe, a quick answer)
+            time.sleep(0.8)
+            assert _hook(service, pre(f"t{call}", "true", ws), env={})["status"] == 200
         assert stopped.is_alive()
         stopped.join(10)  # idle now: the housekeeping looks once a second
         assert not stopped.is_alive()
