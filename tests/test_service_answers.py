@@ -81,7 +81,8 @@ def test_a_call_to_no_agent_or_with_an_unknown_reuse_answer_is_refused(
 
 
 def test_a_payload_that_is_not_an_object_or_has_no_root_is_refused(service: Service) -> None:
-    assert _hook(service, ["PreToolUse"])["reply"] == {"error": "the hook payload is a JSON object"}
+    answer = _hook(service, ["PreToolUse"])
+    assert (answer["status"], answer["reply"]) == (400, {"error": "the hook payload is a JSON object"})
     answer = _hook(service, {"hook_event_name": "PreToolUse", "session_id": "s1"}, env={})
     assert answer["status"] == 400 and "no workspace root" in answer["reply"]["error"]
 
@@ -205,6 +206,7 @@ def test_an_internal_error_lets_the_tool_call_go_ahead_and_says_so(
     (b"not json\n", "one JSON object per line"),
     (b"[1, 2]\n", "one JSON object per line"),
     (b'{"op": "dance"}\n', "unknown op 'dance'"),
+    (b'{"op": "zap"}\n', "unknown op 'zap'"),  # sorting after "hook", as "status" and "stop" do
 ])
 def test_a_socket_request_that_is_not_one_known_op_is_refused(service: Service, line: bytes, error: str) -> None:
     assert _socket(service, line) == {"ok": False, "status": 400, "error": error}
@@ -315,6 +317,23 @@ def _raw_http(service: Service, method: str, path: str, body: bytes, headers: di
             if name.lower() == "content-length":
                 length = int(value)
         return status, json.loads(answer.read(length) or b"{}")
+
+
+@pytest.mark.parametrize("offset", [1, -1])
+def test_a_connection_from_another_user_is_refused_whichever_uid_it_has(
+        service: Service, monkeypatch: pytest.MonkeyPatch, offset: int) -> None:
+    """The socket is 0600, which root passes: the service also compares the peer's uid with its
+    own, so a user's service answers no other user, root (uid 0, below every user's) included.
+    The peer's uid is what the kernel reports for the connection (SO_PEERCRED), stood in for
+    here: a test cannot connect as another user without running as two."""
+    monkeypatch.setattr(server.gate, "unix_peer_uid", lambda connection: os.getuid() + offset)
+    try:
+        answer = _socket(service, {"op": "status"})
+    except thin.Unreachable:  # answered before the request was read: the close may reset it
+        answer = None
+    assert answer in (None, {"ok": False, "status": 403, "error": "another user's connection is refused"})
+    monkeypatch.undo()
+    assert service.status()["refused"] == 1
 
 
 def test_a_second_service_on_the_same_state_directory_is_refused(service: Service) -> None:
