@@ -111,3 +111,12 @@ def render_totals(sums: Mapping[str, Any]) -> str:
     if sums["not_run"]:
         text += " Listed in `scripts/mutation.py` but not run yet: " + ", ".join(f"`{m}`" for m in sums["not_run"]) + "."
     return text
+
+
+def scope(sums: Mapping[str, Any]) -> str:
+    """How many modules the figure covers, and how many listed ones it leaves out."""
+    left = len(sums["not_run"])
+    pending = f", {sums['pending']:,} mutants not run yet" if sums["pending"] else ""
+    if not left:
+        return f"{sums['modules']} modules (every listed module{pending})"
+    return f"{sums['modules']} modules ({left} listed module{'s' if left != 1 else ''} not yet run{pending})"

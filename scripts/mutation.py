@@ -171,7 +171,7 @@ MODULES: dict[str, tuple[str, ...]] = {
             "tests/agents/test_gemini_hook.py", "tests/agents/test_qwen_hook.py", "tests/agents/test_copilot_hook.py",
             "tests/agents/test_agent_plugins.py", "tests/agents/test_hook_session_edges.py",
             "tests/agents/test_agent_spec_fields.py", "tests/agents/test_qwen_adapter_edges.py",
-            "tests/agents/test_gemini_adapter_edges.py",
+            "tests/agents/test_gemini_adapter_edges.py", "tests/agents/test_copilot_adapter_edges.py",
         )
         for name in ("hook_session", "spec", "qwen", "gemini", "copilot")
     },

@@ -198,3 +198,14 @@ def test_the_totals_sum_the_rows_and_name_what_is_unsettled_and_not_run() -> Non
     sentence = docs_mutation.render_totals(sums)
     assert "109 of the 114 non-equivalent mutants killed (95.61%); of the 5 not killed, 2 are alive" in sentence
     assert sentence.endswith("not run yet: `c.py`.")
+
+
+def test_the_figure_s_scope_names_what_it_leaves_out() -> None:
+    sys.path.insert(0, str(ROOT / "scripts"))
+    import docs_mutation
+
+    sums = {"modules": 3, "not_run": ["c.py"], "pending": 0}
+    assert docs_mutation.scope(sums) == "3 modules (1 listed module not yet run)"
+    assert docs_mutation.scope(sums | {"not_run": ["c.py", "d.py"], "pending": 12}) == (
+        "3 modules (2 listed modules not yet run, 12 mutants not run yet)")
+    assert docs_mutation.scope(sums | {"not_run": []}) == "3 modules (every listed module)"
