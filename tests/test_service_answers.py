@@ -15,6 +15,7 @@ import os
 import pathlib
 import socket
 import stat
+import subprocess
 import threading
 import time
 from collections.abc import Iterator
@@ -78,6 +79,14 @@ def test_a_call_to_no_agent_or_with_an_unknown_reuse_answer_is_refused(
     assert (answer["ok"], answer["status"]) == (False, status)
     assert error in answer["reply"]["error"]
     assert _roots(service) == []  # refused before any workspace was opened
+
+
+@pytest.mark.parametrize("cwd", ["", 5])
+def test_a_root_that_is_empty_or_not_text_is_no_root(service: Service, cwd: object) -> None:
+    """Not the service's own working directory (what an empty path resolves to), not an error."""
+    answer = _hook(service, {"hook_event_name": "PreToolUse", "session_id": "s1", "cwd": cwd}, env={})
+    assert answer["status"] == 400 and "no workspace root" in answer["reply"]["error"]
+    assert _roots(service) == []
 
 
 def test_a_payload_that_is_not_an_object_or_has_no_root_is_refused(service: Service) -> None:
@@ -189,6 +198,20 @@ def test_an_http_body_of_the_documented_limit_is_read(service: Service, ws: path
     assert got == 200 and "error" not in reply and _roots(service) == [str(ws)]
 
 
+def test_each_call_is_decided_in_the_agent_s_environment(service: Service, ws: pathlib.Path) -> None:
+    """The environment a call carries, not the service's: an `ls -l` read with one TZ is not
+    served to a call made with another (the times it prints differ)."""
+    utc, tokyo = {**os.environ, "TZ": "UTC"}, {**os.environ, "TZ": "Asia/Tokyo"}
+    listing = "ls -l --time-style=+%H a.txt"
+    shown = subprocess.run(listing, shell=True, cwd=ws, env=utc, capture_output=True, text=True, check=True).stdout
+    assert _hook(service, pre("t1", listing, ws), env=utc)["reply"] is None
+    _hook(service, post("t1", listing, shown.rstrip("\n"), ws), env=utc)
+    settled(service.layout.state_dir, ws)
+    served = _hook(service, pre("t2", listing, ws), env=utc)["reply"]
+    assert served["hookSpecificOutput"]["permissionDecision"] == "deny"  # the same environment: served
+    assert "permissionDecision" not in json.dumps(_hook(service, pre("t3", listing, ws), env=tokyo)["reply"])
+
+
 def test_an_internal_error_lets_the_tool_call_go_ahead_and_says_so(
         service: Service, ws: pathlib.Path, monkeypatch: pytest.MonkeyPatch) -> None:
     class Broken:
@@ -234,7 +257,7 @@ def test_stop_answers_then_stops(service: Service) -> None:
 @pytest.mark.parametrize("headers, path, status, error", [
     ({"X-Ledger-Secret": "wrong"}, "/ledger/v1/hook/claude", 401, "missing or wrong secret"),
     ({}, "/ledger/v1/other/claude", 404, "no such path"),
-    ({"Content-Length": str(server.MAX_REQUEST_BYTES + 1)}, "/ledger/v1/hook/claude", 413, "request too large"),
+    ({"Content-Length": str(16 * 1024 * 1024 + 1)}, "/ledger/v1/hook/claude", 413, "request too large"),
 ])
 def test_an_http_call_refused_is_counted_and_closes_its_connection(
         service: Service, ws: pathlib.Path, headers: dict[str, str], path: str, status: int, error: str) -> None:
@@ -278,6 +301,34 @@ def test_a_client_keeping_its_connection_open_does_not_hold_the_service_up(tmp_p
         assert not closed.is_alive(), "close() waited for a client's open connection"
 
 
+def test_a_socket_client_that_sends_nothing_does_not_hold_the_service_up(tmp_path: pathlib.Path) -> None:
+    service = Service(tmp_path / "state")
+    service.start()
+    with socket.socket(socket.AF_UNIX) as silent:
+        silent.connect(str(service.layout.socket_path))
+        closed = threading.Thread(target=lambda: (service.stop(), service.close()))
+        closed.start()
+        closed.join(15)
+        assert not closed.is_alive(), "close() waited for a client that never sent its request"
+
+
+@pytest.mark.parametrize("method, headers", [("POST", {"X-Ledger-Secret": "wrong"}), ("GET", {})])
+def test_a_refused_http_request_ends_its_connection(service: Service, method: str, headers: dict[str, str]) -> None:
+    """Its body was not read: kept open, the connection would read that body as the next
+    request (and answer it)."""
+    port = service.layout.port()
+    body = b'{"hook_event_name": "PreToolUse"}'
+    sent = {"Host": f"127.0.0.1:{port}", "X-Ledger-Secret": service.layout.secret(), "Content-Length": str(len(body)),
+            **headers}
+    request = f"{method} /ledger/v1/hook/claude HTTP/1.1\r\n" + "".join(f"{k}: {v}\r\n" for k, v in sent.items()) + "\r\n"
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as connection:
+        connection.sendall(request.encode() + body)
+        received = b""
+        while chunk := connection.recv(65536):
+            received += chunk
+    assert received.count(b"HTTP/1.1 ") == 1 and received.split(b" ", 2)[1] in (b"401", b"405")
+
+
 def test_an_idle_service_does_not_spin(service: Service) -> None:
     """The transports wait for requests in `select` with a timeout; a zero or negative one
     would turn each into a loop that burns a core while nothing happens."""
@@ -296,6 +347,8 @@ def test_an_http_call_s_reuse_answer_comes_from_its_query(service: Service, ws: 
     assert status == 400 and "reuse_answer is one of" in body["error"]
     status, body = http_post(service.layout.state_dir, pre("t2", "ls", ws), query="?reuse_answer=verbatim&reuse_answer=reference")
     assert status == 200  # the last value counts, as the install writes one
+    status, body = http_post(service.layout.state_dir, pre("t3", "ls", ws), query="?reuse_answer=reference&reuse_answer=sideways")
+    assert status == 400 and "reuse_answer is one of" in body["error"]
 
 
 def _raw_http(service: Service, method: str, path: str, body: bytes, headers: dict[str, str | None],
@@ -355,10 +408,13 @@ def test_the_socket_is_the_user_s_alone_and_a_killed_service_s_is_replaced(tmp_p
         first.stop()
         first.close()
     assert not first.layout.socket_path.exists()
-    second = Service(tmp_path / "state")  # the lock was released with the first
+    second = Service(tmp_path / "state")  # the lock, the socket and the HTTP port were released with the first
     second.start()
-    second.stop()
-    second.close()
+    try:
+        assert second.status()["http"] is not None and second.status()["notes"] == []
+    finally:
+        second.stop()
+        second.close()
 
 
 def test_a_busy_http_port_leaves_the_socket_serving_and_is_noted(tmp_path: pathlib.Path) -> None:
