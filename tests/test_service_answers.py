@@ -119,6 +119,12 @@ def test_the_root_is_the_agent_s_project_directory_then_the_payload_s_cwd(servic
     assert _roots(service) == [str(ws), str(ws / "sub")]
 
 
+def test_a_socket_request_s_cwd_is_the_root_when_the_payload_names_none(service: Service, ws: pathlib.Path) -> None:
+    payload = {k: v for k, v in pre("t1", "ls", ws).items() if k != "cwd"}
+    assert _hook(service, payload, env={}, cwd=str(ws))["status"] == 200
+    assert _roots(service) == [str(ws)]
+
+
 def test_an_explicit_root_wins_and_a_linked_root_is_served_where_it_leads(
         service: Service, ws: pathlib.Path, tmp_path: pathlib.Path) -> None:
     link = tmp_path / "link"
@@ -199,8 +205,9 @@ def test_an_http_body_of_the_documented_limit_is_read(service: Service, ws: path
 
 
 def test_each_call_is_decided_in_the_agent_s_environment(service: Service, ws: pathlib.Path) -> None:
-    """The environment a call carries, not the service's: an `ls -l` read with one TZ is not
-    served to a call made with another (the times it prints differ)."""
+    """ledger_impl/service/server.py line 185: the environment a call carries, not the
+    service's; decided in the service's own, an `ls -l` read with one TZ was served to a call
+    made with another, whose times it prints differently."""
     utc, tokyo = {**os.environ, "TZ": "UTC"}, {**os.environ, "TZ": "Asia/Tokyo"}
     listing = "ls -l --time-style=+%H a.txt"
     shown = subprocess.run(listing, shell=True, cwd=ws, env=utc, capture_output=True, text=True, check=True).stdout
