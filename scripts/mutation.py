@@ -110,7 +110,7 @@ MODULES: dict[str, tuple[str, ...]] = {
     ),
     "ledger_impl/store.py": (
         "tests/test_session.py", "tests/test_session_store_format.py", "tests/test_store_connection.py",
-        "tests/test_sessions_command.py", "tests/test_store_rows.py",
+        "tests/test_sessions_command.py", "tests/test_store_rows.py", "tests/test_store_edges.py",
     ),
     "ledger_impl/git_inputs.py": (
         "tests/test_git_inputs.py", "tests/test_fingerprint.py", "tests/test_git_reads_outside_the_root.py",
