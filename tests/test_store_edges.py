@@ -14,14 +14,7 @@ import pytest
 from ledger_impl import state_codec, store
 from ledger_impl.session import DurableSession
 from stored_databases import install_stored_database
-
-
-@pytest.fixture
-def workspace(tmp_path: Path) -> Path:
-    root = tmp_path / "ws"
-    root.mkdir()
-    (root / "a.txt").write_text("alpha\n")
-    return root
+from test_session_store_format import workspace  # noqa: F401  (the same workspace fixture: `a.txt`)
 
 
 def _notes(path: Path) -> list[str]:
