@@ -4,7 +4,7 @@
     python scripts/docs_generate.py --check  # exit 1, naming each stale file, if any is
 
 Generated: the CLI reference (from the argparse parsers), the counterexample catalog (from
-`counterexamples/`), `mutation-survivors.md`, and every table between markers in the pages
+`counterexamples/`), `mutation-survivors.md`, the README's mutation figure, and every table between markers in the pages
 under `docs/` (from `benchmarks/results/`, `scripts/mutation_survivors.json` and, for the
 agent plugins, the registry `ledger_impl.agents`; for the error hierarchy, the exception classes
 in the code; for the service latency and the probe's cost, their benchmarks' own renderers).
@@ -35,12 +35,17 @@ ROOT = Path(__file__).resolve().parent.parent
 DOCS = ROOT / "docs"
 
 
+def mutation_sums() -> dict[str, object]:
+    """The mutation score's totals, from its rows and the modules `scripts/mutation.py` lists."""
+    score = json.loads(docs_mutation.SCORE.read_text(encoding="utf-8"))
+    return docs_mutation.totals(score, list(mutation.MODULES))
+
+
 def all_tables() -> dict[str, str]:
     """Every table a page may ask for with a marker, by its name."""
     survivors = docs_mutation.load()
     tables = docs_tables.series_tables(docs_tables.load_series()) | docs_mutation.survivor_tables(survivors)
-    score = json.loads(docs_mutation.SCORE.read_text(encoding="utf-8"))
-    tables["mutation-totals"] = docs_mutation.render_totals(docs_mutation.totals(score, list(mutation.MODULES)))
+    tables["mutation-totals"] = docs_mutation.render_totals(mutation_sums())
     tables["agent-plugins"] = docs_agents.render()
     tables["error-hierarchy"] = docs_errors.render()
     # Measurements whose benchmark renders its own tables (not in the series format).
@@ -58,6 +63,7 @@ def expected() -> dict[Path, str]:
         DOCS / "reference" / "cli.md": docs_cli.render(),
         DOCS / "counterexamples" / "catalog.md": docs_catalog.render(),
         ROOT / "mutation-survivors.md": docs_mutation.render_root(tables["mutation-score"], survivors),
+        ROOT / "README.md": docs_mutation.fill_readme((ROOT / "README.md").read_text(encoding="utf-8"), mutation_sums()),
     }
     for page in sorted(DOCS.rglob("*.md")):
         if page not in pages:

@@ -120,3 +120,28 @@ def scope(sums: Mapping[str, Any]) -> str:
     if not left:
         return f"{sums['modules']} modules (every listed module{pending})"
     return f"{sums['modules']} modules ({left} listed module{'s' if left != 1 else ''} not yet run{pending})"
+
+
+#: The README's mutation figure: one list item, from its label to its link to the report.
+README_FIGURE = re.compile(r"- \*\*Mutation score\*\*.*?\(\[report\]\(docs/mutation/index\.md\)\)\.", re.S)
+
+
+def readme_figure(sums: Mapping[str, Any], width: int = 100) -> str:
+    """The README's list item for the figure, wrapped as the list around it is."""
+    text = (f"- **Mutation score**, {scope(sums)}: {sums['mutants']:,} mutants, {sums['killed']:,} of "
+            f"{sums['non_equivalent']:,} non-equivalent killed ({sums['percent']}) ([report](docs/mutation/index.md)).")
+    lines, line = [], ""
+    for word in text.split(" "):
+        if line and len(line) + 1 + len(word) > width:
+            lines.append(line)
+            line = "  " + word
+        else:
+            line = f"{line} {word}" if line else word
+    return "\n".join([*lines, line])
+
+
+def fill_readme(text: str, sums: Mapping[str, Any]) -> str:
+    """`text` (the README) with its mutation figure made from `sums`."""
+    if not README_FIGURE.search(text):
+        raise ValueError("the README has no mutation figure (a list item starting with **Mutation score**)")
+    return README_FIGURE.sub(lambda _: readme_figure(sums), text, count=1)

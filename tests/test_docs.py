@@ -118,18 +118,19 @@ def test_the_readmes_verify_excerpt_shows_times_as_verify_prints_them() -> None:
     assert [cell for cell in times if not re.fullmatch(r"\d+(\.\d)? (ms|s)", cell)] == []
 
 
-def test_the_readmes_mutation_score_is_the_sum_of_the_published_rows() -> None:
-    """The README's figure is the mutation pages' totals sentence, which `docs_generate` writes
-    from `benchmarks/results/mutation-score.json`: a module recorded without the README updated
-    fails here, naming the figure the rows give."""
+def test_the_readmes_mutation_figure_is_made_from_the_published_rows() -> None:
+    """The README's figure is rewritten by `docs_generate` from `benchmarks/results/mutation-
+    score.json` (so `test_every_generated_page_is_current` fails on a stale one); a record that
+    changes the rows changes it."""
     import docs_mutation
-    import mutation
 
-    sums = docs_mutation.totals(json.loads(docs_mutation.SCORE.read_text(encoding="utf-8")), list(mutation.MODULES))
-    expected = (f"**Mutation score**, {docs_mutation.scope(sums)}: "
-                f"{sums['mutants']:,} mutants, {sums['killed']:,} of {sums['non_equivalent']:,} non-equivalent killed "
-                f"({sums['percent']})")
-    assert expected in " ".join(README.read_text(encoding="utf-8").split()), expected
+    sums = docs_generate.mutation_sums()
+    readme = README.read_text(encoding="utf-8")
+    assert docs_mutation.readme_figure(sums) in readme
+    changed = docs_mutation.fill_readme(readme, {**sums, "killed": sums["killed"] - 1})
+    assert changed != readme and f"{sums['killed'] - 1:,} of" in changed
+    with pytest.raises(ValueError, match="no mutation figure"):
+        docs_mutation.fill_readme("# A README without it\n", sums)
 
 
 @pytest.mark.parametrize("page, table, results", [
