@@ -336,6 +336,108 @@ def test_a_refused_http_request_ends_its_connection(service: Service, method: st
     assert received.count(b"HTTP/1.1 ") == 1 and received.split(b" ", 2)[1] in (b"401", b"405")
 
 
+def _cpu_seconds(threads: list[threading.Thread]) -> float:
+    """User and system CPU time the kernel counted for `threads` (utime and stime of each)."""
+    ticks = 0
+    for thread in threads:
+        fields = pathlib.Path(f"/proc/self/task/{thread.native_id}/stat").read_text().rsplit(")", 1)[1].split()
+        ticks += int(fields[11]) + int(fields[12])
+    return ticks / os.sysconf("SC_CLK_TCK")
+
+
+def test_an_idle_service_does_not_spin(tmp_path: pathlib.Path) -> None:
+    """The transports wait for requests in `select` with a timeout; a zero or negative one
+    would turn each into a loop that burns a core while nothing happens. Counted for the
+    service's own threads, so no other thread of the test process weighs in."""
+    before = {thread.ident for thread in threading.enumerate()}
+    service = Service(tmp_path / "state")
+    service.start()
+    try:
+        own = [thread for thread in threading.enumerate() if thread.ident not in before]
+        assert own, "the service started no thread"
+        spent = _cpu_seconds(own)
+        time.sleep(1.0)
+        assert _cpu_seconds(own) - spent < 0.5
+    finally:
+        service.stop()
+        service.close()
+
+
+@pytest.mark.parametrize("headers, path, status, error", [
+    ({"X-Ledger-Secret": "wrong"}, "/ledger/v1/hook/claude", 401, "missing or wrong secret"),
+    ({}, "/ledger/v1/other/claude", 404, "no such path"),
+    ({"Content-Length": str(16 * 1024 * 1024 + 1)}, "/ledger/v1/hook/claude", 413, "request too large"),
+])
+def test_an_http_call_refused_is_counted_and_closes_its_connection(
+        service: Service, ws: pathlib.Path, headers: dict[str, str], path: str, status: int, error: str) -> None:
+    got, body = _raw_http(service, "POST", path, json.dumps(pre("t1", "ls", ws)).encode(), headers)
+    assert (got, body) == (status, {"error": error})
+    assert service.status()["refused"] == 1 and _roots(service) == []
+
+
+def test_an_http_body_that_is_not_json_is_400_and_not_a_refusal(service: Service) -> None:
+    got, body = _raw_http(service, "POST", "/ledger/v1/hook/claude", b"{not json", {})
+    assert (got, body) == (400, {"error": "the body is not JSON"}) and service.status()["refused"] == 0
+
+
+@pytest.mark.parametrize("length, status, error", [
+    ("0", 400, "no workspace root: the payload has no cwd"),  # an empty body is the empty object
+    ("-1", 413, "request too large"),  # a negative length would read to the end of the stream
+    (None, 400, "no workspace root: the payload has no cwd"),  # no Content-Length: no body
+])
+def test_an_http_body_length_outside_what_can_be_read_is_refused_and_none_is_an_empty_object(
+        service: Service, length: str | None, status: int, error: str) -> None:
+    got, body = _raw_http(service, "POST", "/ledger/v1/hook/claude", b"", {"Content-Length": length}, timeout=5)
+    assert (got, body) == (status, {"error": error})
+    assert service.status()["refused"] == (status == 413)
+
+
+def test_a_client_keeping_its_connection_open_does_not_hold_the_service_up(tmp_path: pathlib.Path, ws: pathlib.Path) -> None:
+    """HTTP/1.1 keeps a connection open for the next request; a stop must not wait for the
+    client to close it (Claude Code keeps its hook connections alive)."""
+    service = Service(tmp_path / "state")
+    service.start()
+    port = service.layout.port()
+    body = json.dumps(pre("t1", "ls", ws)).encode()
+    request = (f"POST /ledger/v1/hook/claude HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n"
+               f"X-Ledger-Secret: {service.layout.secret()}\r\nContent-Length: {len(body)}\r\n\r\n").encode() + body
+    with socket.create_connection(("127.0.0.1", port), timeout=30) as idle:
+        idle.sendall(request)
+        assert idle.recv(65536).startswith(b"HTTP/1.1 200 ")  # answered; the connection stays open
+        closed = threading.Thread(target=lambda: (service.stop(), service.close()))
+        closed.start()
+        closed.join(15)
+        assert not closed.is_alive(), "close() waited for a client's open connection"
+
+
+def test_a_socket_client_that_sends_nothing_does_not_hold_the_service_up(tmp_path: pathlib.Path) -> None:
+    service = Service(tmp_path / "state")
+    service.start()
+    with socket.socket(socket.AF_UNIX) as silent:
+        silent.connect(str(service.layout.socket_path))
+        closed = threading.Thread(target=lambda: (service.stop(), service.close()))
+        closed.start()
+        closed.join(15)
+        assert not closed.is_alive(), "close() waited for a client that never sent its request"
+
+
+@pytest.mark.parametrize("method, headers", [("POST", {"X-Ledger-Secret": "wrong"}), ("GET", {})])
+def test_a_refused_http_request_ends_its_connection(service: Service, method: str, headers: dict[str, str]) -> None:
+    """Its body was not read: kept open, the connection would read that body as the next
+    request (and answer it)."""
+    port = service.layout.port()
+    body = b'{"hook_event_name": "PreToolUse"}'
+    sent = {"Host": f"127.0.0.1:{port}", "X-Ledger-Secret": service.layout.secret(), "Content-Length": str(len(body)),
+            **headers}
+    request = f"{method} /ledger/v1/hook/claude HTTP/1.1\r\n" + "".join(f"{k}: {v}\r\n" for k, v in sent.items()) + "\r\n"
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as connection:
+        connection.sendall(request.encode() + body)
+        received = b""
+        while chunk := connection.recv(65536):
+            received += chunk
+    assert received.count(b"HTTP/1.1 ") == 1 and received.split(b" ", 2)[1] in (b"401", b"405")
+
+
 def test_an_idle_service_does_not_spin(service: Service) -> None:
     """The transports wait for requests in `select` with a timeout; a zero or negative one
     would turn each into a loop that burns a core while nothing happens."""
