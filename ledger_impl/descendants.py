@@ -294,7 +294,7 @@ class _Markers:
         """Where the marker of the launch called `name` is to be left."""
         with self._lock:
             if self._directory is None or not self._directory.is_dir():
-                self._directory = Path(tempfile.mkdtemp(prefix="ledger-join-"))
+                self._directory = Path(tempfile.mkdtemp(prefix=_marker_prefix(os.getpid())))
             self._pending += 1
             return self._directory / name
 
@@ -313,6 +313,20 @@ class _Markers:
 
 
 _markers = _Markers()
+
+
+def _marker_prefix(pid: int) -> str:
+    return f"ledger-join-{pid}-"
+
+
+def remove_markers_of(pid: int) -> None:
+    """Remove the marker directories the ended process `pid` left in the temporary directory.
+
+    A process killed, or stopped by a signal during its interpreter's exit, runs no atexit
+    handler: whoever ended it (a hunt's parent, after its workers are joined) removes what it
+    left. The directories are named by their maker's pid for that."""
+    for directory in Path(tempfile.gettempdir()).glob(f"{_marker_prefix(pid)}*"):
+        shutil.rmtree(directory, ignore_errors=True)
 
 
 def _kill(pid: int) -> None:

@@ -43,6 +43,7 @@ import hypothesis
 from hypothesis.database import DirectoryBasedExampleDatabase
 
 from .hunt import FailingRun, HuntJob, ViolationLog, run_machine
+from ledger_impl import descendants
 from ledger_spec.errors import HarnessFailure
 
 # Runs per batch: small enough that a failure saved by one worker reaches the others soon,
@@ -220,6 +221,8 @@ def _stop(started: Started) -> None:
             process.kill()
             process.join()
         receiver.close()
+        if process.pid is not None:  # killed, or stopped during its exit: its atexit removals did not run
+            descendants.remove_markers_of(process.pid)
 
 
 def _worker_main(
@@ -233,7 +236,11 @@ def _worker_main(
     try:
         answer: tuple[str, object] = ("returned", run_worker(job, index, shared, examples_dir))
     except KeyboardInterrupt:
-        return  # stopped by the parent, which is no longer waiting for an answer
+        # Stopped by the parent, which is no longer waiting for an answer; a second signal now
+        # could only interrupt the interpreter's exit (its atexit removals).
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        signal.signal(signal.SIGALRM, signal.SIG_IGN)
+        return
     except BaseException as error:  # the parent re-raises it, as a pool would
         answer = ("raised", error)
     try:
