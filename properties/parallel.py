@@ -236,10 +236,7 @@ def _worker_main(
     try:
         answer: tuple[str, object] = ("returned", run_worker(job, index, shared, examples_dir))
     except KeyboardInterrupt:
-        # Stopped by the parent, which is no longer waiting for an answer; a second signal now
-        # could only interrupt the interpreter's exit (its atexit removals).
-        signal.signal(signal.SIGTERM, signal.SIG_IGN)
-        signal.signal(signal.SIGALRM, signal.SIG_IGN)
+        _ignore_stop_signals()  # stopped by the parent, which is no longer waiting for an answer
         return
     except BaseException as error:  # the parent re-raises it, as a pool would
         answer = ("raised", error)
@@ -252,11 +249,15 @@ def _worker_main(
         pass  # stopped while answering: the parent is no longer waiting for the answer
     finally:
         sender.close()
-        # Nothing is left to unwind: a SIGTERM from `_stop` now could only interrupt the
-        # interpreter's own exit (an atexit removal of a temporary directory), which then
-        # printed a KeyboardInterrupt traceback into the user's output and left the directory.
-        signal.signal(signal.SIGTERM, signal.SIG_IGN)
-        signal.signal(signal.SIGALRM, signal.SIG_IGN)
+        _ignore_stop_signals()
+
+
+def _ignore_stop_signals() -> None:
+    """Nothing is left to unwind: a SIGTERM from `_stop` now could only interrupt the
+    interpreter's own exit (an atexit removal of a temporary directory), which then printed a
+    KeyboardInterrupt traceback into the user's output and left the directory."""
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    signal.signal(signal.SIGALRM, signal.SIG_IGN)
 
 
 def _stop_cleanly_on_terminate() -> None:

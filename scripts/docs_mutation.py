@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import re
+import textwrap
 from collections import Counter
 from collections.abc import Mapping
 from pathlib import Path
@@ -73,7 +74,7 @@ def render_root(score_table: str, data: Mapping[str, Any]) -> str:
     )
 
 
-def _row_module(row: Mapping[str, Any]) -> str:
+def row_module(row: Mapping[str, Any]) -> str:
     """`ledger_impl/x.py` of a score row's "`ledger_impl/x.py` (measured)"."""
     return str(row["module"]).split("`")[1]
 
@@ -85,28 +86,23 @@ def totals(score: Mapping[str, Any], listed: list[str]) -> dict[str, Any]:
     equivalent = sum(row["equivalent"] for row in rows)
     pending = sum(row["not run yet"] for row in rows)
     killed = sum(row["killed by the module's tests"] + row["survivors killed by a new test"] for row in rows)
-    unsettled = {_row_module(row): int(found[1]) for row in rows
-                 if (found := re.search(r"(\d+) not settled", row["score (non-equivalent)"]))}
     non_equivalent = mutants - equivalent - pending
-    run = {_row_module(row) for row in rows}
+    run = {row_module(row) for row in rows}
     return {
         "modules": len(rows), "mutants": mutants, "equivalent": equivalent, "pending": pending, "killed": killed,
         "non_equivalent": non_equivalent, "percent": f"{100 * killed / non_equivalent:.2f}%",
-        "unsettled": unsettled, "alive": non_equivalent - killed - sum(unsettled.values()),
+        "not_killed": non_equivalent - killed,
         "not_run": [module for module in listed if module not in run],
     }
 
 
 def render_totals(sums: Mapping[str, Any]) -> str:
     """The totals sentence the mutation pages show under their table."""
-    not_killed = sums["non_equivalent"] - sums["killed"]
-    unsettled = ", ".join(f"{count} in `{module}`" for module, count in sums["unsettled"].items())
     text = (
         f"{sums['modules']} modules, the sum of the table's rows: {sums['mutants']:,} mutants, {sums['equivalent']:,} "
         f"equivalent, and {sums['killed']:,} of the {sums['non_equivalent']:,} non-equivalent mutants killed "
-        f"({sums['percent']}); of the {not_killed} not killed, {sums['alive']} are alive (each judged harmless)"
-        + (f" and {sum(sums['unsettled'].values())} not settled ({unsettled})" if sums["unsettled"] else "")
-        + (f"; {sums['pending']:,} mutants not run yet" if sums["pending"] else "") + "."
+        f"({sums['percent']}); the {sums['not_killed']} not killed are alive, each judged harmless in "
+        f"`scripts/mutation_survivors.json`" + (f"; {sums['pending']:,} mutants not run yet" if sums["pending"] else "") + "."
     )
     if sums["not_run"]:
         text += " Listed in `scripts/mutation.py` but not run yet: " + ", ".join(f"`{m}`" for m in sums["not_run"]) + "."
@@ -130,14 +126,7 @@ def readme_figure(sums: Mapping[str, Any], width: int = 100) -> str:
     """The README's list item for the figure, wrapped as the list around it is."""
     text = (f"- **Mutation score**, {scope(sums)}: {sums['mutants']:,} mutants, {sums['killed']:,} of "
             f"{sums['non_equivalent']:,} non-equivalent killed ({sums['percent']}) ([report](docs/mutation/index.md)).")
-    lines, line = [], ""
-    for word in text.split(" "):
-        if line and len(line) + 1 + len(word) > width:
-            lines.append(line)
-            line = "  " + word
-        else:
-            line = f"{line} {word}" if line else word
-    return "\n".join([*lines, line])
+    return textwrap.fill(text, width, subsequent_indent="  ", break_long_words=False, break_on_hyphens=False)
 
 
 def fill_readme(text: str, sums: Mapping[str, Any]) -> str:

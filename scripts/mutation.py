@@ -544,7 +544,7 @@ def record(module: str, verdicts: Path, source: str, work: Path = WORK, root: Pa
     settled = json.loads(verdicts.read_text())
     try:
         table = mutation_record.rows(session_survivors(module, work), settled)
-        row = mutation_record.score_row(module, _outcomes(session), table, settled)
+        row = mutation_record.score_row(module, _outcomes(session), settled)
     except mutation_record.RecordError as error:
         sys.exit(f"mutation: {module}: nothing recorded: {error}")
     mutation_record.write(module, source, table, row, root / "scripts" / "mutation_survivors.json",

@@ -22,9 +22,11 @@ from __future__ import annotations
 import io
 import json
 import tokenize
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any, Final
+
+import docs_mutation  # beside this file: how a score row's label names its module
 
 #: How many mutants a row names before it says how many more it groups.
 NAMED_PER_ROW: Final = 4
@@ -93,8 +95,7 @@ def _percent(part: int, whole: int) -> str:
     return "100%" if part == whole else f"{100 * part / whole:.1f}%"
 
 
-def score_row(module: str, counts: Mapping[str, int], table: list[dict[str, Any]],
-              verdicts: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
+def score_row(module: str, counts: Mapping[str, int], verdicts: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
     """The module's row of the mutation-score series, from cosmic-ray's counts and the verdicts."""
     by_kind = {kind: sum(1 for verdict in verdicts.values() if verdict["kind"] == kind) for kind in KINDS}
     mutants = counts["mutants"] - counts["incompetent"]  # a mutant cosmic-ray could not apply is no mutant
@@ -111,9 +112,10 @@ def score_row(module: str, counts: Mapping[str, int], table: list[dict[str, Any]
     }
 
 
-def _replace(entries: list[dict[str, Any]], key: str, value: str, entry: dict[str, Any]) -> None:
+def _replace(entries: list[dict[str, Any]], same: Callable[[dict[str, Any]], bool], entry: dict[str, Any]) -> None:
+    """`entry` in place of the first entry `same` picks out, or appended if none does."""
     for index, existing in enumerate(entries):
-        if existing.get(key) == value:
+        if same(existing):
             entries[index] = entry
             return
     entries.append(entry)
@@ -125,15 +127,10 @@ def write(module: str, source: str, table: list[dict[str, Any]], row: dict[str, 
     survivors = json.loads(survivors_file.read_text(encoding="utf-8"))
     entry = {"module": module, "table": 1, "section": None, "source": source, "columns": ["line", "mutant", "verdict"],
              "rows": table}
-    tables = survivors["tables"]
-    for index, existing in enumerate(tables):
-        if existing["module"] == module and existing["table"] == 1:
-            tables[index] = entry
-            break
-    else:
-        tables.append(entry)
+    _replace(survivors["tables"], lambda table: table["module"] == module and table["table"] == 1, entry)
     score = json.loads(score_file.read_text(encoding="utf-8"))
-    _replace(score["rows"], "module", row["module"], row)
+    # By the module its label names: an earlier row may carry another note ("(measured, on X)").
+    _replace(score["rows"], lambda existing: docs_mutation.row_module(existing) == module, row)
     # Each file keeps the indentation it was written with, so a record's diff is its own rows.
     for path, data, indent in ((survivors_file, survivors, 1), (score_file, score, 2)):
         path.write_text(json.dumps(data, indent=indent, ensure_ascii=False) + "\n", encoding="utf-8")

@@ -290,11 +290,17 @@ def test_an_http_body_length_outside_what_can_be_read_is_refused_and_none_is_an_
     assert service.status()["refused"] == (status == 413)
 
 
-def test_a_client_keeping_its_connection_open_does_not_hold_the_service_up(tmp_path: pathlib.Path, ws: pathlib.Path) -> None:
+def _closes_while(service: Service) -> None:
+    """Stop and close `service` on a thread, and fail if that is still waiting after 15 s."""
+    closed = threading.Thread(target=lambda: (service.stop(), service.close()))
+    closed.start()
+    closed.join(15)
+    assert not closed.is_alive(), "close() waited for a client"
+
+
+def test_a_client_keeping_its_connection_open_does_not_hold_the_service_up(service: Service, ws: pathlib.Path) -> None:
     """HTTP/1.1 keeps a connection open for the next request; a stop must not wait for the
     client to close it (Claude Code keeps its hook connections alive)."""
-    service = Service(tmp_path / "state")
-    service.start()
     port = service.layout.port()
     body = json.dumps(pre("t1", "ls", ws)).encode()
     request = (f"POST /ledger/v1/hook/claude HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n"
@@ -302,21 +308,26 @@ def test_a_client_keeping_its_connection_open_does_not_hold_the_service_up(tmp_p
     with socket.create_connection(("127.0.0.1", port), timeout=30) as idle:
         idle.sendall(request)
         assert idle.recv(65536).startswith(b"HTTP/1.1 200 ")  # answered; the connection stays open
-        closed = threading.Thread(target=lambda: (service.stop(), service.close()))
-        closed.start()
-        closed.join(15)
-        assert not closed.is_alive(), "close() waited for a client's open connection"
+        _closes_while(service)
 
 
-def test_a_socket_client_that_sends_nothing_does_not_hold_the_service_up(tmp_path: pathlib.Path) -> None:
-    service = Service(tmp_path / "state")
-    service.start()
+def test_a_socket_client_that_sends_nothing_does_not_hold_the_service_up(service: Service) -> None:
     with socket.socket(socket.AF_UNIX) as silent:
         silent.connect(str(service.layout.socket_path))
-        closed = threading.Thread(target=lambda: (service.stop(), service.close()))
-        closed.start()
-        closed.join(15)
-        assert not closed.is_alive(), "close() waited for a client that never sent its request"
+        _closes_while(service)
+
+
+def test_a_service_closed_twice_leaves_a_later_service_s_socket_alone(service: Service, tmp_path: pathlib.Path) -> None:
+    service.stop()
+    service.close()
+    later = Service(service.layout.state_dir)
+    later.start()
+    try:
+        service.close()
+        assert later.layout.socket_path.exists() and _socket(later, {"op": "status"})["ok"] is True
+    finally:
+        later.stop()
+        later.close()
 
 
 @pytest.mark.parametrize("method, headers", [("POST", {"X-Ledger-Secret": "wrong"}), ("GET", {})])

@@ -67,6 +67,7 @@ class Service:
         self._sessions: dict[str, tuple[str, Mapping[str, str]]] = {}  # session_id -> (root, env)
         self._stopping = threading.Event()
         self._lock_handle: Any = None
+        self._closed = False
         self._http: ThreadingHTTPServer | None = None
         self._unix: socketserver.ThreadingUnixStreamServer | None = None
 
@@ -111,6 +112,11 @@ class Service:
         self._stopping.set()
 
     def close(self) -> None:
+        """Release the transports, the workspaces, the socket and the lock; once (a second call
+        would close closed workspaces, and unlink the socket of a service started since)."""
+        if self._closed:
+            return
+        self._closed = True
         for server in (self._http, self._unix):
             if server is not None:
                 server.shutdown()

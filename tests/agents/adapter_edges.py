@@ -23,3 +23,10 @@ def subdirectory_with_other_notes(workspace: pathlib.Path) -> pathlib.Path:
     (workspace / "sub").mkdir()
     (workspace / "sub" / "notes.txt").write_text("the other file\n")
     return workspace / "sub"
+
+
+class EmptySession:
+    """A session with nothing to show: the hook protocol allows an empty view."""
+
+    def view(self) -> str:
+        return ""

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from adapter_edges import READ, harness_read, subdirectory_with_other_notes
+from adapter_edges import READ, EmptySession, harness_read, subdirectory_with_other_notes
 from ledger_impl.agents import copilot
 from ledger_impl.session import DurableSession
 from test_copilot_hook import call, denied, shell_result
@@ -114,11 +114,7 @@ def test_the_session_s_view_is_given_at_its_start_and_nothing_when_it_is_empty(
     harness_read(session, "alpha\nbeta\n")
     assert copilot.handle(start, session) == {"additionalContext": session.view()}
 
-    class Empty:  # a session with nothing to show (the protocol allows an empty view)
-        def view(self) -> str:
-            return ""
-
-    assert copilot.handle(start, Empty()) is None  # type: ignore[arg-type]
+    assert copilot.handle(start, EmptySession()) is None  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize("change", [

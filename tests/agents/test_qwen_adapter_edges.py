@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from ledger_impl.agents import qwen
-from adapter_edges import READ, harness_read, subdirectory_with_other_notes
+from adapter_edges import READ, EmptySession, harness_read, subdirectory_with_other_notes
 from ledger_impl.session import DurableSession
 from test_qwen_hook import call, run_shell, shell_text
 
@@ -169,11 +169,7 @@ def test_the_session_s_view_is_given_at_its_start_and_nothing_when_it_is_empty(
     reply = qwen.handle(start, session)
     assert reply == {"hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": session.view()}}
 
-    class Empty:  # a session with nothing to show (the protocol allows an empty view)
-        def view(self) -> str:
-            return ""
-
-    assert qwen.handle(start, Empty()) is None  # type: ignore[arg-type]
+    assert qwen.handle(start, EmptySession()) is None  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize("tool_input", [{"command": ["cat", "notes.txt"]}, "cat notes.txt", {}])
