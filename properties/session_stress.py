@@ -4,8 +4,9 @@ Theory of operation. `run_stress` starts `workers` worker processes on one works
 state directory. Each worker loops: pick a command (mostly reads, some writes), open a session,
 `decide`; unless reused, run the command and `record` it in a freshly opened session, as a
 Claude Code PreToolUse/PostToolUse pair would. Meanwhile the parent SIGKILLs random workers
-(their whole process group, commands included) and starts replacements until `pairs` pairs have
-completed. Then it checks:
+(their whole process group, commands included) and starts replacements until two thirds of
+`pairs` have completed; the last third runs without kills once the killed calls have expired
+(see `run_stress`). Then it checks:
 
 - **no stale Reuse**: a worker re-runs every Reuse and compares output and exit status. The
   comparison is exact only if no write ran in between, so writers announce themselves in a
@@ -60,6 +61,7 @@ WRITES = (
 FILES = 4
 WRITE_SHARE = 0.12
 ABANDON_AFTER_S = 5.0  # killed calls block reuse until expired; keep the test moving
+CALM_SHARE = 3  # one pair in this many runs after the kills, once the killed calls have expired
 POLICY = Policy(intervention_cap=10**9)  # every Reuse the ledger allows, not just the first 200
 
 
@@ -96,14 +98,21 @@ def make_workspace(root: Path) -> None:
 def run_stress(
     base: Path, *, workers: int = 8, pairs: int = 1000, kills: int = 20, seed: int = 0, timeout_s: float = 600.0
 ) -> StressReport:
-    """Run the stress in `base` (a fresh directory); the workspace is `base/root`."""
+    """Run the stress in `base` (a fresh directory); the workspace is `base/root`.
+
+    Two phases. In the first, `pairs - pairs // CALM_SHARE` pairs run while the parent kills. A
+    killed writer stays pending, and so blocks every Reuse, until it expires `ABANDON_AFTER_S`
+    after it started; on a fast machine the whole first phase can fit in that window (CI once saw
+    3 reuses in 240 pairs). So the rest run after the last killed call has expired, with the same
+    workers at once and no kills: there the oracle always gets reuses to compare."""
     root, state, logs, world = base / "root", base / "state", base / "logs", base / "world"
     make_workspace(root)
     for directory in (state, logs, world):
         directory.mkdir()
     rng = random.Random(seed)
     started = time.monotonic()
-    quota = [pairs // workers + (1 if slot < pairs % workers else 0) for slot in range(workers)]
+    calm = pairs // CALM_SHARE
+    quota = _shares(pairs - calm, workers)
     generation = [0] * workers
     processes: dict[int, subprocess.Popen[bytes]] = {}
 
@@ -120,27 +129,40 @@ def run_stress(
             start_new_session=True,
         )
 
-    for slot in range(workers):
-        spawn(slot)
-    killed = 0
-    while processes:
-        if time.monotonic() - started > timeout_s:
-            for process in processes.values():
-                _kill_group(process)
-            raise TimeoutError(f"stress did not finish in {timeout_s} s")
-        time.sleep(rng.uniform(0.02, 0.25))
-        for slot, process in list(processes.items()):
-            if process.poll() is not None:
-                if process.returncode != 0:
-                    raise RuntimeError(f"worker {slot} failed with exit {process.returncode}")
-                processes.pop(slot)
-        if killed < kills and processes:
-            slot = rng.choice(sorted(processes))
-            _kill_group(processes[slot])
-            (world / f"active-{slot}").unlink(missing_ok=True)  # its write, if any, is over
-            killed += 1
+    def run_until_done(kills: int) -> tuple[int, float]:
+        """Run every slot to its quota, killing up to `kills` times: (kills made, time of the last)."""
+        killed, last_kill = 0, 0.0
+        for slot in range(workers):
             spawn(slot)
+        while processes:
+            if time.monotonic() - started > timeout_s:
+                for process in processes.values():
+                    _kill_group(process)
+                raise TimeoutError(f"stress did not finish in {timeout_s} s")
+            time.sleep(rng.uniform(0.02, 0.25))
+            for slot, process in list(processes.items()):
+                if process.poll() is not None:
+                    if process.returncode != 0:
+                        raise RuntimeError(f"worker {slot} failed with exit {process.returncode}")
+                    processes.pop(slot)
+            if killed < kills and processes:
+                slot = rng.choice(sorted(processes))
+                _kill_group(processes[slot])
+                last_kill = time.monotonic()
+                (world / f"active-{slot}").unlink(missing_ok=True)  # its write, if any, is over
+                killed += 1
+                spawn(slot)
+        return killed, last_kill
+
+    killed, last_kill = run_until_done(kills)
+    time.sleep(max(0.0, last_kill + ABANDON_AFTER_S - time.monotonic()))
+    quota = [stormy + more for stormy, more in zip(quota, _shares(calm, workers))]
+    run_until_done(0)
     return _report(root, state, logs, killed, pairs, time.monotonic() - started)
+
+
+def _shares(total: int, workers: int) -> list[int]:
+    return [total // workers + (1 if slot < total % workers else 0) for slot in range(workers)]
 
 
 def _kill_group(process: subprocess.Popen[bytes]) -> None:
