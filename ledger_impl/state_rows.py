@@ -53,7 +53,7 @@ class Row:
 
 
 @attrs.frozen
-class Changes:
+class RowDelta:
     """What a save writes: the header (always) and the rows that are new or replaced."""
 
     header: str
@@ -74,7 +74,7 @@ class Written:
         return cls({log: () for log in LOGS}, {}, [])
 
 
-def changes(state: State, written: Written | None) -> tuple[Changes, Written]:
+def changes(state: State, written: Written | None) -> tuple[RowDelta, Written]:
     """The rows that turn `written` (None: unknown, everything is written again) into `state`,
     and what the database holds once they are written. `written` is updated in place."""
     rewrites_all = written is None
@@ -101,7 +101,7 @@ def changes(state: State, written: Written | None) -> tuple[Changes, Written]:
         for number, text in ((n, _text(written.shared_trees[n])) for n in range(first_new_shared, len(written.shared_trees)))
     ]
     rows = shared_rows + [Row(log, position, text, checksum(text)) for log, position, text in entries]
-    return Changes(header, tuple(rows), rewrites_all), written
+    return RowDelta(header, tuple(rows), rewrites_all), written
 
 
 def decode(header: str, rows: Iterable[Row]) -> tuple[State, Written]:

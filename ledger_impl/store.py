@@ -37,7 +37,7 @@ from ledger_spec.state import State
 
 from ledger_impl import state_codec, state_rows
 from ledger_impl.state_directory import check_outside, resolve
-from ledger_impl.state_rows import Changes as RowChanges
+from ledger_impl.state_rows import RowDelta
 from ledger_impl.state_rows import Row
 
 SCHEMA_VERSION = 5
@@ -229,7 +229,7 @@ class Store:
         ]
 
     def save_state(
-        self, policy: str, changes: RowChanges, revision: str, stat_index: bytes | None, steps: int
+        self, policy: str, changes: RowDelta, revision: str, stat_index: bytes | None, steps: int
     ) -> None:
         """Write a save's rows (`state_rows.changes`) and the state row under a new `revision`."""
         if changes.rewrites_all:

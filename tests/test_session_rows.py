@@ -36,10 +36,10 @@ def test_a_call_writes_the_rows_it_added_not_the_session_so_far(
     workspace: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     with DurableSession.open(workspace, state_dir=tmp_path / "state") as session:
-        written: list[state_rows.Changes] = []
+        written: list[state_rows.RowDelta] = []
         real_save = session._store.save_state
 
-        def counting(policy: str, changes: state_rows.Changes, *rest: object) -> None:
+        def counting(policy: str, changes: state_rows.RowDelta, *rest: object) -> None:
             written.append(changes)
             real_save(policy, changes, *rest)  # type: ignore[arg-type]
 
