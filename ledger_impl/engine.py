@@ -79,6 +79,8 @@ def first_reuse(
     with."""
     served = attrs.evolve(request, withhold=True)
     for now in candidates:
-        if isinstance(ledger.govern(command, now, served), Reuse):
-            return ledger.govern(command, now, request), now
+        decision = ledger.govern(command, now, served)
+        if isinstance(decision, Reuse):
+            # A call the agent runs anyway is asked again as it is: it gets the Nudge instead.
+            return (decision if served == request else ledger.govern(command, now, request)), now
     return ledger.govern(command, last, request), last
