@@ -7,15 +7,13 @@ staying verbatim. `docs/mutation/survivors.md` lists the mutants."""
 from __future__ import annotations
 
 import pathlib
-import subprocess
 from typing import Any
 
 import pytest
 
 from ledger_impl.agents import claude
+from claude_code import ClaudeCode, denied_text
 from ledger_impl.session import DurableSession
-
-DENY = "deny"
 
 
 def _finish(event: str, tool: str = "Bash", command: str = "ls", **fields: Any) -> dict[str, Any]:
@@ -65,36 +63,6 @@ def test_the_user_settings_file_is_in_the_home_directory() -> None:
     assert claude.AGENT.hooks.settings.user() == pathlib.Path.home() / ".claude" / "settings.json"
 
 
-class _Claude:
-    """Claude Code's side of a Bash call: the hook payloads, the command run for real."""
-
-    def __init__(self, root: pathlib.Path, session: DurableSession) -> None:
-        self.root, self.session, self.calls = root, session, 0
-
-    def pre(self, tool: str, tool_input: dict[str, Any], cwd: pathlib.Path | None = None) -> tuple[str, Any]:
-        self.calls += 1
-        call_id = f"toolu_{self.calls:02d}"
-        payload = {"session_id": "s", "cwd": str(cwd or self.root), "hook_event_name": "PreToolUse",
-                   "tool_name": tool, "tool_input": tool_input, "tool_use_id": call_id}
-        return call_id, claude.handle(payload, self.session)
-
-    def bash(self, command: str, cwd: pathlib.Path | None = None) -> str | None:
-        """The deny reason when Ledger answered, else None (the command ran and was recorded)."""
-        tool_input = {"command": command, "description": "d"}
-        call_id, reply = self.pre("Bash", tool_input, cwd)
-        output = (reply or {}).get("hookSpecificOutput", {})
-        if output.get("permissionDecision") == DENY:
-            return str(output["permissionDecisionReason"])
-        done = subprocess.run(["bash", "-c", command], cwd=cwd or self.root, capture_output=True, text=True)
-        assert done.returncode == 0, done.stderr
-        payload = {"session_id": "s", "cwd": str(cwd or self.root), "hook_event_name": "PostToolUse",
-                   "tool_name": "Bash", "tool_input": tool_input, "tool_use_id": call_id,
-                   "tool_response": {"stdout": done.stdout.rstrip(), "stderr": "", "interrupted": False}}
-        assert claude.handle(payload, self.session) is None
-        self.session.run_queued_probes()
-        return None
-
-
 def test_a_bash_read_names_its_target_from_the_call_s_working_directory(
     workspace: pathlib.Path, tmp_path: pathlib.Path
 ) -> None:
@@ -106,25 +74,25 @@ def test_a_bash_read_names_its_target_from_the_call_s_working_directory(
     (workspace / "x.txt").write_text("root\n")
     (workspace / "src" / "x.txt").write_text("one\n")
     with DurableSession.open(workspace, state_dir=tmp_path / "state", probe=False) as session:
-        agent = _Claude(workspace, session)
-        assert agent.bash("cat x.txt", cwd=workspace / "src") is None
-        assert agent.bash("cat x.txt", cwd=workspace / "src") is not None  # served: nothing changed
+        agent = ClaudeCode(workspace, session)
+        assert denied_text(agent.bash("cat x.txt", cwd=workspace / "src")) is None
+        assert denied_text(agent.bash("cat x.txt", cwd=workspace / "src")) is not None  # served: nothing changed
         (workspace / "src" / "x.txt").write_text("two\n")
-        assert agent.bash("cat x.txt", cwd=workspace / "src") is None  # ran again, not served
+        assert denied_text(agent.bash("cat x.txt", cwd=workspace / "src")) is None  # ran again, not served
 
 
 def test_a_bash_result_is_never_cut_to_answer_another_command(workspace: pathlib.Path, session: DurableSession) -> None:
     """Claude shows a Bash output stripped, so lines cut from it are not another command's bytes.
     Pins `ledger_impl/agents/claude.py` line 173 (a miss: slices of a Bash result served)."""
-    agent = _Claude(workspace, session)
-    assert agent.bash("cat notes.txt") is None
-    assert agent.bash("head -n 1 notes.txt") is None
+    agent = ClaudeCode(workspace, session)
+    assert denied_text(agent.bash("cat notes.txt")) is None
+    assert denied_text(agent.bash("head -n 1 notes.txt")) is None
 
 
 def test_a_read_may_be_nudged_from_another_command_s_result(workspace: pathlib.Path, session: DurableSession) -> None:
     """A Read is never served, so naming the shell result that holds its lines costs nothing."""
-    agent = _Claude(workspace, session)
-    assert agent.bash("cat src/app.py") is None
+    agent = ClaudeCode(workspace, session)
+    assert denied_text(agent.bash("cat src/app.py")) is None
     _, reply = agent.pre("Read", {"file_path": str(workspace / "src" / "app.py"), "offset": 2, "limit": 1})
     assert reply is not None and "Unchanged since step" in reply["hookSpecificOutput"]["additionalContext"]
 
@@ -135,10 +103,10 @@ def test_verbatim_answers_stay_verbatim_however_often_a_result_is_served(
     """Only the reference mode answers with a note pointing at an earlier result."""
     assert session.reuse_answer == "verbatim"
     (workspace / "long.txt").write_text("".join(f"line {n} of a file long enough to be worth a note\n" for n in range(40)))
-    agent = _Claude(workspace, session)
-    assert agent.bash("cat long.txt") is None
+    agent = ClaudeCode(workspace, session)
+    assert denied_text(agent.bash("cat long.txt")) is None
     for _ in range(3):
-        reason = agent.bash("cat long.txt")
+        reason = denied_text(agent.bash("cat long.txt"))
         assert reason is not None and "line 39 of a file" in reason
 
 

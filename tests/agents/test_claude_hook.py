@@ -11,58 +11,9 @@ from typing import Any
 
 import pytest
 
+from claude_code import DENY, ClaudeCode, denied_text
 from ledger_impl.agents import claude
 from ledger_impl.session import DurableSession
-
-DENY = "deny"
-
-
-
-class Agent:
-    """Plays Claude Code's side: hook payloads, and tools run for real in the workspace."""
-
-    def __init__(self, root: pathlib.Path, session: DurableSession) -> None:
-        self.root, self.session, self.calls = root, session, 0
-
-    def pre(self, tool: str, tool_input: dict[str, Any]) -> tuple[str, dict[str, Any] | None]:
-        self.calls += 1
-        call_id = f"toolu_{self.calls:02d}"
-        payload = {"session_id": "s", "cwd": str(self.root), "hook_event_name": "PreToolUse",
-                   "tool_name": tool, "tool_input": tool_input, "tool_use_id": call_id}
-        return call_id, claude.handle(payload, self.session)
-
-    def post(self, call_id: str, tool: str, tool_input: dict[str, Any], response: dict[str, Any]) -> None:
-        payload = {"session_id": "s", "cwd": str(self.root), "hook_event_name": "PostToolUse",
-                   "tool_name": tool, "tool_input": tool_input, "tool_response": response, "tool_use_id": call_id}
-        assert claude.handle(payload, self.session) is None
-        self.session.run_queued_probes()  # what the detached probe process does after the answer
-
-    def fail(self, call_id: str, tool_input: dict[str, Any], error: str, interrupt: bool = False) -> None:
-        payload = {"session_id": "s", "cwd": str(self.root), "hook_event_name": "PostToolUseFailure",
-                   "tool_name": "Bash", "tool_input": tool_input, "tool_use_id": call_id, "error": error,
-                   "is_interrupt": interrupt}
-        assert claude.handle(payload, self.session) is None
-        self.session.run_queued_probes()
-
-    def bash(self, command: str, **extra: Any) -> dict[str, Any] | None:
-        """One Bash call through the hooks: denied (the reply), or run for real and recorded."""
-        tool_input = {"command": command, "description": "d", **extra}
-        call_id, reply = self.pre("Bash", tool_input)
-        if reply and reply.get("hookSpecificOutput", {}).get("permissionDecision") == DENY:
-            return reply
-        done = subprocess.run(["bash", "-c", command], cwd=self.root, capture_output=True, text=True)
-        text = (done.stdout + done.stderr).rstrip()
-        if done.returncode:
-            self.fail(call_id, tool_input, f"Exit code {done.returncode}" + (f"\n{text}" if text else ""))
-        else:
-            self.post(call_id, "Bash", tool_input, {"stdout": text, "stderr": "", "interrupted": False,
-                                                     "isImage": False, "noOutputExpected": False})
-        return reply
-
-
-def denied_text(reply: dict[str, Any] | None) -> str | None:
-    output = (reply or {}).get("hookSpecificOutput", {})
-    return output.get("permissionDecisionReason") if output.get("permissionDecision") == DENY else None
 
 
 def body(reason: str) -> str:
@@ -72,7 +23,7 @@ def body(reason: str) -> str:
 
 
 def test_a_repeated_read_is_denied_with_the_stored_output_verbatim(workspace: pathlib.Path, session: DurableSession) -> None:
-    agent = Agent(workspace, session)
+    agent = ClaudeCode(workspace, session)
     assert agent.bash("cat -n src/app.py") is None
     reason = denied_text(agent.bash("cat -n src/app.py"))
     assert reason is not None
@@ -81,21 +32,21 @@ def test_a_repeated_read_is_denied_with_the_stored_output_verbatim(workspace: pa
 
 
 def test_a_failed_read_is_served_with_its_exit_code_line(workspace: pathlib.Path, session: DurableSession) -> None:
-    agent = Agent(workspace, session)
+    agent = ClaudeCode(workspace, session)
     agent.bash("ls nothere")
     reason = denied_text(agent.bash("ls nothere"))
     assert reason is not None and body(reason).startswith("Exit code 2\nls: cannot access 'nothere'")
 
 
 def test_an_edit_through_bash_makes_the_next_read_run(workspace: pathlib.Path, session: DurableSession) -> None:
-    agent = Agent(workspace, session)
+    agent = ClaudeCode(workspace, session)
     agent.bash("cat -n src/app.py")
     agent.bash("sed -i 's/x = 1/x = 5/' src/app.py")
     assert denied_text(agent.bash("cat -n src/app.py")) is None
 
 
 def test_claudes_own_edit_tool_is_bracketed(workspace: pathlib.Path, session: DurableSession) -> None:
-    agent = Agent(workspace, session)
+    agent = ClaudeCode(workspace, session)
     agent.bash("cat -n src/app.py")
     path = str(workspace / "src" / "app.py")
     edit = {"file_path": path, "old_string": "y = 2", "new_string": "y = 3", "replace_all": False}
@@ -113,7 +64,7 @@ def test_claudes_own_edit_tool_is_bracketed(workspace: pathlib.Path, session: Du
 def test_an_interrupted_or_background_result_is_never_served(
     workspace: pathlib.Path, session: DurableSession, extra: dict[str, Any], response: dict[str, Any]
 ) -> None:
-    agent = Agent(workspace, session)
+    agent = ClaudeCode(workspace, session)
     tool_input = {"command": "cat -n src/app.py", "description": "d", **extra}
     call_id, _ = agent.pre("Bash", tool_input)
     agent.post(call_id, "Bash", tool_input, {"stdout": "     1\tx = 1", "stderr": "", "interrupted": False,
@@ -122,7 +73,7 @@ def test_an_interrupted_or_background_result_is_never_served(
 
 
 def test_a_background_command_is_never_denied(workspace: pathlib.Path, session: DurableSession) -> None:
-    agent = Agent(workspace, session)
+    agent = ClaudeCode(workspace, session)
     agent.bash("cat -n src/app.py")
     _, reply = agent.pre("Bash", {"command": "cat -n src/app.py", "description": "d", "run_in_background": True})
     assert denied_text(reply) is None
@@ -130,7 +81,7 @@ def test_a_background_command_is_never_denied(workspace: pathlib.Path, session: 
 
 
 def test_a_failure_without_an_exit_code_is_never_served(workspace: pathlib.Path, session: DurableSession) -> None:
-    agent = Agent(workspace, session)
+    agent = ClaudeCode(workspace, session)
     tool_input = {"command": "cat -n src/app.py", "description": "d"}
     call_id, _ = agent.pre("Bash", tool_input)
     agent.fail(call_id, tool_input, "Command timed out after 2m")
@@ -138,7 +89,7 @@ def test_a_failure_without_an_exit_code_is_never_served(workspace: pathlib.Path,
 
 
 def test_read_is_nudged_never_denied_and_never_serves_bash(workspace: pathlib.Path, session: DurableSession) -> None:
-    agent = Agent(workspace, session)
+    agent = ClaudeCode(workspace, session)
     path = str(workspace / "src" / "app.py")
     agent.bash("cat -n src/app.py")
     call_id, reply = agent.pre("Read", {"file_path": path})
@@ -164,7 +115,7 @@ def test_read_commands_cover_offset_and_limit() -> None:
 
 
 def test_session_start_and_prompt_submit_carry_the_view(workspace: pathlib.Path, session: DurableSession) -> None:
-    agent = Agent(workspace, session)
+    agent = ClaudeCode(workspace, session)
     agent.bash("cat -n src/app.py")
     for event in ("SessionStart", "UserPromptSubmit"):
         reply = claude.handle({"hook_event_name": event, "cwd": str(workspace), "session_id": "s"}, session)
