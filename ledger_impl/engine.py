@@ -8,7 +8,8 @@ Theory of operation. One step of either driver is, in order:
 2. poll: record in the ledger every change made since the last step (background jobs, an
    editor, another process), or unknown scope when nothing can vouch for the workspace;
 3. fingerprint (`observation_fingerprint`): what a read's output depends on outside the
-   counters' view, taken with stat calls, or None when it cannot be reused;
+   counters' view, taken with stat calls, or None when it cannot be reused (with the reason,
+   `fingerprint_and_refusal`, when that is a bound of Ledger's: the driver shows it);
 4. govern (`first_reuse`): the spec's decision, tried with each candidate fingerprint (with
    the probe on: one per confirmed probe whose traced dependencies hold, newest first);
 5. start: the command is stamped with the counters at its start (a Reuse ends the step here:
@@ -46,6 +47,7 @@ from typing import Iterable, Mapping
 import attrs
 
 from ledger_spec import ANY_CALL, STEADY, Changes, Command, Decision, Fingerprint, Request, Reuse
+from ledger_spec.degraded import Degraded
 
 from . import fingerprint as fingerprints
 from .ledger import Ledger
@@ -61,12 +63,21 @@ def observation_fingerprint(
     matters (None: never reused). `enabled=False` (the Runtime measuring the other lines alone)
     gives the steady value the spec defaults to, except for a read that may reach a
     repository outside the root (a `.git` file), which nothing else covers: never reused."""
+    return fingerprint_and_refusal(root, command, environment, enabled=enabled)[0]
+
+
+def fingerprint_and_refusal(
+    root: os.PathLike[str] | str, command: Command, environment: Mapping[str, str], *, enabled: bool = True
+) -> tuple[Fingerprint | None, Degraded | None]:
+    """`observation_fingerprint`, and, when a read has none because its inputs could not all
+    be found (a bound of Ledger's, `fingerprint.take_or_refusal`), why: the driver shows it."""
     if not enabled:
         outside = command.read_only and fingerprints.repository_outside_the_root(root, command)
-        return None if outside else STEADY
+        return (None if outside else STEADY), None
     if not command.read_only or command.target is None:
-        return None
-    return fingerprints.take(root, command, environment)
+        return None, None
+    found = fingerprints.take_or_refusal(root, command, environment)
+    return (None, found) if isinstance(found, Degraded) else (found, None)
 
 
 def first_reuse(

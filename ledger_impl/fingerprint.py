@@ -38,7 +38,10 @@ What `take` puts in a `Fingerprint`:
 
 `take` returns None when the command cannot be fingerprinted (it does not parse, runs a
 program whose name is computed, a compound command, or a git read that may run a configured
-program): such a result is never reused.
+program): such a result is never reused. Those are refusals by design. A git read whose inputs
+could not all be found (more configuration, refs or worktrees than `git_inputs` looks at, an
+include it cannot resolve) is refused too, but that is a bound of Ledger's, not a property of
+the command: `take_or_refusal` says so as a `Degraded`, which the drivers show the user.
 
 Directories on the path are compared by (dev, ino, mode, uid, gid) rather than the full
 identity: their mtime, ctime, size and link count move whenever a sibling is created or
@@ -54,6 +57,7 @@ from typing import Final, Mapping
 import attrs
 
 from ledger_spec import Command, FileTarget
+from ledger_spec.degraded import Cause, Degraded, Effect
 
 from . import git_inputs, shell
 
@@ -94,6 +98,17 @@ class Fingerprint:
 def take(root: Path, command: Command, env: Mapping[str, str]) -> Fingerprint | None:
     """The fingerprint of `command` run by `bash -c` in `root` with environment `env`, now;
     None if it cannot be fingerprinted (never reuse it)."""
+    found = take_or_refusal(root, command, env)
+    return found if isinstance(found, Fingerprint) else None
+
+
+# git_inputs' reasons that are Ledger's own limits rather than the command's nature.
+_UNKNOWN_INPUTS: Final = (git_inputs.BEYOND_LIMITS, git_inputs.UNRESOLVABLE)
+
+
+def take_or_refusal(root: Path, command: Command, env: Mapping[str, str]) -> Fingerprint | Degraded | None:
+    """`take`, except that a read refused because its inputs could not all be found gives why
+    (a `Degraded`: the user is told), not None."""
     try:
         script = shell.parse(command.text)
     except shell.ShellSyntaxError:
@@ -142,8 +157,10 @@ def take(root: Path, command: Command, env: Mapping[str, str]) -> Fingerprint | 
     git: object | None = None
     if runs_git:
         git = git_inputs.inputs(root_text, env, git_config)
+        if git in _UNKNOWN_INPUTS:
+            return Degraded(Cause.INPUTS_UNKNOWN, (str(git),), Effect.NOT_SERVED)
         if isinstance(git, str):
-            return None  # runs a configured program, or cannot be resolved
+            return None  # runs a configured program: its output is whatever that prints
     return Fingerprint(
         root=root_chain,
         paths=paths,

@@ -43,7 +43,7 @@ from .detectors import default_detector
 from .detectors.protocol import After, Before, Moment, ReportFailed, as_detector
 from . import descendants
 from .descendants import Descendants
-from .engine import UNKNOWN_SCOPE, first_reuse, observation_fingerprint
+from .engine import UNKNOWN_SCOPE, fingerprint_and_refusal, first_reuse
 from .execution import Completed, command_environment, run_command
 from .ledger import Ledger
 from .probe import DEFAULT_PROBE_TIMEOUT
@@ -142,7 +142,7 @@ class Runtime:
         classified = self.classify(command)
         environment = command_environment(self.environment)
         fingerprint_now = functools.partial(
-            observation_fingerprint, self.root, classified, environment, enabled=self.fingerprint_enabled
+            fingerprint_and_refusal, self.root, classified, environment, enabled=self.fingerprint_enabled
         )
         before: list[Changes] = []
         self._problem = None
@@ -150,7 +150,7 @@ class Runtime:
             # Anything may have been written while they ran, including just before they exited.
             self._background = _still_alive(self._background)
             self._record_before(UNKNOWN_SCOPE, before)
-        enumerated = fingerprint_now()
+        enumerated, refusal = fingerprint_now()
         decision, now = self._govern(classified, enumerated)
         errors: list[str] = []
         if not isinstance(decision, Allow):
@@ -158,7 +158,7 @@ class Runtime:
             pending = self._detect(None, errors)
             if not pending.empty:
                 self._record_before(pending, before)
-                enumerated = fingerprint_now()
+                enumerated, refusal = fingerprint_now()
                 decision, now = self._govern(classified, enumerated)
         index = self.ledger.step
         degraded = self._degraded()
@@ -189,7 +189,7 @@ class Runtime:
             raise
         if completed.background is not None:
             self._background.add(completed.background)
-        after = fingerprint_now()
+        after, _ = fingerprint_now()
         # A fingerprint that moved while the command ran says its output may mix both worlds.
         recorded_fingerprint = enumerated if after == enumerated else None
         recorded = classified if completed.complete else _unobservable(classified)
@@ -208,7 +208,7 @@ class Runtime:
         error = "; ".join(errors) or None
         return Step(
             decision.verdict.value, completed.output, completed.exit_code, note, index, classified, changes,
-            tuple(before), error, completed.complete, degraded or self._degraded() or probe_degraded, now,
+            tuple(before), error, completed.complete, degraded or self._degraded() or probe_degraded or refusal, now,
             recorded_fingerprint, recorded,
         )
 

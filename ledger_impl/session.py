@@ -53,7 +53,7 @@ from .classifier import classify
 from .context_journal import ContextJournal
 from .detectors import session_detector
 from .detectors.protocol import Detector, as_detector
-from .engine import UNKNOWN_SCOPE, first_reuse, observation_fingerprint
+from .engine import UNKNOWN_SCOPE, fingerprint_and_refusal, first_reuse, observation_fingerprint
 from .fingerprint import Fingerprint
 from .ledger import Ledger
 from .probe import DEFAULT_PROBE_TIMEOUT
@@ -198,13 +198,15 @@ class DurableSession:
             classified = classify(
                 command, cwd=self._relative_cwd(cwd), root=self.root, environment=self._environment()
             )
-            started_with = observation_fingerprint(self.root, classified, self._environment())
+            started_with, refusal = fingerprint_and_refusal(self.root, classified, self._environment())
             request = Request(call=call_id, same_command_only=not serve_slices, withhold=withhold)
             decision, probed = self._govern(state, classified, started_with, request)
             # An id still pending names two calls at once: which result a record carries is
             # unknowable, so nothing is served (spec `Request.call`), and the earlier call is
             # treated as abandoned (below) with its may-write flag carried over.
             earlier = next((row for row in self._store.pending() if row.call_id == call_id and not row.abandoned), None)
+            if refusal is not None:
+                state.notes.append(refusal)
             writers = state.ledger.writers_in_flight()
             if writers and classified.read_only and classified.target is not None:
                 # Govern serves nothing while they run (spec `writers_in_flight`): say why.

@@ -40,6 +40,8 @@ class Cause(enum.Enum):
     PROBE_FAILED_TO_START = "the probe failed to start: {0}"
     PROBE_EXECUTABLE_UNREADABLE = "cannot read the executable {0}"
     PROBE_STATIC_EXECUTABLE = "statically linked executable {0}: the moved clock cannot reach it"
+    # A read's fingerprint (ledger_impl.fingerprint) past one of Ledger's bounds: that read only.
+    INPUTS_UNKNOWN = "git's inputs here are not all known ({0})"
     # A session detector's stored baseline could not be used (`changes_since`): the report is
     # unknown scope, and the session says why unless nothing was observed yet.
     BASELINE_MISSING = "no stored {0}"
