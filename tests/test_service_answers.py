@@ -485,3 +485,20 @@ def test_an_idle_service_stops_itself_and_a_call_keeps_it_up(tmp_path: pathlib.P
     finally:
         service.stop()
         stopped.join(10)
+
+
+@pytest.mark.parametrize("transport", ["_unix", "_http"])
+def test_a_client_that_hung_up_is_not_reported_and_any_other_error_is(
+    service: Service, transport: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A hook killed by its agent's timeout leaves its answer to a closed socket: socketserver
+    would print that BrokenPipeError's traceback into the service's log on every such call."""
+    listening = getattr(service, transport)
+    for error in (BrokenPipeError(32, "Broken pipe"), ConnectionResetError(104, "reset"), ValueError("a bug")):
+        try:
+            raise error
+        except Exception:
+            listening.handle_error(None, ("peer", 0))
+    printed = capsys.readouterr().err
+    assert "ValueError: a bug" in printed
+    assert "BrokenPipeError" not in printed and "ConnectionResetError" not in printed

@@ -89,13 +89,11 @@ class Service:
             os.unlink(socket_path)  # left by a killed service: we hold the lock, so it is ours
         old_mask = os.umask(0o177)  # the socket is created 0600, never briefly wider
         try:
-            self._unix = socketserver.ThreadingUnixStreamServer(socket_path, _unix_handler(self))
+            self._unix = _UnixServer(socket_path, _unix_handler(self))
         finally:
             os.umask(old_mask)
-        self._unix.daemon_threads = True
         try:
-            self._http = ThreadingHTTPServer(("127.0.0.1", self._port), _http_handler(self))
-            self._http.daemon_threads = True
+            self._http = _HTTPServer(("127.0.0.1", self._port), _http_handler(self))
         except OSError as error:
             self._http = None
             self.notes.append(f"HTTP transport not started: 127.0.0.1:{self._port} {error.strerror}")
@@ -248,6 +246,26 @@ def _http_handler(service: Service) -> type[BaseHTTPRequestHandler]:
             pass
 
     return Handler
+
+
+class _HangUpsUnreported:
+    """A client that hangs up before its answer is written (a hook killed by its agent's
+    timeout, a probe of the port) is nothing to report; anything else a handler raises is
+    still printed, as socketserver does."""
+
+    daemon_threads = True
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        if not isinstance(sys.exc_info()[1], ConnectionError):
+            super().handle_error(request, client_address)  # type: ignore[misc]
+
+
+class _UnixServer(_HangUpsUnreported, socketserver.ThreadingUnixStreamServer):
+    pass
+
+
+class _HTTPServer(_HangUpsUnreported, ThreadingHTTPServer):
+    pass
 
 
 def _unix_handler(service: Service) -> type[socketserver.StreamRequestHandler]:
