@@ -8,11 +8,21 @@ answered depend on timing. The end-to-end tests call `settle` before each next t
 from __future__ import annotations
 
 import pathlib
+import sqlite3
 
 from ledger_impl.session import DurableSession
+from ledger_impl.store import database_path
 
 
 def settle(workspace: pathlib.Path, state: pathlib.Path) -> None:
     """Until every probe of `workspace`'s session has stored its verdict."""
     with DurableSession.open(workspace, state_dir=state) as session:
         assert session.wait_for_probes(60), "a probe never stored its verdict"
+
+
+def verdicts(workspace: pathlib.Path, state: pathlib.Path) -> list[tuple[str, str, str | None]]:
+    """Each probe's command, status and reason, oldest first: what a failure message needs when
+    a repeat was not served (a refused probe is the usual why)."""
+    uri = f"file:{database_path(workspace, state)}?mode=ro"
+    with sqlite3.connect(uri, uri=True) as db:
+        return db.execute("SELECT command, status, reason FROM probes ORDER BY id").fetchall()

@@ -22,6 +22,7 @@ import pytest
 
 import agent_cli
 from ledger_service import assert_served_only, run_then_stop
+from probes_settled import verdicts
 from reuse_scenario import assert_scenario, oracle_hook, shell_commands, turns, workspace_with_app
 from scripted_models import ScriptedGemini, ScriptedServer, ToolResult, ToolUse
 
@@ -89,6 +90,6 @@ def test_gemini_cli_with_ledger_hooks(gemini: pathlib.Path, tmp_path: pathlib.Pa
     if transport == "service":
         assert_served_only(served, workspace, calls=12)
     assert run.returncode == 0, (run.stdout[-2000:], run.stderr[-3000:])
-    assert model.errors == []
+    assert model.errors == [], verdicts(workspace, state)
     reused = {use_id for use_id, result in model.results.items() if result.content.startswith(BLOCKED)}
     assert_scenario(model.results, commands, app, seen, reused, oracle)

@@ -22,6 +22,7 @@ import pytest
 
 import agent_cli
 from ledger_service import assert_served_only, run_then_stop
+from probes_settled import verdicts
 from reuse_scenario import assert_scenario, oracle_hook, shell_commands, turns, workspace_with_app
 from scripted_models import ScriptedChat, ScriptedServer, ToolResult, ToolUse
 
@@ -87,6 +88,6 @@ def test_qwen_code_with_ledger_hooks(qwen: pathlib.Path, tmp_path: pathlib.Path,
     if transport == "service":
         assert_served_only(served, workspace, calls=12)
     assert run.returncode == 0, (run.stdout[-2000:], run.stderr[-3000:])
-    assert model.errors == []
+    assert model.errors == [], verdicts(workspace, state)
     reused = {use_id for use_id, result in model.results.items() if HEADER.match(result.content)}
     assert_scenario(model.results, commands, app, seen, reused, oracle)
