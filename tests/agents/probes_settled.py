@@ -7,6 +7,7 @@ answered depend on timing. The end-to-end tests call `settle` before each next t
 
 from __future__ import annotations
 
+import contextlib
 import pathlib
 import sqlite3
 
@@ -24,5 +25,5 @@ def verdicts(workspace: pathlib.Path, state: pathlib.Path) -> list[tuple[str, st
     """Each probe's command, status and reason, oldest first: what a failure message needs when
     a repeat was not served (a refused probe is the usual why)."""
     uri = f"file:{database_path(workspace, state)}?mode=ro"
-    with sqlite3.connect(uri, uri=True) as db:
+    with contextlib.closing(sqlite3.connect(uri, uri=True)) as db:
         return db.execute("SELECT command, status, reason FROM probes ORDER BY id").fetchall()
