@@ -71,7 +71,8 @@ class Step:
     # False when the output is not the whole truth: the command timed out, its output was
     # truncated, or it left a job running. Such a result is never recorded as an observation.
     complete: bool = True
-    degraded: Degraded | None = None  # why the detector or the probe runs degraded (costs reuse), if so
+    # Why the detector or the probe runs degraded, or why this read's inputs are not all known (costs reuse).
+    degraded: Degraded | None = None
     fingerprint: Fingerprint | None = STEADY  # the fingerprint govern decided with
     recorded_fingerprint: Fingerprint | None = STEADY  # the one an observation of this step holds
     recorded: Command | None = None  # the command as the ledger recorded it (no target: unobservable)
