@@ -17,7 +17,9 @@ import pathlib
 import re
 import subprocess
 import sys
+import warnings
 
+import attrs
 import pytest
 
 import agent_cli
@@ -63,9 +65,34 @@ def shell(use_id: str, command: str) -> ToolUse:
     return ToolUse(use_id, "run_shell_command", {"command": command})
 
 
-@pytest.mark.parametrize("transport", ["service", "command"])
-def test_qwen_code_with_ledger_hooks(qwen: pathlib.Path, tmp_path: pathlib.Path, transport: str) -> None:
-    workspace, home, state = tmp_path / "ws", tmp_path / "home", tmp_path / "state"
+#: Qwen Code 0.24.4 now and then shows `(empty)` for a command that printed lines: the model and
+#: the PostToolUse hook both get it (seen in CI: `grep -n x src/app.py` once, `cat -n src/app.py`
+#: once, about one run in ten here under load). Ledger's probe rightly refuses to store that output,
+#: so the repeat is not served and the scenario's checks fail on the agent's fault. Such a run
+#: says nothing about Ledger and is run again, with a warning, at most this many times in all.
+ATTEMPTS = 3
+
+
+@attrs.frozen
+class Attempt:
+    workspace: pathlib.Path
+    state: pathlib.Path
+    app: pathlib.Path
+    run: subprocess.CompletedProcess[str]
+    served: str
+    model: ScriptedChat
+    commands: dict[str, str]
+    oracle: list[tuple[str, tuple[int, str], tuple[int, str]]]
+
+    def lost_by_qwen(self) -> list[str]:
+        """Calls Qwen ran itself (no Ledger header) and showed as `(empty)` though the read,
+        run again as the result arrived, printed lines."""
+        return [use_id for use_id, got, now in self.oracle
+                if got == (0, "(empty)") and now[1] and not HEADER.match(self.model.results[use_id].content)]
+
+
+def _attempt(qwen: pathlib.Path, base: pathlib.Path, transport: str) -> Attempt:
+    workspace, home, state = base / "ws", base / "home", base / "state"
     app = workspace_with_app(workspace)
     env = {"PATH": os.environ["PATH"], "HOME": str(home), "LANG": "C.UTF-8", "OPENAI_API_KEY": "dummy",
            "OPENAI_MODEL": "scripted", "QWEN_CODE_SUPPRESS_YOLO_WARNING": "1"}
@@ -85,9 +112,22 @@ def test_qwen_code_with_ledger_hooks(qwen: pathlib.Path, tmp_path: pathlib.Path,
     commands, oracle = shell_commands(script), []
     model = ScriptedChat(script, on_results=oracle_hook(workspace, commands, seen, oracle, state))
     run, served = run_then_stop(lambda: run_qwen(qwen, model, workspace, env, "Work on src/app.py."), state)
+    return Attempt(workspace, state, app, run, served, model, commands, oracle)
+
+
+@pytest.mark.parametrize("transport", ["service", "command"])
+def test_qwen_code_with_ledger_hooks(qwen: pathlib.Path, tmp_path: pathlib.Path, transport: str) -> None:
+    for number in range(1, ATTEMPTS + 1):
+        attempt = _attempt(qwen, tmp_path / f"attempt-{number}", transport)
+        lost = attempt.lost_by_qwen()
+        if not lost:
+            break
+        warnings.warn(f"attempt {number}: Qwen Code showed (empty) for {lost}, which print lines; run again")
+    else:
+        pytest.fail(f"Qwen Code lost a command's output in all {ATTEMPTS} attempts (last: {lost})")
     if transport == "service":
-        assert_served_only(served, workspace, calls=12)
-    assert run.returncode == 0, (run.stdout[-2000:], run.stderr[-3000:])
-    assert model.errors == [], verdicts(workspace, state)
-    reused = {use_id for use_id, result in model.results.items() if HEADER.match(result.content)}
-    assert_scenario(model.results, commands, app, seen, reused, oracle)
+        assert_served_only(attempt.served, attempt.workspace, calls=12)
+    assert attempt.run.returncode == 0, (attempt.run.stdout[-2000:], attempt.run.stderr[-3000:])
+    assert attempt.model.errors == [], verdicts(attempt.workspace, attempt.state)
+    reused = {use_id for use_id, result in attempt.model.results.items() if HEADER.match(result.content)}
+    assert_scenario(attempt.model.results, attempt.commands, attempt.app, seen, reused, attempt.oracle)
