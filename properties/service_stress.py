@@ -124,11 +124,11 @@ def run_service_stress(base: pathlib.Path, *, sessions: int = 8, workspaces: int
     def agent(slot: int) -> None:
         rng = random.Random(seed * 1000 + slot)
         root = roots[slot % workspaces]
-        made, index, halfway = 0, -1, calls // 2
+        made, index, waited = 0, -1, False
         while made < calls:  # `calls` tool calls; the user's own edits come between them
-            if made == halfway:
+            if made == calls // 2 and not waited:  # once: `made` does not move at the user's edits
                 restarted.wait(RESTART_AWAITED_S)
-                halfway = -1  # once: the user's edits that follow do not wait again
+                waited = True
             index += 1
             call_id, n = f"s{slot}-c{index}", rng.randrange(FILES)
             kind = rng.choices(("read", "list", "write", "create", "outside"), (0.4, 0.25, 0.15, 0.1, 0.1))[0]

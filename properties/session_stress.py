@@ -129,9 +129,9 @@ def run_stress(
             start_new_session=True,
         )
 
-    def run_until_done(kills: int) -> tuple[int, float]:
+    def run_until_done(kills: int) -> tuple[int, float | None]:
         """Run every slot to its quota, killing up to `kills` times: (kills made, time of the last)."""
-        killed, last_kill = 0, 0.0
+        killed, last_kill = 0, None
         for slot in range(workers):
             spawn(slot)
         while processes:
@@ -155,7 +155,8 @@ def run_stress(
         return killed, last_kill
 
     killed, last_kill = run_until_done(kills)
-    time.sleep(max(0.0, last_kill + ABANDON_AFTER_S - time.monotonic()))
+    if last_kill is not None:
+        time.sleep(max(0.0, last_kill + ABANDON_AFTER_S - time.monotonic()))
     quota = [stormy + more for stormy, more in zip(quota, _shares(calm, workers))]
     run_until_done(0)
     return _report(root, state, logs, killed, pairs, time.monotonic() - started)

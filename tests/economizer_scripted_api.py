@@ -13,13 +13,14 @@ wait ends when the server closes, so no handler thread outlives a test by more t
 from __future__ import annotations
 
 import json
-import sys
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Callable
 
 import attrs
+
+from ledger_impl.service.server import HangUpsUnreported
 
 
 @attrs.frozen
@@ -159,14 +160,8 @@ def _openai_chunks(model: str, answer: Answer) -> list[dict[str, Any]]:
     ]
 
 
-class _Server(ThreadingHTTPServer):
-    daemon_threads = True
-
-    def handle_error(self, request: Any, client_address: Any) -> None:
-        # A client that timed out hangs up before a Hang or Stall answers; the answer then meets
-        # a closed socket. That is the scenario, not a fault; anything else is still printed.
-        if not isinstance(sys.exc_info()[1], ConnectionError):
-            super().handle_error(request, client_address)
+class _Server(HangUpsUnreported, ThreadingHTTPServer):
+    """A client that timed out hangs up before a Hang or Stall answers: the scenario, not a fault."""
 
 
 class ScriptedApi:

@@ -7,6 +7,7 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -26,7 +27,7 @@ os.kill(os.getpid(), signal.SIGKILL)
 
 
 def test_a_process_killed_with_a_launch_pending_leaves_its_markers_and_they_are_removed_by_its_pid(
-        tmp_path: Path) -> None:
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     environment = {**os.environ, "TMPDIR": str(tmp_path)}
     killed = subprocess.run([sys.executable, "-c", KILLED_WITH_A_LAUNCH_PENDING], env=environment,
                             capture_output=True, text=True)
@@ -38,17 +39,7 @@ def test_a_process_killed_with_a_launch_pending_leaves_its_markers_and_they_are_
     other = tmp_path / "ledger-join-1-unrelated"  # another process's: not removed
     other.mkdir()
     pid = int(left.name.split("-")[2])
-    original = os.environ.get("TMPDIR")
-    os.environ["TMPDIR"] = str(tmp_path)
-    try:
-        import tempfile
-
-        tempfile.tempdir = None  # read TMPDIR again
-        descendants.remove_markers_of(pid)
-    finally:
-        if original is None:
-            del os.environ["TMPDIR"]
-        else:
-            os.environ["TMPDIR"] = original
-        tempfile.tempdir = None
+    monkeypatch.setenv("TMPDIR", str(tmp_path))
+    monkeypatch.setattr(tempfile, "tempdir", None)  # read TMPDIR again; the cached one comes back after
+    descendants.remove_markers_of(pid)
     assert not left.exists() and other.is_dir()

@@ -5,6 +5,7 @@ damaged database is set aside, the switch to WAL under contention, and the read-
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sqlite3
 from pathlib import Path
@@ -18,7 +19,7 @@ from test_session_store_format import workspace  # noqa: F401  (the same workspa
 
 
 def _notes(path: Path) -> list[str]:
-    with sqlite3.connect(path) as db:
+    with contextlib.closing(sqlite3.connect(path)) as db:
         return [text for (text,) in db.execute("SELECT text FROM notes ORDER BY id")]
 
 

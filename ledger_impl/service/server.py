@@ -248,10 +248,10 @@ def _http_handler(service: Service) -> type[BaseHTTPRequestHandler]:
     return Handler
 
 
-class _HangUpsUnreported:
-    """A client that hangs up before its answer is written (a hook killed by its agent's
-    timeout, a probe of the port) is nothing to report; anything else a handler raises is
-    still printed, as socketserver does."""
+class HangUpsUnreported:
+    """A socketserver mixin: a client that hangs up before its answer is written (a hook killed
+    by its agent's timeout, a probe of the port) is nothing to report; anything else a handler
+    raises is still printed, as socketserver does. Handlers run on daemon threads."""
 
     daemon_threads = True
 
@@ -260,11 +260,11 @@ class _HangUpsUnreported:
             super().handle_error(request, client_address)  # type: ignore[misc]
 
 
-class _UnixServer(_HangUpsUnreported, socketserver.ThreadingUnixStreamServer):
+class _UnixServer(HangUpsUnreported, socketserver.ThreadingUnixStreamServer):
     pass
 
 
-class _HTTPServer(_HangUpsUnreported, ThreadingHTTPServer):
+class _HTTPServer(HangUpsUnreported, ThreadingHTTPServer):
     pass
 
 
