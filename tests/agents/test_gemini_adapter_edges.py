@@ -136,9 +136,11 @@ def test_a_status_line_is_believed_only_when_the_display_text_confirms_it(
     output of a command that exited 0; believed without the display text's confirmation (its
     comparisons made by order), the output was recorded without that line and served with
     status N."""
-    outcome = gemini._outcome(gemini.SHELL, {"command": "x"}, shell_response(output, status, shown))
+    response = shell_response(output, status, shown)
+    outcome = gemini._outcome(gemini.SHELL, {"command": "x"}, response)
     assert outcome.exact is exact
-    assert (outcome.output, outcome.exit_code) == ((output, status) if exact else (outcome.output, 0))
+    # Not believed: the whole text the model read, never served, status unknown (0).
+    assert (outcome.output, outcome.exit_code) == ((output, status) if exact else (response["llmContent"], 0))
 
 
 @pytest.mark.parametrize("response", [
