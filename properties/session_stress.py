@@ -104,7 +104,7 @@ def run_stress(
     killed writer stays pending, and so blocks every Reuse, until it expires `ABANDON_AFTER_S`
     after it started; on a fast machine the whole first phase can fit in that window (CI once saw
     3 reuses in 240 pairs). So the rest run after the last killed call has expired, with the same
-    workers at once and no kills: there the oracle always gets reuses to compare."""
+    workers at once and no kills: there only live writers block a Reuse (seeds 0-11: 32 or more)."""
     root, state, logs, world = base / "root", base / "state", base / "logs", base / "world"
     make_workspace(root)
     for directory in (state, logs, world):
